@@ -1,0 +1,64 @@
+"""Shared by the pyperf scripts: realistic data, the runner, the names, the targets.
+
+A benchmark is named ``"<case> | <impl>"``. Each case measures tokcore's twins (impls
+``tokcore-c`` and ``tokcore-py``) beside the baselines a user would otherwise write, on the
+same data in the same run; ``report.py`` prints how many times faster ``tokcore-c`` is.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterator
+from typing import Any, NamedTuple
+
+import pyperf
+
+VOCAB = 152_000  # a Qwen-2-sized vocabulary
+SIZES = {"1k": 1_000, "40k": 40_000, "128k": 128_000}
+ZIPF_EXPONENT = 1.1  # token frequencies in text follow Zipf's law closely
+SEP = " | "
+FAST, REFERENCE = "tokcore-c", "tokcore-py"
+
+
+class Target(NamedTuple):
+    """A speed goal: in ``case``, ``impl`` is at least ``ratio`` times faster than ``baseline``."""
+
+    case: str
+    baseline: str
+    ratio: float
+    impl: str = FAST
+
+
+def uniform_ids(n: int, seed: int = 1) -> list[int]:
+    rng = random.Random(seed)
+    return [rng.randrange(VOCAB) for _ in range(n)]
+
+
+def zipf_ids(n: int, seed: int = 2) -> list[int]:
+    """Ids drawn by Zipf rank; frequent tokens get small ids, as in BPE vocabularies."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    ranks = rng.zipf(ZIPF_EXPONENT, size=n)
+    return [int(r) - 1 for r in np.minimum(ranks, VOCAB)]
+
+
+def id_sets(sizes: tuple[str, ...] = tuple(SIZES)) -> Iterator[tuple[str, list[int]]]:
+    """("40k uniform", ids), ("40k zipf", ids), ... for each size."""
+    for label in sizes:
+        yield f"{label} uniform", uniform_ids(SIZES[label])
+        yield f"{label} zipf", zipf_ids(SIZES[label])
+
+
+def name(case: str, impl: str) -> str:
+    return f"{case}{SEP}{impl}"
+
+
+def make_runner() -> pyperf.Runner:
+    # Few processes and values: 'make bench' runs every script in minutes on 2 cores;
+    # pass pyperf's own options (e.g. --rigorous) through BENCH_ARGS for more.
+    return pyperf.Runner(processes=4, values=3, warmups=1, min_time=0.05)
+
+
+def add(runner: pyperf.Runner, case: str, impl: str, func: Callable[..., Any], *args: Any) -> None:
+    runner.bench_func(name(case, impl), func, *args)

@@ -1,0 +1,28 @@
+"""``python -m tokcore``: the version, each hot path's live twin, and what its build uses."""
+
+from __future__ import annotations
+
+import platform
+import sys
+
+from . import BACKEND, __version__
+from ._backend import LOADED, MODULES, NO_EXTENSIONS, REQUIRE_EXTENSIONS
+
+
+def describe() -> str:
+    lines = [
+        f"tokcore {__version__} on {platform.python_implementation()} "
+        f"{platform.python_version()} ({platform.machine()}, {sys.byteorder}-endian)",
+        f"backend: {BACKEND}"
+        + (" (TOKCORE_NO_EXTENSIONS)" if NO_EXTENSIONS else "")
+        + (" (TOKCORE_REQUIRE_EXTENSIONS)" if REQUIRE_EXTENSIONS else ""),
+    ]
+    for name, kind in sorted(LOADED.items()):
+        info = getattr(MODULES[name], "BUILD_INFO", {})
+        details = ", ".join(f"{key}: {value}" for key, value in info.items())
+        lines.append(f"  {name:<4} {kind:<7} {details}".rstrip())
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(describe())

@@ -1,0 +1,8 @@
+from typing import Any
+
+from ._ids_py import IdsArg
+
+BUILD_INFO: dict[str, str]
+
+def pack_ids(ids: IdsArg) -> bytes: ...
+def unpack_ids(data: Any) -> list[int]: ...

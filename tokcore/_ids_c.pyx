@@ -1,0 +1,222 @@
+# cython: language_level=3
+"""Token ids <-> little-endian int32 bytes: the Cython twin of ``_ids_py``.
+
+Argument checks and error messages come from ``_ids_py`` (they are off the hot path), so
+the two twins accept, return and raise the same things.
+"""
+
+from cpython.buffer cimport (
+    PyBUF_RECORDS_RO, PyBuffer_IsContiguous, PyBuffer_Release, PyObject_GetBuffer,
+)
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
+from cpython.list cimport PyList_New
+from cpython.number cimport PyNumber_Index
+from cpython.object cimport PyObject
+from libc.stdint cimport (
+    int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t,
+)
+from libc.string cimport memcpy
+
+from tokcore._ids_py import (
+    LITTLE_ENDIAN_HOST, _buffer_values, buffer_layout, coerce_ids, length_error,
+    overflow_error, resized_error, type_error,
+)
+
+cdef extern from "Python.h":
+    ctypedef struct PyTypeObject:
+        pass
+    PyTypeObject PyLong_Type
+    PyTypeObject *Py_TYPE_PTR "Py_TYPE"(PyObject *o)
+    PyObject **PySequence_Fast_ITEMS_PTR "PySequence_Fast_ITEMS"(object o)
+    Py_ssize_t PySequence_Fast_GET_SIZE(object o)
+    void PyList_SET_ITEM_PTR "PyList_SET_ITEM"(object lst, Py_ssize_t i, PyObject *item)
+    PyObject *PyLong_FromLong_PTR "PyLong_FromLong"(long v) except NULL
+    long long PyLong_AsLongLongAndOverflow(object o, int *overflow) except? -1
+    void Py_INCREF_PTR "Py_INCREF"(PyObject *o)
+
+cdef extern from "_intfast.h":
+    const char *TOK_INTFAST_KIND
+    int tok_compact_value(PyObject *o, long *out) noexcept
+    void tok_store_le32(unsigned char *p, int32_t v) noexcept nogil
+    int32_t tok_load_le32(const unsigned char *p) noexcept nogil
+    enum: TOK_ID_CACHE_LIMIT
+    enum: TOK_ID_CACHE_ENABLED
+
+cdef enum:
+    ID_BYTES = 4
+    NOGIL_MIN_BYTES = 64 * 1024  # below this, dropping the GIL costs more than it frees
+
+cdef int64_t I32_MIN = -2147483648
+cdef int64_t I32_MAX = 2147483647
+
+BUILD_INFO = {
+    "int read": TOK_INTFAST_KIND.decode(),
+    "id cache": (f"ints 0..{TOK_ID_CACHE_LIMIT - 1}" if TOK_ID_CACHE_ENABLED else "off"),
+}
+
+
+# --- pack: lists and tuples ----------------------------------------------------------------
+
+cdef long _slow_value(object seq, Py_ssize_t size, Py_ssize_t i, object item) except? -1:
+    """The value of an item that is not a small exact int; may run Python code."""
+    cdef int overflow = 0
+    cdef long long value
+    try:
+        number = PyNumber_Index(item)
+    except TypeError:
+        raise type_error(i, item) from None
+    if PySequence_Fast_GET_SIZE(seq) != size:  # __index__ resized the list under us
+        raise resized_error(size, PySequence_Fast_GET_SIZE(seq))
+    value = PyLong_AsLongLongAndOverflow(number, &overflow)
+    if overflow or value < I32_MIN or value > I32_MAX:
+        raise overflow_error(i, number)
+    return <long>value
+
+
+cdef bytes _pack_sequence(object seq):
+    """``seq`` is a list or a tuple."""
+    cdef Py_ssize_t size = PySequence_Fast_GET_SIZE(seq)
+    cdef Py_ssize_t i
+    cdef long value
+    cdef PyObject *item
+    cdef PyObject **items = PySequence_Fast_ITEMS_PTR(seq)
+    cdef bytes result = PyBytes_FromStringAndSize(NULL, size * ID_BYTES)
+    cdef unsigned char *out = <unsigned char *>PyBytes_AS_STRING(result)
+    for i in range(size):
+        item = items[i]
+        # common path: an exact int of one internal digit (|v| < 2**30) is always in range
+        if Py_TYPE_PTR(item) != &PyLong_Type or not tok_compact_value(item, &value):
+            value = _slow_value(seq, size, i, <object>item)
+            items = PySequence_Fast_ITEMS_PTR(seq)  # a resize may have moved the array
+        tok_store_le32(out + i * ID_BYTES, <int32_t>value)
+    return result
+
+
+# --- pack: integer buffers -----------------------------------------------------------------
+
+ctypedef fused any_int:
+    int8_t
+    uint8_t
+    int16_t
+    uint16_t
+    int32_t
+    uint32_t
+    int64_t
+    uint64_t
+
+
+cdef Py_ssize_t _convert(const char *src, Py_ssize_t stride, Py_ssize_t size,
+                         unsigned char *out, any_int kind) noexcept nogil:
+    """Native-order integers -> int32 LE; the index of the first out-of-range one, or -1."""
+    cdef Py_ssize_t i
+    cdef any_int value
+    for i in range(size):
+        memcpy(&value, src + i * stride, sizeof(any_int))  # no alignment assumed
+        if any_int is uint8_t or any_int is uint16_t or any_int is int8_t or any_int is int16_t:
+            pass  # always fits
+        elif any_int is uint32_t or any_int is uint64_t:
+            if <uint64_t>value > <uint64_t>I32_MAX:
+                return i
+        else:
+            if <int64_t>value < I32_MIN or <int64_t>value > I32_MAX:
+                return i
+        tok_store_le32(out + i * ID_BYTES, <int32_t>value)
+    return -1
+
+
+cdef Py_ssize_t _convert_any(const char *src, Py_ssize_t stride, Py_ssize_t size,
+                             unsigned char *out, bint signed, Py_ssize_t itemsize) noexcept nogil:
+    if signed:
+        if itemsize == 1: return _convert(src, stride, size, out, <int8_t>0)
+        if itemsize == 2: return _convert(src, stride, size, out, <int16_t>0)
+        if itemsize == 4: return _convert(src, stride, size, out, <int32_t>0)
+        return _convert(src, stride, size, out, <int64_t>0)
+    if itemsize == 1: return _convert(src, stride, size, out, <uint8_t>0)
+    if itemsize == 2: return _convert(src, stride, size, out, <uint16_t>0)
+    if itemsize == 4: return _convert(src, stride, size, out, <uint32_t>0)
+    return _convert(src, stride, size, out, <uint64_t>0)
+
+
+cdef bytes _pack_buffer(object view):
+    """``view`` is a one-dimensional integer memoryview (checked by ``coerce_ids``)."""
+    signed, itemsize, little = buffer_layout(view)
+    if little != LITTLE_ENDIAN_HOST:
+        view = memoryview(_buffer_values(view))  # rare: swap into native order first
+    cdef Py_buffer buf
+    cdef Py_ssize_t bad = -1, size, stride
+    cdef bytes result
+    cdef unsigned char *out
+    cdef const char *src
+    cdef bint is_signed = signed
+    PyObject_GetBuffer(view, &buf, PyBUF_RECORDS_RO)
+    try:
+        size = buf.shape[0]
+        result = PyBytes_FromStringAndSize(NULL, size * ID_BYTES)
+        out = <unsigned char *>PyBytes_AS_STRING(result)
+        src = <const char *>buf.buf
+        stride = buf.strides[0]
+        if buf.itemsize * size >= NOGIL_MIN_BYTES:
+            with nogil:
+                bad = _convert_any(src, stride, size, out, is_signed, buf.itemsize)
+        else:
+            bad = _convert_any(src, stride, size, out, is_signed, buf.itemsize)
+        if bad >= 0:
+            raw = PyBytes_FromStringAndSize(src + bad * stride, buf.itemsize)
+            raise overflow_error(bad, int.from_bytes(raw, "little" if LITTLE_ENDIAN_HOST
+                                                     else "big", signed=signed))
+    finally:
+        PyBuffer_Release(&buf)
+    return result
+
+
+def pack_ids(ids):
+    """Token ids -> little-endian int32 bytes (4 bytes an id)."""
+    if type(ids) is list or type(ids) is tuple:
+        return _pack_sequence(ids)
+    seq = coerce_ids(ids)
+    if isinstance(seq, memoryview):
+        return _pack_buffer(seq)
+    return _pack_sequence(seq)
+
+
+# --- unpack --------------------------------------------------------------------------------
+
+# One shared int object per id below the limit, made on first use and kept (ints are
+# immutable, so sharing them is safe): the table is TOK_ID_CACHE_LIMIT pointers (2 MiB
+# for 2**18) and holds at most that many ints (about 8 MiB when every id has been seen).
+cdef PyObject *_id_objects[TOK_ID_CACHE_LIMIT]
+
+
+cdef inline PyObject *_id_object(int32_t value) except NULL:
+    cdef PyObject *obj
+    if TOK_ID_CACHE_ENABLED and <uint32_t>value < <uint32_t>TOK_ID_CACHE_LIMIT:
+        obj = _id_objects[value]
+        if obj is NULL:
+            obj = PyLong_FromLong_PTR(value)  # this new reference is the table's
+            _id_objects[value] = obj
+        Py_INCREF_PTR(obj)
+        return obj
+    return PyLong_FromLong_PTR(value)
+
+
+def unpack_ids(data):
+    """Little-endian int32 bytes -> a list of Python ints."""
+    if isinstance(data, str):
+        raise TypeError("int32 data must be a bytes-like object, not str")
+    cdef Py_buffer buf
+    cdef Py_ssize_t i, size
+    cdef const unsigned char *src
+    PyObject_GetBuffer(data, &buf, PyBUF_RECORDS_RO)
+    try:
+        if not PyBuffer_IsContiguous(&buf, b'C'):
+            raise TypeError("int32 data must be a contiguous bytes-like object")
+        if buf.len % ID_BYTES:
+            raise length_error(buf.len)
+        size = buf.len // ID_BYTES
+        src = <const unsigned char *>buf.buf
+        result = PyList_New(size)
+        for i in range(size):
+            PyList_SET_ITEM_PTR(result, i, _id_object(tok_load_le32(src + i * ID_BYTES)))
+    finally:
+        PyBuffer_Release(&buf)
+    return result

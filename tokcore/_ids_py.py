@@ -1,0 +1,175 @@
+"""Token ids <-> little-endian int32 bytes: the pure-Python reference twin.
+
+It leans on ``array.array`` (C loops inside the standard library) for speed and falls back
+on a per-element scan only to name the offending index in an error. The argument checks
+and error messages here are shared: the Cython twin imports them for its slow paths.
+"""
+
+from __future__ import annotations
+
+import sys
+from array import array
+from collections.abc import Iterable
+from operator import index as _index
+from typing import Any, Union
+
+INT32_MIN = -(2**31)
+INT32_MAX = 2**31 - 1
+ID_BYTES = 4  # every id is one little-endian int32 on the wire
+
+LITTLE_ENDIAN_HOST = sys.byteorder == "little"
+
+#: what ``pack_ids`` refuses outright: text and raw bytes are not id sequences
+NOT_ID_SEQUENCES = (str, bytes, bytearray)
+
+_INT_FORMATS = frozenset("bBhHiIlLqQnN")
+_BYTE_ORDER_PREFIXES = frozenset("@=<>!")
+
+IdsArg = Union[Iterable[Any], memoryview]
+
+# array typecode for (signed, itemsize) on this platform, e.g. (True, 4) -> "i"
+_TYPECODES: dict[tuple[bool, int], str] = {}
+for _code in "qlihbQLIHB":  # later (smaller, more usual) codes win on equal sizes
+    _TYPECODES[(_code.islower(), array(_code).itemsize)] = _code
+del _code
+
+
+# --- error messages, shared by both twins -------------------------------------------------
+
+def type_error(position: int, item: object) -> TypeError:
+    return TypeError(
+        f"ids[{position}] must be an integer, not {type(item).__name__}"
+    )
+
+
+def overflow_error(position: int, value: int) -> OverflowError:
+    return OverflowError(
+        f"ids[{position}] = {value} is outside the int32 range [{INT32_MIN}, {INT32_MAX}]"
+    )
+
+
+def resized_error(before: int, after: int) -> RuntimeError:
+    return RuntimeError(f"ids changed size during pack_ids (from {before} to {after})")
+
+
+def length_error(nbytes: int) -> ValueError:
+    return ValueError(
+        f"int32 data must be a multiple of {ID_BYTES} bytes long, got {nbytes} "
+        f"({nbytes % ID_BYTES} trailing byte(s) at offset {nbytes - nbytes % ID_BYTES})"
+    )
+
+
+# --- argument checks, shared by both twins -------------------------------------------------
+
+def coerce_ids(ids: object) -> list[Any] | tuple[Any, ...] | memoryview:
+    """Return ``ids`` as a list, a tuple or a one-dimensional integer memoryview.
+
+    Lists and tuples come back as they are; buffers become memoryviews; any other iterable
+    is materialised into a list. Everything else is a ``TypeError``.
+    """
+    if type(ids) is list or type(ids) is tuple:
+        return ids  # type: ignore[return-value]
+    if isinstance(ids, NOT_ID_SEQUENCES):
+        raise TypeError(
+            f"ids must be a sequence of integers, not {type(ids).__name__} "
+            "(text and raw bytes are not token ids; use unpack_ids for int32 bytes)"
+        )
+    try:
+        view = memoryview(ids)  # type: ignore[arg-type]
+    except TypeError:
+        pass
+    else:
+        buffer_layout(view)
+        return view
+    try:  # list and tuple subclasses too: iteration is what they may redefine
+        return list(ids)  # type: ignore[call-overload,no-any-return]
+    except TypeError:
+        if not isinstance(ids, Iterable):
+            raise TypeError(
+                f"ids must be a sequence of integers, not {type(ids).__name__}"
+            ) from None
+        raise
+
+
+def buffer_layout(view: memoryview) -> tuple[bool, int, bool]:
+    """``(signed, itemsize, little_endian)`` of an integer buffer, or an error."""
+    fmt = view.format
+    order = "@"
+    if fmt and fmt[0] in _BYTE_ORDER_PREFIXES:
+        order, fmt = fmt[0], fmt[1:]
+    if len(fmt) != 1 or fmt not in _INT_FORMATS:
+        raise TypeError(
+            f"ids buffer must hold integers, not format {view.format!r}"
+        )
+    if view.ndim != 1:
+        raise ValueError(f"ids buffer must be one-dimensional, not {view.ndim}-dimensional")
+    little = LITTLE_ENDIAN_HOST if order in "@=" else order == "<"
+    return fmt.islower(), view.itemsize, little
+
+
+# --- the codec -----------------------------------------------------------------------------
+
+def _check_each(ids: list[Any] | tuple[Any, ...] | array[int], size: int) -> None:
+    """Raise the contract's error for the first bad element (the slow, exact path)."""
+    for position in range(size):
+        if len(ids) != size:
+            raise resized_error(size, len(ids))
+        item = ids[position]
+        try:
+            value = _index(item)
+        except TypeError:
+            raise type_error(position, item) from None
+        if len(ids) != size:  # __index__ may have resized the list
+            raise resized_error(size, len(ids))
+        if not INT32_MIN <= value <= INT32_MAX:
+            raise overflow_error(position, value)
+
+
+def _buffer_values(view: memoryview) -> array[int]:
+    """The integers of a one-dimensional buffer, in an array of the same type."""
+    signed, itemsize, little = buffer_layout(view)
+    values = array(_TYPECODES[(signed, itemsize)])
+    values.frombytes(view.tobytes())  # tobytes follows strides, negative ones included
+    if little != LITTLE_ENDIAN_HOST:
+        values.byteswap()
+    return values
+
+
+def pack_ids(ids: IdsArg) -> bytes:
+    """Token ids -> little-endian int32 bytes (4 bytes an id)."""
+    seq = coerce_ids(ids)
+    if isinstance(seq, memoryview):
+        signed, itemsize, little = buffer_layout(seq)
+        if signed and itemsize == ID_BYTES and little:
+            return seq.tobytes()  # already int32 little-endian: a copy is the whole job
+        values: Any = _buffer_values(seq)
+    else:
+        values = seq
+    size = len(values)
+    try:
+        packed = array("i", values)
+    except (TypeError, OverflowError, IndexError):
+        _check_each(values, size)
+        raise  # not reached: the scan raises the precise error
+    if len(values) != size:
+        raise resized_error(size, len(values))
+    if not LITTLE_ENDIAN_HOST:
+        packed.byteswap()
+    return packed.tobytes()
+
+
+def unpack_ids(data: Any) -> list[int]:
+    """Little-endian int32 bytes -> a list of Python ints."""
+    if isinstance(data, str):
+        raise TypeError("int32 data must be a bytes-like object, not str")
+    with memoryview(data) as view:
+        if not view.c_contiguous:
+            raise TypeError("int32 data must be a contiguous bytes-like object")
+        nbytes = view.nbytes
+        if nbytes % ID_BYTES:
+            raise length_error(nbytes)
+        values = array("i")
+        values.frombytes(view)
+    if not LITTLE_ENDIAN_HOST:
+        values.byteswap()
+    return values.tolist()

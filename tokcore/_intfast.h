@@ -1,0 +1,63 @@
+/* Read a Python int's value without a C-API call when it fits in one internal digit.
+ *
+ * tok_compact_value() returns 1 and stores the value for an exact int of at most one
+ * 30-bit digit, 0 otherwise (the caller then takes the portable PyLong_As* path).
+ * CPython's int layout is private and changed in 3.12, so each branch is pinned to the
+ * versions whose layout it knows; anything else gets the portable answer 0.
+ */
+#ifndef TOKCORE_INTFAST_H
+#define TOKCORE_INTFAST_H
+
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#if defined(PYPY_VERSION) || defined(Py_LIMITED_API)
+#  define TOK_INTFAST_KIND "portable"
+static inline int tok_compact_value(PyObject *o, long *out) { (void)o; (void)out; return 0; }
+#elif PY_VERSION_HEX >= 0x030C0000
+/* 3.12+: the documented unstable API for exactly this purpose. */
+#  define TOK_INTFAST_KIND "PyUnstable_Long_CompactValue"
+static inline int tok_compact_value(PyObject *o, long *out) {
+    if (!PyUnstable_Long_IsCompact((PyLongObject *)o)) return 0;
+    *out = (long)PyUnstable_Long_CompactValue((PyLongObject *)o);
+    return 1;
+}
+#elif PY_VERSION_HEX >= 0x03090000
+/* 3.9-3.11: ob_size is the signed digit count, ob_digit[0] the low 30 (or 15) bits. */
+#  define TOK_INTFAST_KIND "ob_digit"
+static inline int tok_compact_value(PyObject *o, long *out) {
+    Py_ssize_t size = Py_SIZE(o);
+    if (size < -1 || size > 1) return 0;
+    /* a zero may be allocated without ob_digit[0]: don't read it */
+    *out = size ? (long)size * (long)((PyLongObject *)o)->ob_digit[0] : 0;
+    return 1;
+}
+#else
+#  define TOK_INTFAST_KIND "portable"
+static inline int tok_compact_value(PyObject *o, long *out) { (void)o; (void)out; return 0; }
+#endif
+
+/* unpack_ids shares one int object per id below this limit, made on first use. Filling the
+ * table lazily relies on the GIL, so a free-threaded build does without it. */
+#define TOK_ID_CACHE_LIMIT (1 << 18)
+#ifdef Py_GIL_DISABLED
+#  define TOK_ID_CACHE_ENABLED 0
+#else
+#  define TOK_ID_CACHE_ENABLED 1
+#endif
+
+/* Little-endian int32 load and store on any host; compilers turn these into one move. */
+static inline void tok_store_le32(unsigned char *p, int32_t v) {
+    uint32_t u = (uint32_t)v;
+    p[0] = (unsigned char)u; p[1] = (unsigned char)(u >> 8);
+    p[2] = (unsigned char)(u >> 16); p[3] = (unsigned char)(u >> 24);
+}
+
+static inline int32_t tok_load_le32(const unsigned char *p) {
+    uint32_t u = (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16)
+                 | ((uint32_t)p[3] << 24);
+    return (int32_t)u;
+}
+
+#endif
