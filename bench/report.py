@@ -1,6 +1,9 @@
 """Run every bench/bench_*.py with pyperf and print one table of speed ratios.
 
 Usage: python bench/report.py [-k SUBSTRING] [pyperf options...]
+
+A script that sets ``RUNNER = "plain"`` is not a pyperf script: it is run as it is and
+what it prints goes into the report.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ import importlib.util
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pyperf
 
@@ -20,12 +24,12 @@ sys.path.insert(0, str(HERE))
 from _common import FAST, SEP, Target  # noqa: E402
 
 
-def targets_of(script: Path) -> list[Target]:
+def load(script: Path) -> ModuleType:
     spec = importlib.util.spec_from_file_location(script.stem, script)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return list(getattr(module, "TARGETS", []))
+    return module
 
 
 def run(script: Path, pyperf_args: list[str]) -> dict[str, float]:
@@ -82,8 +86,14 @@ def main() -> int:
     report, missed = [], 0
     for script in scripts:
         print(f"running {script.name} ...", flush=True)
+        module = load(script)
+        if getattr(module, "RUNNER", "pyperf") == "plain":  # prints its own figures
+            done = subprocess.run([sys.executable, str(script)], check=True,
+                                  capture_output=True, text=True)
+            report += [f"\n== {script.stem} ==", done.stdout.rstrip()]
+            continue
         means = run(script, pyperf_args)
-        goals = check(targets_of(script), means)
+        goals = check(list(getattr(module, "TARGETS", [])), means)
         missed += sum(line.lstrip().startswith(("MISS", "MISSING")) for line in goals)
         report += [f"\n== {script.stem} ==", *table(means)]
         if goals:
