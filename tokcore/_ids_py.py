@@ -169,7 +169,7 @@ def unpack_ids(data: Any) -> list[int]:
         if nbytes % ID_BYTES:
             raise length_error(nbytes)
         values = array("i")
-        values.frombytes(view)
+        values.frombytes(view.cast("B"))  # frombytes wants a byte format
     if not LITTLE_ENDIAN_HOST:
         values.byteswap()
     return values.tolist()
