@@ -7,7 +7,7 @@ import struct
 from array import array
 
 import numpy as np
-from _common import REFERENCE, FAST, Target, add, id_sets, make_runner
+from _common import FAST, REFERENCE, Target, add, id_sets, make_runner
 
 from tokcore import _ids_c, _ids_py
 

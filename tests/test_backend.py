@@ -62,7 +62,8 @@ def test_backend_reports_what_loaded() -> None:
     assert tokcore.BACKEND == _backend.backend_summary()
     assert tokcore.BACKEND in ("cython", "python", "mixed")
     for name, kind in _backend.LOADED.items():
-        assert _backend.MODULES[name].__name__ == f"tokcore._{name}_{'c' if kind == 'cython' else 'py'}"
+        suffix = "c" if kind == "cython" else "py"
+        assert _backend.MODULES[name].__name__ == f"tokcore._{name}_{suffix}"
 
 
 def test_main_prints_version_and_backends() -> None:

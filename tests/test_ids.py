@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import array
 import enum
-from collections import deque
 import struct
+from collections import deque
 from types import ModuleType
 from typing import Any
 
