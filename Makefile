@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 SOURCES := $(wildcard tokcore/*.pyx tokcore/*.h) setup.py pyproject.toml
 
-.PHONY: all venv build test test-c test-py bench fuzz sanitize lint clean
+.PHONY: all venv build test test-c test-py bench fuzz fuzz-smoke sanitize lint clean
 
 all: test
 
@@ -38,8 +38,43 @@ test: test-c test-py
 bench: build $(VENV)/.deps-bench
 	PYTHONPATH=$(CURDIR) TOKCORE_REQUIRE_EXTENSIONS=1 $(BIN)/python bench/report.py $(BENCH_ARGS)
 
+# Fuzzing (fuzz/run.py): every harness runs both twins on the same input. FUZZ_SECONDS is
+# the total wall time; inputs that find a bug are kept in fuzz/corpus/ and replayed by tests.
+FUZZ_SECONDS ?= 600
+FUZZ_SMOKE_SECONDS ?= 4
+
+fuzz: build $(VENV)/.deps-fuzz
+	TOKCORE_REQUIRE_EXTENSIONS=1 $(BIN)/python fuzz/run.py --seconds $(FUZZ_SECONDS) $(FUZZ_ARGS)
+
+# CI's short run of each harness. Without atheris (no wheel for this Python, no registry)
+# run.py says so and feeds random inputs instead.
+fuzz-smoke: build
+	$(MAKE) --no-print-directory $(VENV)/.deps-fuzz || echo "fuzz-smoke: atheris could not be installed"
+	TOKCORE_REQUIRE_EXTENSIONS=1 $(BIN)/python fuzz/run.py --per-harness $(FUZZ_SMOKE_SECONDS)
+
+# AddressSanitizer + UndefinedBehaviorSanitizer: a copy of the tree in build/asan with its
+# own in-place build, the whole suite on the Cython twins. The interpreter is not built with
+# ASan, so its runtime is preloaded; PYTHONMALLOC=malloc lets ASan see every Python object's
+# memory. detect_leaks=0: CPython itself does not free everything at exit.
+ASAN_DIR  := build/asan
+ASAN_LIB   = $(shell $(CC) -print-file-name=libasan.so)
+SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g
+
+sanitize: $(VENV)/.deps-test
+	rm -rf $(ASAN_DIR) && mkdir -p $(ASAN_DIR)
+	cp -r tokcore tests fuzz setup.py pyproject.toml README.md $(wildcard examples bench) $(ASAN_DIR)/
+	rm -f $(ASAN_DIR)/tokcore/*.so $(ASAN_DIR)/tokcore/_*_c.c
+	cd $(ASAN_DIR) && CFLAGS="$(SAN_FLAGS)" LDFLAGS="-fsanitize=address,undefined" \
+		TOKCORE_REQUIRE_EXTENSIONS=1 $(CURDIR)/$(BIN)/python setup.py -q build_ext --inplace -j 2
+	for so in $(ASAN_DIR)/tokcore/*.so; do \
+		nm -D $$so | grep -q __asan_report || { echo "$$so is not instrumented"; exit 1; }; done
+	cd $(ASAN_DIR) && LD_PRELOAD="$(ASAN_LIB)" PYTHONMALLOC=malloc TOKCORE_SANITIZE=1 \
+		ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1 \
+		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+		TOKCORE_REQUIRE_EXTENSIONS=1 $(CURDIR)/$(BIN)/python -m pytest -q -p no:cacheprovider
+
 clean:
-	rm -rf build $(VENV) tokcore/*.so tokcore/_*_c.c tokcore/*.html .pytest_cache .hypothesis bench/results
+	rm -rf build $(VENV) tokcore/*.so tokcore/_*_c.c tokcore/*.html .pytest_cache .hypothesis bench/results fuzz/work fuzz/crashes
 
 lint: $(VENV)/.deps-test
 	$(PIP) install ruff mypy

@@ -163,9 +163,11 @@ def unpack_ids(data: Any) -> list[int]:
     if isinstance(data, str):
         raise TypeError("int32 data must be a bytes-like object, not str")
     with memoryview(data) as view:
+        nbytes = view.nbytes
+        if not nbytes:  # as PyBuffer_IsContiguous (the Cython twin) has it, empty is
+            return []   # contiguous, even where memoryview.c_contiguous says otherwise
         if not view.c_contiguous:
             raise TypeError("int32 data must be a contiguous bytes-like object")
-        nbytes = view.nbytes
         if nbytes % ID_BYTES:
             raise length_error(nbytes)
         values = array("i")
