@@ -1,0 +1,56 @@
+"""Replay every kept fuzz input (seeds and past findings) through its harness.
+
+Each harness (fuzz/fuzz_<name>.py) runs both twins on the input and checks their parity and
+the contract; an input that once found a bug stays in fuzz/corpus/<name>/ for good, so the
+bug cannot come back unnoticed. Under TOKCORE_NO_EXTENSIONS only the Python twin runs (the
+oracle checks still apply).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+FUZZ_DIR = Path(__file__).resolve().parent.parent / "fuzz"
+sys.path.insert(0, str(FUZZ_DIR))
+
+import _parity  # noqa: E402  (lives in fuzz/)
+
+HARNESSES = sorted(p.stem.removeprefix("fuzz_") for p in FUZZ_DIR.glob("fuzz_*.py"))
+KEPT = [(name, path) for name in HARNESSES for path in _parity.kept_inputs(name)]
+
+
+def harness(name: str) -> ModuleType:
+    return importlib.import_module(f"fuzz_{name}")
+
+
+def test_there_are_harnesses_and_kept_inputs() -> None:
+    assert "ids" in HARNESSES
+    assert KEPT, "fuzz/seeds and fuzz/corpus hold no input at all"
+
+
+@pytest.mark.parametrize("name", HARNESSES)
+def test_harness_runs_on_empty_and_tiny_inputs(name: str) -> None:
+    for data in (b"", b"\0", b"\xff" * 3, bytes(range(256))):
+        harness(name).test_one_input(data)
+
+
+@pytest.mark.parametrize("name, path", KEPT, ids=[f"{n}/{p.name[:20]}" for n, p in KEPT])
+def test_kept_input_replays_clean(name: str, path: Path) -> None:
+    harness(name).test_one_input(path.read_bytes())
+
+
+def test_parity_check_catches_a_difference() -> None:
+    """The comparison the harnesses rely on does flag differing twins and foreign errors."""
+    twins = {"c": ModuleType("c"), "py": ModuleType("py")}
+    twins["c"].f = lambda: b"x"  # type: ignore[attr-defined]
+    twins["py"].f = lambda: bytearray(b"x")  # type: ignore[attr-defined]
+    with pytest.raises(_parity.Finding, match="twins differ"):
+        _parity.same_outcome(twins, lambda t: t.f(), (ValueError,), "f")
+    twins["py"].f = twins["c"].f = lambda: {}[0]  # type: ignore[attr-defined]
+    with pytest.raises(_parity.Finding, match="outside the contract"):
+        _parity.same_outcome(twins, lambda t: t.f(), (ValueError,), "f")
