@@ -1,0 +1,186 @@
+"""Every function from several threads at once, on shared inputs, every result checked.
+
+The switch interval is cut to a few microseconds so that threads interleave inside the
+calls. Large numpy inputs take pack_ids' no-GIL path, so they are also read while another
+thread writes them: the result must then be, id by id, one of the two values (a torn read
+of a whole buffer is the caller's race, but never a crash or a value that was never there).
+"""
+
+from __future__ import annotations
+
+import array
+import struct
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pytest
+
+THREADS = 6
+ROUNDS = 40
+
+
+@pytest.fixture(autouse=True)
+def fast_switching() -> Iterator[None]:
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(5e-6)
+    yield
+    sys.setswitchinterval(before)
+
+
+def run_together(*workers: Callable[[], None]) -> None:
+    """Start every worker at the same instant; re-raise the first failure."""
+    barrier = threading.Barrier(len(workers))
+    errors: list[BaseException] = []
+
+    def wrap(work: Callable[[], None]) -> None:
+        try:
+            barrier.wait()
+            work()
+        except BaseException as exc:  # reported below, on the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=wrap, args=(w,)) for w in workers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not any(t.is_alive() for t in threads), "a worker hung"
+    if errors:
+        raise errors[0]
+
+
+def le32(values: Any) -> bytes:
+    return np.asarray(values, dtype="<i4").tobytes()
+
+
+# --- token ids -----------------------------------------------------------------------------
+
+def test_ids_shared_inputs(ids_twin: ModuleType) -> None:
+    rng = np.random.default_rng(1)
+    values = rng.integers(-(2**31), 2**31, 30_000, dtype=np.int64)  # 240 KB: no-GIL path
+    as_list = values.tolist()
+    inputs: list[tuple[Any, bytes]] = [
+        (as_list, le32(values)),
+        (tuple(as_list[:5000]), le32(values[:5000])),
+        (values, le32(values)),
+        (values[::-3], le32(values[::-3])),
+        (values.astype(">i8"), le32(values)),
+        (values.astype("<i4"), le32(values)),
+        (array.array("q", as_list), le32(values)),
+        (memoryview(values.astype(np.int32)), le32(values)),
+    ]
+    packed = le32(values)
+    unpack_inputs: list[Any] = [packed, bytearray(packed), memoryview(packed),
+                                np.frombuffer(packed, np.uint8)]
+
+    def worker() -> None:
+        for _ in range(ROUNDS // 4):
+            for ids, expected in inputs:
+                assert ids_twin.pack_ids(ids) == expected
+            for data in unpack_inputs:
+                assert ids_twin.unpack_ids(data) == as_list
+
+    run_together(*[worker] * THREADS)
+
+
+def test_pack_ids_of_an_array_another_thread_writes(ids_twin: ModuleType) -> None:
+    old = np.arange(40_000, dtype=np.int64)
+    new = -old - 7
+    shared = old.copy()
+    stop = threading.Event()
+    allowed = np.stack([old, new]).astype("<i4")
+
+    def writer() -> None:
+        try:
+            while not stop.is_set():
+                shared[:] = new
+                shared[:] = old
+        finally:
+            stop.set()
+
+    def reader() -> None:
+        try:
+            for _ in range(ROUNDS):
+                got = np.frombuffer(ids_twin.pack_ids(shared[::-1]), "<i4")[::-1]
+                assert ((got == allowed[0]) | (got == allowed[1])).all()
+        finally:
+            stop.set()
+
+    run_together(writer, *[reader] * (THREADS - 1))
+
+
+def test_unpack_ids_of_a_bytearray_another_thread_writes(ids_twin: ModuleType) -> None:
+    old = le32(np.arange(20_000))
+    new = le32(np.arange(20_000) * -3 - 1)
+    shared = bytearray(old)
+    old_ids, new_ids = struct.unpack(f"<{len(old) // 4}i", old), \
+        struct.unpack(f"<{len(new) // 4}i", new)
+    stop = threading.Event()
+
+    def writer() -> None:
+        try:
+            while not stop.is_set():
+                shared[:] = new  # same size: allowed while another thread holds a view
+                shared[:] = old
+        finally:
+            stop.set()
+
+    def reader() -> None:
+        try:
+            for _ in range(ROUNDS // 2):
+                got = ids_twin.unpack_ids(shared)
+                assert len(got) == len(old_ids)
+                assert all(g == a or g == b for g, a, b in zip(got, old_ids, new_ids))
+        finally:
+            stop.set()
+
+    run_together(writer, *[reader] * (THREADS - 1))
+
+
+class Index:
+    def __init__(self, value: int) -> None:
+        self.value = value
+
+    def __index__(self) -> int:
+        return self.value
+
+
+def test_pack_ids_of_a_list_another_thread_resizes(ids_twin: ModuleType) -> None:
+    """``__index__`` runs Python code, so other threads get in mid-call and resize the list:
+    the outcome is the packing of some state of the list, or the contract's RuntimeError."""
+    shared: list[Any] = [Index(i) for i in range(2000)]
+    stop = threading.Event()
+    outcomes = {"packed": 0, "resized": 0}
+
+    def mutator() -> None:
+        try:
+            while not stop.is_set():
+                shared.append(Index(len(shared)))
+                shared.pop()
+                shared.extend([Index(1), Index(2)])
+                del shared[-2:]
+        finally:
+            stop.set()
+
+    def reader() -> None:
+        try:
+            for _ in range(ROUNDS):
+                try:
+                    got = ids_twin.pack_ids(shared)
+                except RuntimeError as exc:
+                    assert "changed size" in str(exc)
+                    outcomes["resized"] += 1
+                else:
+                    ids = struct.unpack(f"<{len(got) // 4}i", got)
+                    assert list(ids[:2000]) == list(range(2000))
+                    assert set(ids[2000:]) <= {1, 2, 2000, 2001}
+                    outcomes["packed"] += 1
+        finally:
+            stop.set()
+
+    run_together(mutator, *[reader] * (THREADS - 1))
+    assert sum(outcomes.values()) == ROUNDS * (THREADS - 1)
