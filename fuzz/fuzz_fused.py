@@ -1,0 +1,73 @@
+"""Fuzz the fused pair ids_to_b64 / b64_to_ids: both twins and their definition.
+
+The contract defines them by composition: ``ids_to_b64(ids)`` is
+``base64.b64encode(pack_ids(ids)).decode("ascii")`` and ``b64_to_ids(s, validate=v)`` is
+``unpack_ids(base64.b64decode(s, validate=v))``, "with the same errors". That composition
+(stdlib base64 and the reference ids twin) is the third party to every comparison; the ids
+inputs come from the ids harness (every container, hostile items, int32 edges).
+"""
+
+from __future__ import annotations
+
+import base64
+import sys
+from types import SimpleNamespace
+from typing import Any
+
+from _parity import Draw, HostileError, fuzz_main, instrumented, load_twins, same_outcome
+
+with instrumented(__name__ == "__main__" and "--random" not in sys.argv):
+    TWINS = load_twins("b64")
+    IDS_PY = load_twins("ids")["py"]
+
+from fuzz_ids import build_ids, draw_values  # noqa: E402
+
+COMPOSED = SimpleNamespace(
+    ids_to_b64=lambda ids: base64.b64encode(IDS_PY.pack_ids(ids)).decode("ascii"),
+    b64_to_ids=lambda s, validate=False: IDS_PY.unpack_ids(base64.b64decode(s, validate=validate)),
+)
+WITH_COMPOSED = {**TWINS, "composed": COMPOSED}
+ENCODE_ERRORS = (TypeError, OverflowError, ValueError, RuntimeError, HostileError)
+DECODE_ERRORS = (TypeError, ValueError)  # binascii.Error is a ValueError
+GARBAGE = [b"=", b"==", b"\n", b" ", b"\0", b"\xff", b"-", b"_", b"*", b"A", b"AA"]
+
+
+def draw_text(draw: Draw) -> Any:
+    mode = draw.int(0, 3)
+    count = draw.int(0, 64)
+    raw = draw.bytes(count * 4 + (draw.int(0, 3) if mode == 1 else 0))
+    text = bytearray(base64.b64encode(raw)) if mode != 3 else bytearray(raw)
+    if mode == 2:
+        for _ in range(draw.int(1, 3)):
+            where = draw.int(0, len(text))
+            text[where:where] = draw.choice(GARBAGE)
+    kind = draw.int(0, 4)
+    if kind == 0:
+        return text.decode("latin-1")
+    if kind == 1:
+        return bytes(text)
+    if kind == 2:
+        return text
+    if kind == 3:
+        return memoryview(bytes(text))
+    return draw.choice([None, 5, ["AAAA"], text.decode("latin-1") + "é"])
+
+
+def test_one_input(data: bytes) -> None:
+    draw = Draw(data)
+    kind = draw.int(0, 11)
+    values = draw_values(draw)
+    make_ids, _ = build_ids(draw, kind, values)
+    same_outcome(WITH_COMPOSED, lambda m: m.ids_to_b64(make_ids()), ENCODE_ERRORS,
+                 f"ids_to_b64 kind {kind}")
+    text = draw_text(draw)
+    validate: Any = draw.choice([False, True, None, 1])
+    if validate is None:
+        call = lambda m: m.b64_to_ids(text)  # noqa: E731
+    else:
+        call = lambda m: m.b64_to_ids(text, validate=validate)  # noqa: E731
+    same_outcome(WITH_COMPOSED, call, DECODE_ERRORS, f"b64_to_ids({type(text).__name__})")
+
+
+if __name__ == "__main__":
+    fuzz_main("fused", test_one_input)
