@@ -6,16 +6,16 @@ Run under ``make sanitize`` too, where a read past a buffer or of freed memory a
 
 from __future__ import annotations
 
-import importlib
+import base64
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 import pytest
 
-from tokcore._backend import NO_EXTENSIONS
+from _twins import report, twin, twins
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 
@@ -30,13 +30,6 @@ def outcome(call: Callable[[], Any]) -> Any:
         return call()
     except Exception as exc:
         return type(exc)
-
-
-def twins(name: str) -> list[ModuleType]:
-    mods = [importlib.import_module(f"tokcore._{name}_py")]
-    if not NO_EXTENSIONS:
-        mods.append(importlib.import_module(f"tokcore._{name}_c"))
-    return mods
 
 
 def same_everywhere(name: str, call: Callable[[ModuleType], Any],
@@ -227,3 +220,233 @@ def test_unpack_nul_and_high_bytes() -> None:
     data = b"\0\0\0\0\xff\xff\xff\xff\0\0\0\x80\xff\xff\xff\x7f"
     assert same_everywhere("ids", lambda m: m.unpack_ids(data), ()) == \
         [0, -1, INT32_MIN, INT32_MAX]
+
+
+# --- SSE: an upstream that never ends its event --------------------------------------------
+
+SSE_ERRORS = (TypeError, ValueError)
+USAGE_EVENT = (b'data: {"id":"c1","choices":[],"usage":{"prompt_tokens":3,'
+               b'"completion_tokens":5,"total_tokens":8}}\n\n')
+REWRITTEN_USAGE_EVENT = (b'data: {"id":"c1","choices":[],"usage":{"prompt_tokens":100,'
+                         b'"completion_tokens":5,"total_tokens":105}}\n\n')
+
+
+@pytest.mark.parametrize("kind", ["c", "py"])
+@pytest.mark.parametrize("line_end", [b"", b"\n"])
+def test_relay_memory_stays_bounded_without_a_blank_line(kind: str, line_end: bytes) -> None:
+    """64 MiB in 64 KiB reads and no blank line (with or without single line ends): all of it
+    is forwarded, and the heap the relay keeps between reads stays within max_event_bytes
+    plus one read. Inside the one call that gives up holding, the held bytes and the output
+    that carries them coexist: that call's peak is about twice the bound, never more.
+    The next event after the blank line is rewritten again."""
+    import tracemalloc
+
+    sse = twin("sse", kind)
+    limit, read = 1 << 20, 64 * 1024
+    chunk = (b"data: " + b"x" * (read - 7 - len(line_end)) + b"u" + line_end)[:read]
+    relay = sse.UsageRelay(100, max_event_bytes=limit)
+    kept = 0
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        forwarded = 0
+        for _ in range(1024):
+            out = relay.feed(chunk)
+            forwarded += len(out)
+            del out
+            assert relay.pending_bytes <= limit
+            kept = max(kept, tracemalloc.get_traced_memory()[0] - base)
+        peak = tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+    RECORDED.append(f"relay without a blank line ({kind}, line end {line_end!r}): kept "
+                    f"{kept / 1024:.0f} KiB, peak {peak / 1024:.0f} KiB, bound {limit >> 10} KiB")
+    assert kept <= limit + read + 64 * 1024, f"{kept} bytes kept for a bound of {limit}"
+    assert peak <= 2 * (limit + read) + 64 * 1024, f"peak heap {peak} bytes, bound {limit}"
+    assert relay.feed(b"\n\n" + USAGE_EVENT) == b"\n\n" + REWRITTEN_USAGE_EVENT  # scanning again
+    assert forwarded == 1024 * read  # nothing dropped, nothing added
+    assert relay.close() == b""
+
+
+RECORDED: list[str] = []
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _print_recorded(pytestconfig: pytest.Config) -> Iterator[None]:
+    yield
+    report(pytestconfig, "hostile-memory.txt", "relay memory without a blank line", RECORDED)
+
+
+@pytest.mark.parametrize("kind", ["c", "py"])
+def test_decoder_without_line_ends_holds_what_it_must(kind: str) -> None:
+    decoder = twin("sse", kind).EventDecoder()
+    for _ in range(64):
+        assert decoder.feed(b"data: " + b"y" * 16_000) == []
+    events = decoder.feed(b"\n\n")
+    assert len(events) == 1 and len(events[0].data) == 64 * 16_006 - 6
+
+
+# --- SSE: a million nested brackets --------------------------------------------------------
+
+MILLION = 1_000_000
+
+
+@pytest.mark.parametrize("payload, span", [
+    (b'{"a":' + b"[" * MILLION + b"]" * MILLION + b',"usage":{"completion_tokens":2}}',
+     (5 + 2 * MILLION + 9, 5 + 2 * MILLION + 9 + 23)),
+    (b'{"a":' + b"[" * MILLION, None),                       # never closed
+    (b"[" * MILLION + b"]" * MILLION, None),                 # not an object
+    (b'{"usage":' + b"{\"a\":" * MILLION + b"1" + b"}" * MILLION + b"}",
+     (9, 9 + 5 * MILLION + 1 + MILLION)),
+    (b'{"x":"' + b"[{" * MILLION + b'","usage":null}', None),  # brackets in a string
+])
+def test_a_million_nested_brackets(payload: bytes, span: Any) -> None:
+    assert same_everywhere("sse", lambda m: m.find_usage(payload), ()) == span
+    result = same_everywhere("sse", lambda m: m.rewrite_usage(payload, 7, 1), ())
+    if span is None or payload.startswith(b'{"usage":{"a":'):
+        # no usage, or one too deep for json.loads to rebuild: forwarded as it came
+        assert result == payload
+    else:
+        assert result.endswith(b'"usage":{"completion_tokens":2,"prompt_tokens":7,'
+                               b'"total_tokens":9,"prompt_tokens_details":{"cached_tokens":1}}}')
+
+
+def test_relay_and_decoder_on_a_million_brackets() -> None:
+    event = b'data: {"a":' + b"[" * MILLION + b"]" * MILLION + b"}\n\n"
+    for m in twins("sse"):
+        relay = m.UsageRelay(5)
+        assert relay.feed(event[:777]) + relay.feed(event[777:]) + relay.close() == event
+        assert [e.data for e in m.EventDecoder().feed(event)] == [event[6:-2].decode()]
+
+
+# --- SSE: invalid UTF-8 and NUL bytes ------------------------------------------------------
+
+@pytest.mark.parametrize("junk", [b"\xff", b"\xc3", b"\xed\xa0\x80", b"\xf4\x90\x80\x80",
+                                  b"\0", b"\0\0\0\0", b"\xef\xbb\xbf", b"\x80\x80"])
+def test_invalid_utf8_and_nul_around_usage(junk: bytes) -> None:
+    outside = b'{"x":"' + junk + b'","usage":{"completion_tokens":1}}'
+    assert same_everywhere("sse", lambda m: m.find_usage(outside), ()) is not None
+    out = same_everywhere("sse", lambda m: m.rewrite_usage(outside, 2), ())
+    assert out == b'{"x":"' + junk + b'","usage":{"completion_tokens":1,"prompt_tokens":2,' \
+        b'"total_tokens":3}}'
+    inside = b'{"usage":{"completion_tokens":1,"x":"' + junk + b'"}}'
+    result = same_everywhere("sse", lambda m: m.rewrite_usage(inside, 2), ())
+    assert result.startswith(b'{"usage":{')  # rewritten or left as is, the same in both
+    for payload in (junk, junk * 1000, b"data: " + junk + b"\n\n"):
+        assert same_everywhere("sse", lambda m, p=payload: m.find_usage(p), ()) is None
+
+
+def test_decoder_nul_and_invalid_utf8() -> None:
+    stream = b"id: a\0b\ndata: \xff\0\xc3\n\nid: ok\ndata: \xe2\x82\n\n"
+    for m in twins("sse"):
+        events = [tuple(e) for e in m.EventDecoder().feed(stream)]
+        assert events == [("message", "\ufffd\0\ufffd", None, None),
+                          ("message", "\ufffd", "ok", None)]
+
+
+# --- SSE: the "usage" key split across every possible pair of reads ------------------------
+
+SPLIT_STREAM = (b'data: {"choices":[{"delta":{"content":"usage"}}]}\r\n\r\n'
+                b'data: {"choices":[],"usage":{"completion_tokens":4}}\r\n\r\n'
+                b"data: [DONE]\r\n\r\n")
+SPLIT_EXPECTED = SPLIT_STREAM.replace(
+    b'{"completion_tokens":4}',
+    b'{"completion_tokens":4,"prompt_tokens":9,"total_tokens":13,'
+    b'"prompt_tokens_details":{"cached_tokens":3}}')
+
+
+def test_usage_key_split_across_every_pair_of_reads() -> None:
+    data = SPLIT_STREAM
+    for m in twins("sse"):
+        for i in range(len(data) + 1):
+            for j in range(i, len(data) + 1):
+                relay = m.UsageRelay(9, 3)
+                out = relay.feed(data[:i]) + relay.feed(data[i:j]) + relay.feed(data[j:])
+                out += relay.close()
+                assert out == SPLIT_EXPECTED, (m.__name__, i, j)
+
+
+def test_decoder_split_across_every_pair_of_reads() -> None:
+    data = SPLIT_STREAM
+    for m in twins("sse"):
+        whole = [tuple(e) for e in m.EventDecoder().feed(data)]
+        assert len(whole) == 3
+        for i in range(0, len(data) + 1, 3):
+            for j in range(i, len(data) + 1):
+                decoder = m.EventDecoder()
+                got = decoder.feed(data[:i]) + decoder.feed(data[i:j]) + decoder.feed(data[j:])
+                assert [tuple(e) for e in got + decoder.close()] == whole, (i, j)
+
+
+def test_relay_duplicated_a_held_event_completed_with_more_data() -> None:
+    """Found by fuzzing (fuzz/corpus/relay): the Cython relay sent a held event twice when
+    the read that completed it carried another event."""
+    for m in twins("sse"):
+        relay = m.UsageRelay(5)
+        assert relay.feed(b"data") + relay.feed(b"\n\ndata: {}\n\n") + relay.close() == \
+            b"data\n\ndata: {}\n\n"
+
+
+@pytest.mark.parametrize("bad", ["data: x\n\n", 5, None, [b"x"], np.zeros(4, np.uint8)[::2]])
+def test_sse_wrong_types(bad: Any) -> None:
+    assert same_everywhere("sse", lambda m: m.find_usage(bad), SSE_ERRORS) is TypeError
+    assert same_everywhere("sse", lambda m: m.rewrite_usage(bad, 1), SSE_ERRORS) is TypeError
+    assert same_everywhere("sse", lambda m: m.UsageRelay(1).feed(bad), SSE_ERRORS) is TypeError
+    assert same_everywhere("sse", lambda m: m.EventDecoder().feed(bad), SSE_ERRORS) is TypeError
+
+
+@pytest.mark.parametrize("prompt, cached", [(-1, None), (1, -1), (True, None), (1.5, None),
+                                            ("3", None), (None, None), (1, "2")])
+def test_sse_bad_counts(prompt: Any, cached: Any) -> None:
+    payload = b'{"usage":{}}'
+    expected = same_everywhere("sse", lambda m: m.rewrite_usage(payload, prompt, cached),
+                               SSE_ERRORS)
+    assert expected in (TypeError, ValueError)
+    assert same_everywhere("sse", lambda m: m.UsageRelay(prompt, cached), SSE_ERRORS) is expected
+
+
+# --- base64: every kind of garbage ---------------------------------------------------------
+
+B64_GARBAGE = [b"=", b"==", b"===", b"\n", b"\r\n", b" ", b"\t", b"\0", b"\xff", b"\x80", b"-",
+               b"_", b"+", b"/", b"*", b"A", b"\\", b"\xc3\xa9", b"="]
+B64_VALID = base64.b64encode(bytes(range(7)) + b"\xfb\xff")  # 12 chars, "+" and "/" inside
+
+
+@pytest.mark.parametrize("garbage", B64_GARBAGE)
+def test_b64decode_with_garbage_everywhere(garbage: bytes) -> None:
+    for where in range(len(B64_VALID) + 1):
+        data = B64_VALID[:where] + garbage + B64_VALID[where:]
+        for arg in (data, data.decode("latin-1")):
+            for validate in (False, True):
+                expected = outcome(lambda a=arg, v=validate: base64.b64decode(a, validate=v))
+                got = same_everywhere("b64", lambda m, a=arg, v=validate:
+                                      m.b64decode(a, validate=v), (ValueError,))
+                assert got == expected, (data, validate)
+            for fn in ("standard_b64decode", "urlsafe_b64decode"):
+                expected = outcome(lambda a=arg, f=fn: getattr(base64, f)(a))
+                assert same_everywhere("b64", lambda m, a=arg, f=fn: getattr(m, f)(a),
+                                       (ValueError,)) == expected
+
+
+@pytest.mark.parametrize("altchars", [b"-_", b"..", b"-", b"-_=", b"", "-_", bytearray(b"*!"),
+                                      memoryview(b"~!"), 5])
+def test_b64_altchars_of_every_shape(altchars: Any) -> None:
+    for data in (B64_VALID, b"ab-_cd~!", b"ab*!"):
+        expected = outcome(lambda: base64.b64decode(data, altchars))
+        assert same_everywhere("b64", lambda m: m.b64decode(data, altchars),
+                               (ValueError, TypeError, AssertionError)) == expected
+    expected = outcome(lambda: base64.b64encode(b"\xfb\xff\xfe", altchars))
+    assert same_everywhere("b64", lambda m: m.b64encode(b"\xfb\xff\xfe", altchars),
+                           (ValueError, TypeError, AssertionError)) == expected
+
+
+@pytest.mark.parametrize("text", ["AAAA====", "AAA", "A", "AAAAAA==", "AAAA\0", "AAAAé",
+                                  "////", "AAAA AAAA", b"\xff\xff\xff\xff"])
+@pytest.mark.parametrize("validate", [False, True])
+def test_b64_to_ids_on_garbage(text: Any, validate: bool) -> None:
+    def composed() -> Any:
+        return twins("ids")[0].unpack_ids(base64.b64decode(text, validate=validate))
+
+    assert same_everywhere("b64", lambda m: m.b64_to_ids(text, validate=validate),
+                           (ValueError, TypeError)) == outcome(composed)

@@ -18,22 +18,21 @@ import os
 import sys
 import tracemalloc
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 import pytest
 
+from _twins import KINDS, report, twin
 from tokcore._backend import NO_EXTENSIONS
 
-CALLS = 10_000                 # per case; dozens of cases a twin: a few hundred thousand in all
-WARM_UP = 1_000
-HEAP_LIMIT = 64 * 1024         # bytes; one leaked int a call would be 10_000 * 28 = 280 KB
-RSS_LIMIT = 2 * 1024 * 1024    # bytes; one leaked 64-id result a call would be 2.7 MB
+CALLS = 6_000                  # per case; ~65 cases a twin: ~400k calls a twin in all
+WARM_UP = 600
+HEAP_LIMIT = 64 * 1024         # bytes; one leaked int a call would be 6_000 * 28 = 168 KB
+RSS_LIMIT = 1024 * 1024        # bytes; one leaked 64-id result a call would be 1.6 MB
 SANITIZED = os.environ.get("TOKCORE_SANITIZE", "") not in ("", "0")
-REPORT = Path(__file__).resolve().parent.parent / "build" / (
-    "leak-deltas-python-only.txt" if NO_EXTENSIONS else "leak-deltas.txt")
+REPORT = "leak-deltas-python-only.txt" if NO_EXTENSIONS else "leak-deltas.txt"
 
 Case = tuple[str, Callable[[ModuleType], Any], "type[BaseException] | None"]
 
@@ -77,18 +76,8 @@ def measure(call: Callable[[], Any], error: type[BaseException] | None,
 def record(pytestconfig: pytest.Config) -> Iterator[list[str]]:
     lines: list[str] = []
     yield lines
-    if not lines:
-        return
-    header = f"leak deltas over {CALLS} calls a case (heap = tracemalloc, rss = resident)"
-    REPORT.parent.mkdir(exist_ok=True)
-    REPORT.write_text("\n".join([header, *lines]) + "\n")
-    reporter = pytestconfig.pluginmanager.getplugin("terminalreporter")
-    capture = pytestconfig.pluginmanager.getplugin("capturemanager")
-    if reporter is not None and capture is not None:
-        with capture.global_and_fixture_disabled():
-            reporter.write_line("")
-            for line in (header, *lines):
-                reporter.write_line(line)
+    report(pytestconfig, REPORT, f"leak deltas over {CALLS} calls a case "
+           "(heap = tracemalloc, rss = resident)", lines)
 
 
 def check(record: list[str], twin: ModuleType, label: str, call: Callable[[], Any],
@@ -112,7 +101,7 @@ def check(record: list[str], twin: ModuleType, label: str, call: Callable[[], An
 
 def test_measure_sees_a_leak() -> None:
     kept: list[bytes] = []
-    heap, _ = measure(lambda: kept.append(b"x" * 30), None)
+    heap, _ = measure(lambda: kept.append(bytes(30)), None)  # one small object a call
     assert heap > HEAP_LIMIT
 
 
@@ -180,3 +169,109 @@ def test_ids_memory_is_flat(record: list[str], ids_twin: ModuleType, label: str,
 def test_rss_probe_works_here() -> None:
     if sys.platform.startswith("linux"):
         assert rss_bytes() is not None
+
+
+# --- SSE -----------------------------------------------------------------------------------
+
+CHUNK_EVENT = (b'data: {"id":"chatcmpl-1","object":"chat.completion.chunk","choices":[{"index":0,'
+               b'"delta":{"content":" usage"},"finish_reason":null}]}\n\n')
+USAGE_JSON = (b'{"id":"chatcmpl-1","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":5,'
+              b'"total_tokens":8,"prompt_tokens_details":null}}')
+STREAM = CHUNK_EVENT * 3 + b"data: " + USAGE_JSON + b"\r\n\r\ndata: [DONE]\n\n"
+DEEP = b'{"a":' + b"[" * 20 + b"]" * 20 + b',"usage":{"completion_tokens":1}}'
+
+
+class Relayer:
+    """One long-lived relay (or decoder) fed the same stream in odd-sized reads, call by call:
+    held bytes are released as events complete, so memory must stay flat across calls."""
+
+    def __init__(self, sse: ModuleType, decoder: bool = False, limit: int = 1 << 20) -> None:
+        self.obj = sse.EventDecoder() if decoder else sse.UsageRelay(40, 32, max_event_bytes=limit)
+        self.pieces = [STREAM[i:i + 37] for i in range(0, len(STREAM), 37)]
+        self.next = 0
+
+    def __call__(self) -> Any:
+        piece = self.pieces[self.next % len(self.pieces)]
+        self.next += 1
+        return self.obj.feed(piece)
+
+
+def relay_once(sse: ModuleType) -> bytes:
+    relay = sse.UsageRelay(40, 32)
+    return relay.feed(STREAM[:50]) + relay.feed(STREAM[50:]) + relay.close()
+
+
+SSE_CASES: list[tuple[str, Callable[[ModuleType], Callable[[], Any]], Any]] = [
+    ("find_usage(chunk event)", lambda m: lambda: m.find_usage(CHUNK_EVENT[6:-2]), None),
+    ("find_usage(usage)", lambda m: lambda: m.find_usage(USAGE_JSON), None),
+    ("find_usage(20 nested)", lambda m: lambda: m.find_usage(DEEP), None),
+    ("find_usage(bytearray, invalid UTF-8)",
+     lambda m: lambda: m.find_usage(bytearray(b'{"\xff":1,"usage":{}}')), None),
+    ("find_usage(str)", lambda m: lambda: m.find_usage("{}"), TypeError),
+    ("rewrite_usage(usage)", lambda m: lambda: m.rewrite_usage(USAGE_JSON, 40, 32), None),
+    ("rewrite_usage(no usage)", lambda m: lambda: m.rewrite_usage(CHUNK_EVENT, 40), None),
+    ("rewrite_usage(memoryview)",
+     lambda m: lambda: m.rewrite_usage(memoryview(USAGE_JSON), 40), None),
+    ("rewrite_usage(20 nested)", lambda m: lambda: m.rewrite_usage(DEEP, 4, 1), None),
+    ("rewrite_usage count < 0", lambda m: lambda: m.rewrite_usage(USAGE_JSON, -1), ValueError),
+    ("rewrite_usage count str", lambda m: lambda: m.rewrite_usage(USAGE_JSON, "1"), TypeError),
+    ("UsageRelay: new, 2 feeds, close", lambda m: lambda: relay_once(m), None),
+    ("UsageRelay: one relay, 37-byte reads", lambda m: Relayer(m), None),
+    ("UsageRelay: one relay, events > limit", lambda m: Relayer(m, limit=40), None),
+    ("UsageRelay.feed(str)", lambda m: lambda: m.UsageRelay(1).feed("x"), TypeError),
+    ("UsageRelay(-1)", lambda m: lambda: m.UsageRelay(-1), ValueError),
+    ("EventDecoder: one decoder, 37-byte reads", lambda m: Relayer(m, decoder=True), None),
+    ("EventDecoder: new, feed, close",
+     lambda m: lambda: (lambda d: d.feed(STREAM) + d.close())(m.EventDecoder()), None),
+    ("iter_events", lambda m: lambda: list(m.iter_events([STREAM[:9], STREAM[9:]])), None),
+    ("EventDecoder.feed(str)", lambda m: lambda: m.EventDecoder().feed("x"), TypeError),
+]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("label, make, error", SSE_CASES, ids=[c[0] for c in SSE_CASES])
+def test_sse_memory_is_flat(record: list[str], kind: str, label: str,
+                            make: Callable[[ModuleType], Callable[[], Any]], error: Any) -> None:
+    sse = twin("sse", kind)
+    check(record, sse, label, make(sse), error)
+
+
+# --- base64 and the fused pair -------------------------------------------------------------
+
+RAW = bytes(range(256)) * 2
+B64 = __import__("base64").b64encode(RAW)
+IDS_B64 = __import__("base64").b64encode(PACKED).decode()
+
+B64_CASES: list[tuple[str, Callable[[ModuleType], Any], Any]] = [
+    ("b64encode(bytes)", lambda m: m.b64encode(RAW), None),
+    ("b64encode(altchars)", lambda m: m.b64encode(RAW, b"-_"), None),
+    ("urlsafe_b64encode(memoryview)", lambda m: m.urlsafe_b64encode(memoryview(RAW)), None),
+    ("standard_b64encode(bytearray)", lambda m: m.standard_b64encode(bytearray(RAW)), None),
+    ("b64decode(bytes)", lambda m: m.b64decode(B64), None),
+    ("b64decode(str, validate)", lambda m: m.b64decode(B64.decode(), validate=True), None),
+    ("b64decode(altchars)", lambda m: m.b64decode(B64.replace(b"+", b"-"), b"-_"), None),
+    ("urlsafe_b64decode(str)", lambda m: m.urlsafe_b64decode(B64.decode()), None),
+    ("standard_b64decode(garbage)", lambda m: m.standard_b64decode(b"*" + B64), None),
+    ("b64decode bad padding", lambda m: m.b64decode(B64[:-1]), ValueError),
+    ("b64decode validate garbage", lambda m: m.b64decode(B64 + b"*", validate=True), ValueError),
+    ("b64decode(non-ASCII str)", lambda m: m.b64decode("é"), ValueError),
+    ("b64encode(str)", lambda m: m.b64encode("abc"), TypeError),
+    ("ids_to_b64(list)", lambda m: m.ids_to_b64(IDS), None),
+    ("ids_to_b64(numpy)", lambda m: m.ids_to_b64(np.array(IDS)[::-1]), None),
+    ("ids_to_b64 overflow", lambda m: m.ids_to_b64([1, 2**31]), OverflowError),
+    ("ids_to_b64 float item", lambda m: m.ids_to_b64([1, 2.5]), TypeError),
+    ("b64_to_ids(str)", lambda m: m.b64_to_ids(IDS_B64), None),
+    ("b64_to_ids(bytes, validate)", lambda m: m.b64_to_ids(IDS_B64.encode(), validate=True),
+     None),
+    ("b64_to_ids bad length", lambda m: m.b64_to_ids("AAAAAAA="), ValueError),
+    ("b64_to_ids garbage validate", lambda m: m.b64_to_ids("AA*A", validate=True), ValueError),
+    ("b64_to_ids(None)", lambda m: m.b64_to_ids(None), TypeError),
+]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("label, call, error", B64_CASES, ids=[c[0] for c in B64_CASES])
+def test_b64_memory_is_flat(record: list[str], kind: str, label: str,
+                            call: Callable[[ModuleType], Any], error: Any) -> None:
+    b64 = twin("b64", kind)
+    check(record, b64, label, lambda: call(b64), error)

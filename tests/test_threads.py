@@ -184,3 +184,111 @@ def test_pack_ids_of_a_list_another_thread_resizes(ids_twin: ModuleType) -> None
 
     run_together(mutator, *[reader] * (THREADS - 1))
     assert sum(outcomes.values()) == ROUNDS * (THREADS - 1)
+
+
+# --- SSE -----------------------------------------------------------------------------------
+
+USAGE_PAYLOAD = (b'{"id":"c","choices":[],"usage":{"prompt_tokens":1,"completion_tokens":5,'
+                 b'"total_tokens":6}}')
+REWRITTEN_PAYLOAD = (b'{"id":"c","choices":[],"usage":{"prompt_tokens":70,'
+                     b'"completion_tokens":5,"total_tokens":75,'
+                     b'"prompt_tokens_details":{"cached_tokens":8}}}')
+TOKEN_EVENT = b'data: {"choices":[{"delta":{"content":"\\"usage\\": 1"}}]}\n\n'
+SSE_STREAM = TOKEN_EVENT * 50 + b"data: " + USAGE_PAYLOAD + b"\n\ndata: [DONE]\n\n"
+SSE_RELAYED = TOKEN_EVENT * 50 + b"data: " + REWRITTEN_PAYLOAD + b"\n\ndata: [DONE]\n\n"
+
+
+@pytest.mark.parametrize("kind", ["c", "py"])
+def test_sse_shared_inputs(kind: str) -> None:
+    from _twins import twin
+
+    sse = twin("sse", kind)
+    payloads = [USAGE_PAYLOAD, bytearray(USAGE_PAYLOAD), memoryview(USAGE_PAYLOAD)]
+    span = (USAGE_PAYLOAD.index(b'{"prompt'), len(USAGE_PAYLOAD) - 1)
+    shared_stream = bytearray(SSE_STREAM)  # every thread reads it, in its own cut
+    expected_events = [("message", TOKEN_EVENT[6:-2].decode(), None, None)] * 50 + \
+        [("message", USAGE_PAYLOAD.decode(), None, None), ("message", "[DONE]", None, None)]
+
+    def worker(seed: int) -> Callable[[], None]:
+        def work() -> None:
+            for round_ in range(ROUNDS):
+                for payload in payloads:
+                    assert sse.find_usage(payload) == span
+                    assert sse.rewrite_usage(payload, 70, 8) == REWRITTEN_PAYLOAD
+                step = 1 + (seed * 7 + round_) % 97
+                view = memoryview(shared_stream)
+                relay, decoder = sse.UsageRelay(70, 8), sse.EventDecoder()
+                out, events = [], []
+                for i in range(0, len(view), step):
+                    out.append(relay.feed(view[i:i + step]))
+                    events += decoder.feed(view[i:i + step])
+                out.append(relay.close())
+                view.release()
+                assert b"".join(out) == SSE_RELAYED
+                assert [tuple(e) for e in events] == expected_events
+        return work
+
+    run_together(*[worker(i) for i in range(THREADS)])
+
+
+# --- base64 and the fused pair -------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", ["c", "py"])
+def test_b64_shared_inputs(kind: str) -> None:
+    import base64
+
+    from _twins import twin
+
+    b64 = twin("b64", kind)
+    raw = bytes(np.random.default_rng(2).integers(0, 256, 200_000, dtype=np.uint8))
+    encoded = base64.b64encode(raw)
+    urlsafe = base64.urlsafe_b64encode(raw)
+    shared_raw, shared_text = bytearray(raw), bytearray(encoded)
+    ids = np.random.default_rng(3).integers(0, 152_000, 50_000, dtype=np.int64)
+    ids_text = base64.b64encode(le32(ids)).decode()
+    ids_list = ids.tolist()
+
+    def worker() -> None:
+        for _ in range(ROUNDS // 4):
+            assert b64.b64encode(shared_raw) == encoded
+            assert b64.urlsafe_b64encode(memoryview(shared_raw)) == urlsafe
+            assert b64.b64decode(shared_text) == raw
+            assert b64.b64decode(memoryview(shared_text), validate=True) == raw
+            assert b64.urlsafe_b64decode(urlsafe.decode()) == raw
+            assert b64.ids_to_b64(ids) == ids_text
+            assert b64.ids_to_b64(ids_list) == ids_text
+            assert b64.b64_to_ids(ids_text) == ids_list
+
+    run_together(*[worker] * THREADS)
+
+
+@pytest.mark.parametrize("kind", ["c", "py"])
+def test_b64_of_a_buffer_another_thread_writes(kind: str) -> None:
+    """Encoding a bytearray while another thread rewrites it in place: the output is the
+    encoding of some mix of the two contents, byte by byte (no crash, no stray bytes)."""
+    import base64
+
+    from _twins import twin
+
+    b64 = twin("b64", kind)
+    old, new = bytes(300_000), b"\xff" * 300_000
+    shared = bytearray(old)
+    stop = threading.Event()
+
+    def writer() -> None:
+        try:
+            while not stop.is_set():
+                shared[:] = new
+                shared[:] = old
+        finally:
+            stop.set()
+
+    def reader() -> None:
+        try:
+            for _ in range(ROUNDS // 2):
+                got = base64.b64decode(b64.b64encode(shared), validate=True)
+                assert len(got) == len(old) and set(got) <= {0x00, 0xFF}
+        finally:
+            stop.set()
+
+    run_together(writer, *[reader] * (THREADS - 1))
