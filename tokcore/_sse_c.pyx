@@ -760,6 +760,10 @@ cdef class UsageRelay:
             return chunk
         keep = []  # rewritten events the pieces point into
         while pos < n:
+            if self._cr and self._pend_len == 0 and not self._skipping and d[pos] == 10:
+                pos += 1  # the LF of the CRLF that ended the last event: out with it
+                self._cr = False
+                continue
             end = self._next_boundary(d, pos, n, has_cr)
             if self._skipping:
                 if end < 0:

@@ -384,6 +384,10 @@ class UsageRelay:
         pos = 0
         copied = 0  # data[copied:pos] is complete events still to go out as they are
         while pos < n:
+            if self._cr and not self._pending and not self._skipping and data[pos] == 0x0A:
+                pos += 1  # the LF of the CRLF that ended the last event: out with it
+                self._cr = False
+                continue
             end, self._line_start, self._cr = next_boundary(data, pos, self._line_start,
                                                             self._cr)
             if self._skipping:
