@@ -682,6 +682,13 @@ cdef class UsageRelay:
 
     cdef object _event(self, const char *d, Py_ssize_t n):
         """A complete event's rewritten bytes, or None when it goes out as it came."""
+        # the size counts up to the blank line's CR or LF (as in _sse_py)
+        if n - (n >= 2 and d[n - 2] == 13 and d[n - 1] == 10) > self._max:
+            self._first = False
+            return None
+        return self._scan(d, n)
+
+    cdef object _scan(self, const char *d, Py_ssize_t n):
         cdef bint bom = self._first
         cdef Py_ssize_t i = 0, line_end, rest, value_start = 0, value_end = 0, fields = 0
         cdef Py_ssize_t start = 0, end = 0
@@ -744,6 +751,7 @@ cdef class UsageRelay:
         cdef Py_ssize_t n, pos = 0, copied = 0, end, count = 0, total, k
         cdef Py_ssize_t hold_from = -1  # the chunk's tail from here waits for more
         cdef bint has_cr, drop_pending = False
+        cdef bint holding = self._pend_len > 0  # an event started in an earlier chunk
         cdef bytes result
         cdef char *out
         if type(chunk) is not bytes:
@@ -760,7 +768,7 @@ cdef class UsageRelay:
             return chunk
         keep = []  # rewritten events the pieces point into
         while pos < n:
-            if self._cr and self._pend_len == 0 and not self._skipping and d[pos] == 10:
+            if self._cr and not holding and not self._skipping and d[pos] == 10:
                 pos += 1  # the LF of the CRLF that ended the last event: out with it
                 self._cr = False
                 continue
@@ -774,11 +782,12 @@ cdef class UsageRelay:
                 pos = end
                 continue
             if end < 0:
-                if self._pend_len + n - pos > self._max:
+                if (self._pend_len if holding else 0) + n - pos >= self._max:
                     self._skipping = True  # forward what is held and the rest of this event
                     self._add(&count, d + copied, pos - copied)
-                    self._add(&count, self._pend, self._pend_len)
-                    drop_pending = True
+                    if holding:
+                        self._add(&count, self._pend, self._pend_len)
+                        drop_pending = True
                     copied = pos
                     pos = n
                 else:
@@ -786,7 +795,8 @@ cdef class UsageRelay:
                     hold_from = copied = pos
                     pos = n
                 break
-            if self._pend_len:
+            if holding:
+                holding = False
                 self._hold(d + pos, end - pos)
                 rewritten = self._event(self._pend, self._pend_len)
                 self._add(&count, d + copied, pos - copied)
@@ -834,7 +844,7 @@ cdef class UsageRelay:
         # An unfinished last line still counts as a field: add a line end to read it and
         # take it off again, so the bytes forwarded are exactly the bytes received.
         ended = event if event.endswith((b"\n", b"\r")) else event + b"\n"
-        rewritten = self._event(PyBytes_AS_STRING(ended), PyBytes_GET_SIZE(ended))
+        rewritten = self._scan(PyBytes_AS_STRING(ended), PyBytes_GET_SIZE(ended))
         if rewritten is None:
             return event
         return rewritten if ended is event else rewritten[:len(rewritten) - 1]

@@ -368,6 +368,15 @@ class UsageRelay:
         return len(self._pending)
 
     def _event(self, event: bytes) -> bytes:
+        """A complete event, rewritten or as it came (too large: as it came, unscanned)."""
+        # the size counts up to the blank line's CR or LF, so a CRLF split between two
+        # reads cannot change it: the same events are scanned however the stream is cut
+        if len(event) - event.endswith(b"\r\n") > self._max:
+            self._first = False
+            return event
+        return self._scan(event)
+
+    def _scan(self, event: bytes) -> bytes:
         first, self._first = self._first, False
         if USAGE_NEEDLE not in event and ESCAPE_NEEDLE not in event:
             return event
@@ -400,7 +409,7 @@ class UsageRelay:
                 continue
             if end < 0:
                 tail = data[pos:]
-                if len(self._pending) + len(tail) > self._max:
+                if len(self._pending) + len(tail) >= self._max:  # it will end up larger
                     self._skipping = True  # forward what is held and the rest of this event
                     out.append(data[copied:pos])
                     out.append(bytes(self._pending))
@@ -442,7 +451,7 @@ class UsageRelay:
         # An unfinished last line still counts as a field: add a line end to read it and
         # take it off again, so the bytes forwarded are exactly the bytes received.
         ended = event if event.endswith((b"\n", b"\r")) else event + b"\n"
-        result = self._event(ended)
+        result = self._scan(ended)
         return result if ended is event else result[:-1]
 
 
