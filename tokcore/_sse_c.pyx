@@ -18,11 +18,12 @@ from tokcore._sse_py import (
 )
 
 cdef extern from "_ssescan.h":
-    const char *TOK_MEMMEM_KIND
-    const char *tok_memmem(const char *hay, Py_ssize_t n, const char *needle,
-                           Py_ssize_t m) noexcept nogil
+    const char *TOK_SCAN_KIND
+    Py_ssize_t tok_next_candidate(const char *p, Py_ssize_t n, int with_cr) noexcept nogil
+    Py_ssize_t tok_first_lflf(const char *p, Py_ssize_t n) noexcept nogil
+    Py_ssize_t tok_last_lflf(const char *p, Py_ssize_t n) noexcept nogil
 
-BUILD_INFO = {"byte search": TOK_MEMMEM_KIND.decode()}
+BUILD_INFO = {"byte scan": TOK_SCAN_KIND.decode()}
 
 cdef enum:
     NULL_TAIL_WINDOW = 64  # the backwards "usage": null check looks at most this far back
@@ -242,8 +243,7 @@ cdef bint _scan_usage(const unsigned char *d, Py_ssize_t n,
 
 cdef bint _find_usage(const char *data, Py_ssize_t n,
                       Py_ssize_t *vstart, Py_ssize_t *vend) noexcept nogil:
-    if (tok_memmem(data, n, b'"usage"', 7) == NULL
-            and tok_memmem(data, n, b"\\u00", 3) == NULL):
+    if tok_next_candidate(data, n, 0) < 0:
         return False
     if _ends_with_null_usage(<const unsigned char *>data, n):
         return False
@@ -583,8 +583,7 @@ ctypedef struct Piece:
 
 
 cdef inline bint _may_hold_usage(const char *d, Py_ssize_t n) noexcept nogil:
-    return (tok_memmem(d, n, b'"usage"', 7) != NULL
-            or tok_memmem(d, n, b"\\u00", 3) != NULL)
+    return tok_next_candidate(d, n, 0) >= 0
 
 
 cdef class UsageRelay:
@@ -637,7 +636,6 @@ cdef class UsageRelay:
                                    bint has_cr) noexcept nogil:
         """``_sse_py.next_boundary``: just past the first blank line from ``pos``, or -1."""
         cdef Py_ssize_t i, end
-        cdef const char *hit
         cdef char c
         if pos < n and self._cr:
             if d[pos] == 10:
@@ -651,10 +649,10 @@ cdef class UsageRelay:
             self._cr = d[end - 1] == 13
             return end
         if not has_cr:
-            hit = tok_memmem(d + pos, n - pos, b"\n\n", 2)
-            if hit != NULL:
+            i = tok_first_lflf(d + pos, n - pos)
+            if i >= 0:
                 self._line_start = True
-                return hit - d + 2
+                return pos + i + 2
         else:
             i = pos
             while i < n:
@@ -679,6 +677,21 @@ cdef class UsageRelay:
         self._line_start = c == 10 or c == 13
         self._cr = c == 13
         return -1
+
+    cdef bint _null_usage_event(self, const char *d, Py_ssize_t n) noexcept:
+        """Whether ``d[:n]`` is one event of one ``data`` line whose last top-level member is
+        ``"usage":null`` (``n`` >= 2, it ends with a blank line): nothing to rewrite."""
+        cdef Py_ssize_t start = 5
+        if n < 7 or memcmp(d, b"data:", 5) != 0 or memchr(d, 10, n - 2) != NULL \
+                or memchr(d, 13, n) != NULL:
+            return False
+        if d[5] == 32:
+            start = 6
+        if not _ends_with_null_usage(<const unsigned char *>d + start, n - 2 - start):
+            return False
+        self._cr = False
+        self._first = False
+        return True
 
     cdef object _event(self, const char *d, Py_ssize_t n):
         """A complete event's rewritten bytes, or None when it goes out as it came."""
@@ -748,9 +761,9 @@ cdef class UsageRelay:
     def feed(self, chunk):
         """The bytes that can be forwarded now (possibly ``b""``)."""
         cdef const char *d
-        cdef Py_ssize_t n, pos = 0, copied = 0, end, count = 0, total, k
+        cdef Py_ssize_t n, pos = 0, copied = 0, end, count = 0, total, k, hit
         cdef Py_ssize_t hold_from = -1  # the chunk's tail from here waits for more
-        cdef bint has_cr, drop_pending = False
+        cdef bint has_cr, clean, drop_pending = False
         cdef bint holding = self._pend_len > 0  # an event started in an earlier chunk
         cdef bytes result
         cdef char *out
@@ -760,18 +773,37 @@ cdef class UsageRelay:
         n = PyBytes_GET_SIZE(chunk)
         if n == 0:
             return b""
+        clean = (self._pend_len == 0 and not self._skipping and self._line_start
+                 and n >= 2 and d[n - 1] == 10 and d[n - 2] == 10)
+        if clean:
+            hit = tok_next_candidate(d, n, 1)
+            if hit < 0:
+                self._cr = False  # complete events, no CR, no usage key: the chunk itself
+                self._first = False
+                return chunk
+            if d[hit] != 13 and self._null_usage_event(d, n):
+                return chunk
         has_cr = memchr(d, 13, n) != NULL
-        if (self._pend_len == 0 and not self._skipping and self._line_start and not has_cr
-                and n >= 2 and d[n - 1] == 10 and d[n - 2] == 10 and not _may_hold_usage(d, n)):
-            self._cr = False  # complete events, none with usage: the chunk itself
-            self._first = False
-            return chunk
         keep = []  # rewritten events the pieces point into
+        hit = -1  # the next offset where usage may be; events before it need no scan
         while pos < n:
             if self._cr and not holding and not self._skipping and d[pos] == 10:
                 pos += 1  # the LF of the CRLF that ended the last event: out with it
                 self._cr = False
                 continue
+            if not holding and not self._skipping and not has_cr:
+                if hit < pos:
+                    hit = tok_next_candidate(d + pos, n - pos, 0)
+                    hit = n if hit < 0 else pos + hit
+                if hit == n:  # no usage key in the rest: out to its last blank line
+                    end = tok_last_lflf(d + pos, n - pos)
+                    end = pos + end + 2 if end >= 0 else (
+                        pos + 1 if self._line_start and not self._cr and d[pos] == 10 else -1)
+                    if end > pos:
+                        self._line_start, self._cr, self._first = True, False, False
+                        pos = end
+                        if pos == n:
+                            break
             end = self._next_boundary(d, pos, n, has_cr)
             if self._skipping:
                 if end < 0:
