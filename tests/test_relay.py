@@ -11,7 +11,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator
 from types import ModuleType
-from typing import Any, Optional
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -33,7 +33,7 @@ def twins() -> list[ModuleType]:
     return [_sse_c, _sse_py]
 
 
-def new_usage(usage: dict[str, Any], cached: Optional[int] = CACHED) -> bytes:
+def new_usage(usage: dict[str, Any], cached: int | None = CACHED) -> bytes:
     usage = json.loads(json.dumps(usage))
     completion = usage.get("completion_tokens")
     usage["prompt_tokens"] = PROMPT
@@ -53,7 +53,7 @@ def chunk_object(content: str, index: int, **extra: Any) -> dict[str, Any]:
 
 
 def data_event(obj: Any, eol: bytes, seps: tuple[str, str] = COMPACT, *,
-               usage: Optional[dict[str, Any]] = None, lines: bytes = b"",
+               usage: dict[str, Any] | None = None, lines: bytes = b"",
                trailing: bytes = b"") -> Event:
     """``obj`` as one data field; when ``usage`` is given, it goes in as obj's "usage"."""
     if usage is None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from types import ModuleType
-from typing import Any, Optional
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
@@ -27,7 +27,7 @@ def oracle_usage(payload: bytes) -> Any:
     return obj.get("usage") if isinstance(obj, dict) else None
 
 
-def check_span(payload: bytes, span: Optional[tuple[int, int]]) -> None:
+def check_span(payload: bytes, span: tuple[int, int] | None) -> None:
     """``span`` is exactly the top-level usage value json.loads keeps (the last one)."""
     expected = oracle_usage(payload)
     assert expected is not NOT_FOUND
@@ -41,7 +41,7 @@ def check_span(payload: bytes, span: Optional[tuple[int, int]]) -> None:
     assert marked["usage"] == json.loads(MARK)
 
 
-def expected_usage(usage: dict[str, Any], prompt: int, cached: Optional[int]) -> dict[str, Any]:
+def expected_usage(usage: dict[str, Any], prompt: int, cached: int | None) -> dict[str, Any]:
     usage = json.loads(json.dumps(usage))  # a copy, key order kept
     completion = usage.get("completion_tokens")
     usage["prompt_tokens"] = prompt
@@ -53,7 +53,7 @@ def expected_usage(usage: dict[str, Any], prompt: int, cached: Optional[int]) ->
     return usage
 
 
-def check_rewrite(twin: ModuleType, payload: bytes, prompt: int, cached: Optional[int]) -> None:
+def check_rewrite(twin: ModuleType, payload: bytes, prompt: int, cached: int | None) -> None:
     result = twin.rewrite_usage(payload, prompt, cached)
     usage = oracle_usage(payload)
     if not isinstance(usage, dict):
@@ -72,7 +72,8 @@ KEYS = st.sampled_from(["usage", "id", "choices", "delta", "content", "prompt_to
                         "cached_tokens", "usag", "usagee", "Usage", 'us"age']) | st.text(max_size=6)
 SCALARS = (st.none() | st.booleans() | st.integers(-(10**20), 10**20)
            | st.floats(allow_nan=False, allow_infinity=False)
-           | st.sampled_from(["usage", '"usage":', '{"usage":1}', "\\", "\n"]) | st.text(max_size=8))
+           | st.sampled_from(["usage", '"usage":', '{"usage":1}', "\\", "\n"])
+           | st.text(max_size=8))
 VALUES = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=4)
                       | st.dictionaries(KEYS, inner, max_size=4), max_leaves=12)
 USAGE = st.dictionaries(
@@ -256,7 +257,7 @@ def test_rewrite_usage_rejects_str(sse_twin: ModuleType) -> None:
 @settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
 @given(json_texts(), st.integers(0, 2**63), st.none() | st.integers(0, 2**63))
 def test_rewrite_usage_agrees_with_json_loads(payload: bytes, prompt: int,
-                                              cached: Optional[int]) -> None:
+                                              cached: int | None) -> None:
     assume(oracle_usage(payload) is not NOT_FOUND)
     results = set()
     for twin in twins():
@@ -267,7 +268,7 @@ def test_rewrite_usage_agrees_with_json_loads(payload: bytes, prompt: int,
 
 @settings(max_examples=300)
 @given(USAGE, st.integers(0, 10**6), st.none() | st.integers(0, 10**6), st.booleans())
-def test_rewrite_usage_objects(usage: dict[str, Any], prompt: int, cached: Optional[int],
+def test_rewrite_usage_objects(usage: dict[str, Any], prompt: int, cached: int | None,
                                spaced: bool) -> None:
     seps = (", ", ": ") if spaced else (",", ":")
     payload = b'{"choices":[],"usage":' + json.dumps(usage, separators=seps).encode() + b"}"

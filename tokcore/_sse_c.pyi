@@ -1,16 +1,15 @@
 from collections.abc import Iterable, Iterator
-from typing import Optional
 
 from ._sse_py import BytesLike, Event, EventDecoder, Span
 
 BUILD_INFO: dict[str, str]
 
-def find_usage(payload: BytesLike) -> Optional[Span]: ...
+def find_usage(payload: BytesLike) -> Span | None: ...
 def rewrite_usage(payload: BytesLike, prompt_tokens: int,
-                  cached_tokens: Optional[int] = None) -> bytes: ...
+                  cached_tokens: int | None = None) -> bytes: ...
 
 class UsageRelay:
-    def __init__(self, prompt_tokens: int, cached_tokens: Optional[int] = None, *,
+    def __init__(self, prompt_tokens: int, cached_tokens: int | None = None, *,
                  max_event_bytes: int = ...) -> None: ...
     @property
     def pending_bytes(self) -> int: ...

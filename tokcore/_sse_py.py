@@ -16,7 +16,7 @@ import json
 import re
 from collections.abc import Iterable, Iterator
 from operator import index as _index
-from typing import NamedTuple, Optional, Union
+from typing import NamedTuple, Union
 
 Span = tuple[int, int]
 BytesLike = Union[bytes, bytearray, memoryview]
@@ -79,7 +79,7 @@ def check_count(value: object, name: str) -> int:
     return count
 
 
-def check_counts(prompt_tokens: object, cached_tokens: object) -> tuple[int, Optional[int]]:
+def check_counts(prompt_tokens: object, cached_tokens: object) -> tuple[int, int | None]:
     prompt = check_count(prompt_tokens, "prompt_tokens")
     cached = None if cached_tokens is None else check_count(cached_tokens, "cached_tokens")
     return prompt, cached
@@ -132,10 +132,10 @@ def ends_with_null_usage(data: bytes) -> bool:
         _NULL_USAGE_TAIL.search(data, max(0, len(data) - 64)) is not None
 
 
-def scan_usage(data: bytes) -> Optional[Span]:
+def scan_usage(data: bytes) -> Span | None:
     """The forward scan: the top-level object's members, nested values skipped by depth."""
     state, depth = _BEFORE, 0
-    found: Optional[Span] = None
+    found: Span | None = None
     is_usage = False
     value_start = 0
     start = 3 if data.startswith(BOM) else 0  # json.loads(bytes) skips a UTF-8 BOM too
@@ -199,7 +199,7 @@ def scan_usage(data: bytes) -> Optional[Span]:
     return found if state == _DONE else None
 
 
-def find_usage_bytes(data: bytes) -> Optional[Span]:
+def find_usage_bytes(data: bytes) -> Span | None:
     if USAGE_NEEDLE not in data and ESCAPE_NEEDLE not in data:
         return None  # no spelling of the key at all
     if ends_with_null_usage(data):
@@ -207,14 +207,14 @@ def find_usage_bytes(data: bytes) -> Optional[Span]:
     return scan_usage(data)
 
 
-def find_usage(payload: BytesLike) -> Optional[Span]:
+def find_usage(payload: BytesLike) -> Span | None:
     """Byte span of the top-level ``"usage"`` value of a JSON object text, or None."""
     return find_usage_bytes(bytes(payload_view(payload)))
 
 
 # --- rewrite_usage -------------------------------------------------------------------------
 
-def new_usage_value(value: bytes, prompt: int, cached: Optional[int]) -> Optional[bytes]:
+def new_usage_value(value: bytes, prompt: int, cached: int | None) -> bytes | None:
     """The rewritten usage value as compact ASCII JSON, or None when it is not an object."""
     try:
         usage = json.loads(value.decode("utf-8", "surrogatepass"))
@@ -238,7 +238,7 @@ def splice(data: BytesLike, start: int, end: int, value: bytes) -> bytes:
 
 
 def rewrite_usage(payload: BytesLike, prompt_tokens: int,
-                  cached_tokens: Optional[int] = None) -> bytes:
+                  cached_tokens: int | None = None) -> bytes:
     """The payload with only its usage value rewritten (see the contract)."""
     view = payload_view(payload)
     prompt, cached = check_counts(prompt_tokens, cached_tokens)
@@ -279,7 +279,7 @@ def data_fields(event: bytes, bom: bool) -> list[Span]:
     return spans
 
 
-def rewrite_event(event: bytes, bom: bool, prompt: int, cached: Optional[int]) -> Optional[bytes]:
+def rewrite_event(event: bytes, bom: bool, prompt: int, cached: int | None) -> bytes | None:
     """A complete event with its usage rewritten, or None when it has none.
 
     The usage JSON is looked for in the event's data as the WHATWG rules build it: the
@@ -352,7 +352,7 @@ class UsageRelay:
     __slots__ = ("_prompt", "_cached", "_max", "_pending", "_line_start", "_cr", "_skipping",
                  "_first")
 
-    def __init__(self, prompt_tokens: int, cached_tokens: Optional[int] = None, *,
+    def __init__(self, prompt_tokens: int, cached_tokens: int | None = None, *,
                  max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
         self._prompt, self._cached = check_counts(prompt_tokens, cached_tokens)
         self._max = check_max_event_bytes(max_event_bytes)
@@ -462,8 +462,8 @@ class Event(NamedTuple):
 
     event: str = "message"
     data: str = ""
-    id: Optional[str] = None
-    retry: Optional[int] = None
+    id: str | None = None
+    retry: int | None = None
 
 
 class EventDecoder:
@@ -484,8 +484,8 @@ class EventDecoder:
         self._data: list[str] = []
         self._has_data = False
         self._type = ""
-        self._last_id: Optional[str] = None
-        self._retry: Optional[int] = None
+        self._last_id: str | None = None
+        self._retry: int | None = None
         self._closed = False
 
     def feed(self, chunk: BytesLike) -> list[Event]:

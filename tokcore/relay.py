@@ -8,14 +8,13 @@ Both yield only non-empty bytes, each ready to be written to the client as it co
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
-from typing import Optional
 
 from ._sse import UsageRelay
 from ._sse_py import DEFAULT_MAX_EVENT_BYTES, BytesLike
 
 
 def relay_usage(chunks: Iterable[BytesLike], prompt_tokens: int,
-                cached_tokens: Optional[int] = None, *,
+                cached_tokens: int | None = None, *,
                 max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> Iterator[bytes]:
     """Yield ``chunks`` as they can be forwarded, with every usage value rewritten."""
     relay = UsageRelay(prompt_tokens, cached_tokens, max_event_bytes=max_event_bytes)
@@ -29,7 +28,7 @@ def relay_usage(chunks: Iterable[BytesLike], prompt_tokens: int,
 
 
 async def arelay_usage(chunks: AsyncIterable[BytesLike], prompt_tokens: int,
-                       cached_tokens: Optional[int] = None, *,
+                       cached_tokens: int | None = None, *,
                        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> AsyncIterator[bytes]:
     """``relay_usage`` for an async iterable of chunks."""
     relay = UsageRelay(prompt_tokens, cached_tokens, max_event_bytes=max_event_bytes)
