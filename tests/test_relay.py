@@ -348,3 +348,16 @@ def test_arelay_usage_async() -> None:
 
     outs = asyncio.run(run())
     assert all(outs) and b"".join(outs) == expected
+
+
+def test_blank_lines_at_every_offset(sse_twin: ModuleType) -> None:
+    # events of every length around the 16-byte scan blocks, with usage here and there
+    events = [b"data: " + b"x" * k + b"\n\n" for k in range(40)]
+    usage_in = b'data: {"usage":{}}\n\n'
+    usage_out = b'data: {"usage":' + new_usage({}) + b"}\n\n"
+    for every in (3, 7, 100):
+        raw = b"".join(e + (usage_in if i % every == 0 else b"") for i, e in enumerate(events))
+        out = b"".join(e + (usage_out if i % every == 0 else b"") for i, e in enumerate(events))
+        for size in (1, 5, 16, 17, 33, 64, 1000):
+            chunks = [raw[i:i + size] for i in range(0, len(raw), size)]
+            assert relay(sse_twin, chunks) == out, (every, size)

@@ -380,3 +380,16 @@ def test_backend_is_cython_when_required() -> None:
     if REQUIRE_EXTENSIONS:
         from tokcore._backend import LOADED
         assert LOADED["sse"] == "cython"
+
+
+@pytest.mark.parametrize("key", [b'"usage"', b'"us\\u0061ge"'])
+def test_find_usage_at_every_offset(sse_twin: ModuleType, key: bytes) -> None:
+    # the Cython twin scans 16 bytes at a time: put the key across every block boundary
+    for pad in range(70):
+        payload = b'{"' + b"a" * pad + b'":"x\\"usage\\"",' + key + b':{"n":1}}'
+        span = sse_twin.find_usage(payload)
+        assert span is not None and payload[span[0]:span[1]] == b'{"n":1}', pad
+        assert sse_twin.find_usage(payload.replace(key, b'"usagf"')) is None
+        null = payload[:-8] + b" null }"
+        assert sse_twin.find_usage(null) is None
+        check_span(null, None)
