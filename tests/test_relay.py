@@ -361,3 +361,47 @@ def test_blank_lines_at_every_offset(sse_twin: ModuleType) -> None:
         for size in (1, 5, 16, 17, 33, 64, 1000):
             chunks = [raw[i:i + size] for i in range(0, len(raw), size)]
             assert relay(sse_twin, chunks) == out, (every, size)
+
+
+USAGES = st.dictionaries(
+    st.sampled_from(["prompt_tokens", "completion_tokens", "total_tokens",
+                     "prompt_tokens_details", "completion_tokens_details"]),
+    st.none() | st.integers(0, 10**9)
+    | st.dictionaries(st.sampled_from(["cached_tokens", "reasoning_tokens"]),
+                      st.integers(0, 10**6) | st.none(), max_size=2),
+    max_size=5)
+
+
+@st.composite
+def generated_stream(draw: st.DrawFn) -> list[Event]:
+    eol = draw(st.sampled_from([b"\n", b"\r\n", b"\r"]))
+    seps = draw(st.sampled_from([COMPACT, SPACED]))
+    events: list[Event] = []
+    for i in range(draw(st.integers(1, 8))):
+        kind = draw(st.sampled_from(["token", "token", "null", "usage", "continuous", "other"]))
+        content = draw(st.sampled_from(["usage", '"usage":{}', "\\u00e9", "\n", "x"])
+                       | st.text(max_size=5))
+        if kind == "token":
+            events.append(data_event(chunk_object(content, i), eol, seps))
+        elif kind == "null":
+            events.append(data_event(chunk_object(content, i, usage=None), eol, seps))
+        elif kind == "usage":
+            events.append(data_event({"id": "x", "choices": []}, eol, seps, usage=draw(USAGES)))
+        elif kind == "continuous":
+            events.append(data_event(chunk_object(content, i), eol, seps, usage=draw(USAGES),
+                                     lines=draw(st.sampled_from([b"", b"id: 1\n", b": c\n"]))))
+        else:
+            events.append(verbatim(draw(st.sampled_from(
+                [b"data: [DONE]\n\n", b": ping\n\n", b"event: error\ndata: {\"usage\":7}\n\n",
+                 b"retry: 10\n\n", b"\n"])), eol))
+    return events
+
+
+@settings(max_examples=200, deadline=None)
+@given(generated_stream(), st.data())
+def test_generated_streams_against_json(events: list[Event], data: st.DataObject) -> None:
+    stream, expected = joined(events)
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(stream)), max_size=8)))
+    chunks = [stream[a:b] for a, b in zip([0, *cuts], [*cuts, len(stream)])]
+    for twin in twins():
+        assert relay(twin, chunks) == expected
