@@ -259,8 +259,7 @@ _LINE_ENDS = re.compile(rb"\r\n|\r|\n")
 def data_fields(event: bytes, bom: bool) -> list[Span]:
     """The byte spans of the values of an event's ``data`` fields, in order.
 
-    ``event`` holds whole lines; a stray line feed at its start (the second half of a CRLF
-    split by a read) reads as an empty line, which dispatches nothing.
+    ``event`` holds whole lines (an unterminated last line is not a field yet).
     """
     spans: list[Span] = []
     begin = 3 if bom and event.startswith(BOM) else 0
@@ -308,7 +307,7 @@ def rewrite_event(event: bytes, bom: bool, prompt: int, cached: int | None) -> b
     for start, end in spans:  # the data offset `offset` is at event offset `start`
         cut_start = max(span[0], offset)
         cut_end = min(span[1], offset + end - start)
-        if cut_start < cut_end or (cut_start == cut_end == span[0]):
+        if cut_start < cut_end:  # the value starts and ends on data bytes, never a joiner
             pieces.append(event[copied:start + cut_start - offset])
             if cut_start == span[0]:
                 pieces.append(value)
