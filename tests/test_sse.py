@@ -393,3 +393,13 @@ def test_find_usage_at_every_offset(sse_twin: ModuleType, key: bytes) -> None:
         null = payload[:-8] + b" null }"
         assert sse_twin.find_usage(null) is None
         check_span(null, None)
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(json_texts(), st.none() | st.integers(0, 10**6))
+def test_relay_event_is_rewrite_usage_of_its_data(payload: bytes, cached: int | None) -> None:
+    payload = payload.replace(b"\n", b" ").replace(b"\r", b" ")  # whitespace only in JSON
+    event = b"data: " + payload + b"\n\n"
+    for twin in twins():
+        relay = twin.UsageRelay(7, cached)
+        assert relay.feed(event) == b"data: " + twin.rewrite_usage(payload, 7, cached) + b"\n\n"
