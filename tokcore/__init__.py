@@ -5,6 +5,8 @@ Every public name is here; the modules behind it are private.
 
 from ._backend import backend_summary
 from ._ids import pack_ids, unpack_ids
+from ._sse import Event, EventDecoder, UsageRelay, find_usage, iter_events, rewrite_usage
+from .relay import arelay_usage, relay_usage
 
 __version__ = "0.1.0"
 
@@ -13,7 +15,15 @@ BACKEND: str = backend_summary()
 
 __all__ = [
     "BACKEND",
+    "Event",
+    "EventDecoder",
+    "UsageRelay",
     "__version__",
+    "arelay_usage",
+    "find_usage",
+    "iter_events",
     "pack_ids",
+    "relay_usage",
+    "rewrite_usage",
     "unpack_ids",
 ]
