@@ -20,10 +20,27 @@ with instrumented(__name__ == "__main__" and "--random" not in sys.argv):
 
 WITH_STDLIB = {**TWINS, "stdlib": base64}
 # what the stdlib raises, so a drop-in too: binascii.Error (a ValueError), TypeError,
-# AssertionError (altchars whose length is not 2), BufferError (a non-contiguous view)
-ERRORS = (TypeError, ValueError, AssertionError, BufferError)
+# AssertionError (altchars whose length is not 2), BufferError (a non-contiguous view),
+# OverflowError (a validate flag past C int range)
+ERRORS = (TypeError, ValueError, AssertionError, BufferError, OverflowError)
 GARBAGE = [b"=", b"==", b"===", b"\n", b"\r\n", b" ", b"\t", b"\0", b"\xff", b"\x80", b"-",
            b"_", b"+", b"/", b"*", b"A=A", b"====", b"\\", b"\xc3\xa9"]
+
+
+class Index:
+    def __index__(self) -> int:
+        return 1
+
+
+class IntOnly:
+    def __int__(self) -> int:
+        return 1
+
+
+# binascii reads validate (strict_mode) as a C int through __index__: None, str, float and
+# __int__-only objects are a TypeError, 2**40 an OverflowError, any other int a flag
+VALIDATE_VALUES: list[Any] = [False, True, False, True, 0, 1, -1, 2, None, "yes", 1.5, 2**40,
+                              Index(), IntOnly()]
 
 
 def draw_data(draw: Draw) -> bytes:
@@ -88,7 +105,7 @@ def test_one_input(data: bytes) -> None:
         call = lambda m: m.urlsafe_b64encode(arg)  # noqa: E731
     elif which == 3:
         altchars = draw_altchars(draw)
-        validate: Any = draw.choice([False, True, 0, 1, None, "yes"])
+        validate: Any = draw.choice(VALIDATE_VALUES)
         use_keyword = draw.bool()
         if use_keyword:
             call = lambda m: m.b64decode(arg, altchars=altchars, validate=validate)  # noqa: E731

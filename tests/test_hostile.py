@@ -450,3 +450,30 @@ def test_b64_to_ids_on_garbage(text: Any, validate: bool) -> None:
 
     assert same_everywhere("b64", lambda m: m.b64_to_ids(text, validate=validate),
                            (ValueError, TypeError)) == outcome(composed)
+
+
+class IndexOne:
+    def __index__(self) -> int:
+        return 1
+
+
+class IntOnly:
+    def __int__(self) -> int:
+        return 1
+
+
+@pytest.mark.parametrize("validate", [False, True, 0, 2, -1, 2**40, None, "yes", 1.5,
+                                      np.True_, np.int64(1), IndexOne(), IntOnly()],
+                         ids=repr)
+def test_b64_validate_of_every_type(validate: Any) -> None:
+    """binascii reads validate as a C int through __index__; so must both twins, in
+    b64decode and in b64_to_ids, before looking at the data (empty data included)."""
+    for data in (b"", b"QQ==", b"Q*Q==", b"AAAAAAA="):
+        expected = outcome(lambda d=data: base64.b64decode(d, validate=validate))
+        assert same_everywhere("b64", lambda m, d=data: m.b64decode(d, validate=validate),
+                               (TypeError, ValueError, OverflowError)) == expected, data
+        ids = twins("ids")[0]
+        composed = outcome(lambda d=data: ids.unpack_ids(base64.b64decode(d, validate=validate)))
+        assert same_everywhere("b64", lambda m, d=data: m.b64_to_ids(d.decode(),
+                                                                       validate=validate),
+                               (TypeError, ValueError, OverflowError)) == composed, data
