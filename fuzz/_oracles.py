@@ -12,7 +12,8 @@ import re
 from typing import Any, Optional
 
 NOT_JSON = object()  # strict_json's answer for text that is not JSON
-EventTuple = tuple[str, str, Optional[str], Optional[int]]  # (event, data, id, retry)
+# (event, data, id, retry); a runtime alias, so Optional (X | None needs 3.10 there)
+EventTuple = tuple[str, str, Optional[str], Optional[int]]  # noqa: UP045
 
 _LINE = re.compile(r"(.*?)(\r\n|\r|\n)", re.S)
 
@@ -32,8 +33,8 @@ def whatwg_events(stream: bytes) -> list[EventTuple]:
     events: list[EventTuple] = []
     data: list[str] = []
     kind = ""
-    last_id: Optional[str] = None
-    retry: Optional[int] = None
+    last_id: str | None = None
+    retry: int | None = None
     for match in _LINE.finditer(text):
         line = match.group(1)
         if line == "":  # dispatch

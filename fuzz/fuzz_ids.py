@@ -82,7 +82,8 @@ def fits(values: list[int]) -> bool:
     return all(INT32_MIN <= v <= INT32_MAX for v in values)
 
 
-def build_ids(draw: Draw, kind: int, values: list[int]) -> tuple[Callable[[], Any], list[int] | None]:
+def build_ids(draw: Draw, kind: int,
+              values: list[int]) -> tuple[Callable[[], Any], list[int] | None]:
     """A factory for a fresh ``ids`` argument (hostile ones are consumed) and, when the
     result is plain, the int values it stands for (the oracle's input)."""
     if kind == 0:

@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-
 from _twins import report, twin, twins
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
@@ -433,8 +432,8 @@ def test_b64decode_with_garbage_everywhere(garbage: bytes) -> None:
                                       memoryview(b"~!"), 5])
 def test_b64_altchars_of_every_shape(altchars: Any) -> None:
     for data in (B64_VALID, b"ab-_cd~!", b"ab*!"):
-        expected = outcome(lambda: base64.b64decode(data, altchars))
-        assert same_everywhere("b64", lambda m: m.b64decode(data, altchars),
+        expected = outcome(lambda d=data: base64.b64decode(d, altchars))
+        assert same_everywhere("b64", lambda m, d=data: m.b64decode(d, altchars),
                                (ValueError, TypeError, AssertionError)) == expected
     expected = outcome(lambda: base64.b64encode(b"\xfb\xff\xfe", altchars))
     assert same_everywhere("b64", lambda m: m.b64encode(b"\xfb\xff\xfe", altchars),
@@ -472,8 +471,8 @@ def test_b64_validate_of_every_type(validate: Any) -> None:
         expected = outcome(lambda d=data: base64.b64decode(d, validate=validate))
         assert same_everywhere("b64", lambda m, d=data: m.b64decode(d, validate=validate),
                                (TypeError, ValueError, OverflowError)) == expected, data
-        ids = twins("ids")[0]
-        composed = outcome(lambda d=data: ids.unpack_ids(base64.b64decode(d, validate=validate)))
+        unpack = twins("ids")[0].unpack_ids
+        composed = outcome(lambda d=data: unpack(base64.b64decode(d, validate=validate)))
         assert same_everywhere("b64", lambda m, d=data: m.b64_to_ids(d.decode(),
                                                                        validate=validate),
                                (TypeError, ValueError, OverflowError)) == composed, data

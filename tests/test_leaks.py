@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-
 from _twins import KINDS, report, twin
+
 from tokcore._backend import NO_EXTENSIONS
 
 CALLS = 6_000                  # per case; ~65 cases a twin: ~400k calls a twin in all
