@@ -467,11 +467,11 @@ class IntOnly:
 def test_b64_validate_of_every_type(validate: Any) -> None:
     """binascii reads validate as a C int through __index__; so must both twins, in
     b64decode and in b64_to_ids, before looking at the data (empty data included)."""
+    unpack = twins("ids")[0].unpack_ids
     for data in (b"", b"QQ==", b"Q*Q==", b"AAAAAAA="):
         expected = outcome(lambda d=data: base64.b64decode(d, validate=validate))
         assert same_everywhere("b64", lambda m, d=data: m.b64decode(d, validate=validate),
                                (TypeError, ValueError, OverflowError)) == expected, data
-        unpack = twins("ids")[0].unpack_ids
         composed = outcome(lambda d=data: unpack(base64.b64decode(d, validate=validate)))
         assert same_everywhere("b64", lambda m, d=data: m.b64_to_ids(d.decode(),
                                                                        validate=validate),
