@@ -27,3 +27,9 @@ def _twin(request: pytest.FixtureRequest, name: str) -> ModuleType:
 def ids_twin(request: pytest.FixtureRequest) -> ModuleType:
     """``tokcore._ids_c`` or ``tokcore._ids_py``."""
     return _twin(request, "ids")
+
+
+@pytest.fixture(params=TWINS)
+def b64_twin(request: pytest.FixtureRequest) -> ModuleType:
+    """``tokcore._b64_c`` or ``tokcore._b64_py``."""
+    return _twin(request, "b64")

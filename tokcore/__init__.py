@@ -3,6 +3,16 @@
 Every public name is here; the modules behind it are private.
 """
 
+from ._b64 import (
+    b64_to_ids,
+    b64decode,
+    b64encode,
+    ids_to_b64,
+    standard_b64decode,
+    standard_b64encode,
+    urlsafe_b64decode,
+    urlsafe_b64encode,
+)
 from ._backend import backend_summary
 from ._ids import pack_ids, unpack_ids
 
@@ -14,6 +24,14 @@ BACKEND: str = backend_summary()
 __all__ = [
     "BACKEND",
     "__version__",
+    "b64_to_ids",
+    "b64decode",
+    "b64encode",
+    "ids_to_b64",
     "pack_ids",
+    "standard_b64decode",
+    "standard_b64encode",
     "unpack_ids",
+    "urlsafe_b64decode",
+    "urlsafe_b64encode",
 ]
