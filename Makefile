@@ -40,3 +40,8 @@ bench: build $(VENV)/.deps-bench
 
 clean:
 	rm -rf build $(VENV) tokcore/*.so tokcore/_*_c.c tokcore/*.html .pytest_cache .hypothesis bench/results
+
+lint: $(VENV)/.deps-test
+	$(PIP) install ruff mypy
+	$(BIN)/ruff check tokcore tests bench examples setup.py
+	$(BIN)/mypy

@@ -15,7 +15,8 @@ HERE = pathlib.Path(__file__).parent
 
 
 def _load_backend():  # the env-var rules live in one place: tokcore/_backend.py
-    spec = importlib.util.spec_from_file_location("_tokcore_backend", HERE / "tokcore" / "_backend.py")
+    path = HERE / "tokcore" / "_backend.py"
+    spec = importlib.util.spec_from_file_location("_tokcore_backend", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

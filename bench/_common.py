@@ -57,7 +57,7 @@ def name(case: str, impl: str) -> str:
 def make_runner() -> pyperf.Runner:
     # Few processes and values: 'make bench' runs every script in minutes on 2 cores;
     # pass pyperf's own options (e.g. --rigorous) through BENCH_ARGS for more.
-    return pyperf.Runner(processes=4, values=3, warmups=1, min_time=0.05)
+    return pyperf.Runner(processes=3, values=3, warmups=1, min_time=0.05)
 
 
 def add(runner: pyperf.Runner, case: str, impl: str, func: Callable[..., Any], *args: Any) -> None:

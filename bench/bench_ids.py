@@ -7,7 +7,7 @@ import struct
 from array import array
 
 import numpy as np
-from _common import REFERENCE, FAST, Target, add, id_sets, make_runner
+from _common import FAST, REFERENCE, Target, add, id_sets, make_runner
 
 from tokcore import _ids_c, _ids_py
 
@@ -31,10 +31,9 @@ def main() -> None:
     runner = make_runner()
     for label, ids in id_sets():
         case = f"pack {label}"
-        fmt = struct.Struct(f"<{len(ids)}i")
         add(runner, case, FAST, _ids_c.pack_ids, ids)
         add(runner, case, REFERENCE, _ids_py.pack_ids, ids)
-        add(runner, case, "struct.pack", lambda ids=ids, fmt=fmt: fmt.pack(*ids))
+        add(runner, case, "struct.pack", lambda ids=ids: struct.pack(f"<{len(ids)}i", *ids))
         add(runner, case, "array('i', ids).tobytes()", lambda ids=ids: array("i", ids).tobytes())
         add(runner, case, "np.asarray(ids, int32).tobytes()",
             lambda ids=ids: np.asarray(ids, np.int32).tobytes())

@@ -10,8 +10,13 @@ import importlib
 from types import ModuleType
 
 import pytest
+from hypothesis import settings
 
 from tokcore._backend import NO_EXTENSIONS
+
+# A shared 2-core machine makes per-example timings meaningless: no deadline.
+settings.register_profile("tokcore", deadline=None, max_examples=150)
+settings.load_profile("tokcore")
 
 TWINS = ("c", "py")
 
@@ -23,13 +28,21 @@ def _twin(request: pytest.FixtureRequest, name: str) -> ModuleType:
     return importlib.import_module(f"tokcore._{name}_{kind}")
 
 
-@pytest.fixture(params=TWINS)
+@pytest.fixture(params=TWINS, scope="session")  # session: usable under @given
 def ids_twin(request: pytest.FixtureRequest) -> ModuleType:
     """``tokcore._ids_c`` or ``tokcore._ids_py``."""
     return _twin(request, "ids")
 
 
-@pytest.fixture(params=TWINS)
+@pytest.fixture(scope="session")
+def ids_pair() -> tuple[ModuleType, ModuleType]:
+    """``(tokcore._ids_c, tokcore._ids_py)``, for parity checks."""
+    if NO_EXTENSIONS:
+        pytest.skip("TOKCORE_NO_EXTENSIONS is set: the Cython twins are not under test")
+    return importlib.import_module("tokcore._ids_c"), importlib.import_module("tokcore._ids_py")
+
+
+@pytest.fixture(params=TWINS, scope="session")  # session: usable under @given
 def b64_twin(request: pytest.FixtureRequest) -> ModuleType:
     """``tokcore._b64_c`` or ``tokcore._b64_py``."""
     return _twin(request, "b64")

@@ -26,10 +26,6 @@ from tokcore._ids_c import pack_ids
 from tokcore._ids_py import buffer_layout, coerce_ids, length_error
 
 cdef extern from "Python.h":
-    ctypedef struct PyTypeObject:
-        pass
-    PyTypeObject PyLong_Type
-    PyTypeObject *Py_TYPE_PTR "Py_TYPE"(PyObject *o)
     PyObject **PySequence_Fast_ITEMS_PTR "PySequence_Fast_ITEMS"(object o)
     Py_ssize_t PySequence_Fast_GET_SIZE(object o)
     void PyList_SET_ITEM_PTR "PyList_SET_ITEM"(object lst, Py_ssize_t i, PyObject *item)
@@ -41,7 +37,8 @@ cdef extern from "Python.h":
     Py_ssize_t PY_SSIZE_T_MAX
 
 cdef extern from "_intfast.h":
-    int tok_compact_value(PyObject *o, long *out) noexcept
+    Py_ssize_t tok_pack_compact(PyObject **items, Py_ssize_t start, Py_ssize_t n,
+                                unsigned char *out) noexcept
     void tok_store_le32(unsigned char *p, int32_t v) noexcept nogil
     int32_t tok_load_le32(const unsigned char *p) noexcept nogil
     PyObject *tok_id_object(PyObject **table, int32_t value) except NULL
@@ -243,23 +240,24 @@ cdef str _new_text(Py_ssize_t nbytes, unsigned char **out):
 cdef str _encode_sequence(object seq):
     """``seq`` is a list or a tuple: ids go through a small block, never a bytes object."""
     cdef Py_ssize_t size = PySequence_Fast_GET_SIZE(seq)
-    cdef Py_ssize_t start, i, count
+    cdef Py_ssize_t start = 0, i, count
     cdef long value
-    cdef PyObject *item
-    cdef PyObject **items = PySequence_Fast_ITEMS_PTR(seq)
     cdef unsigned char block[BLOCK_BYTES]
     cdef unsigned char *out
     text = _new_text(size * ID_BYTES, &out)
-    start = 0
     while start < size:
         count = min(<Py_ssize_t>BLOCK_IDS, size - start)
-        for i in range(count):
-            item = items[start + i]
-            # common path: an exact int of one internal digit (|v| < 2**30) is always in range
-            if Py_TYPE_PTR(item) != &PyLong_Type or not tok_compact_value(item, &value):
-                value = _slow_value(seq, size, start + i, <object>item)
-                items = PySequence_Fast_ITEMS_PTR(seq)  # a resize may have moved the array
+        i = 0
+        while True:
+            # common path in C (_intfast.h): exact ints of one digit, always inside int32;
+            # the items array is fetched anew each time: the slow path may resize and move it
+            i = tok_pack_compact(PySequence_Fast_ITEMS_PTR(seq) + start, i, count, block)
+            if i == count:
+                break
+            value = _slow_value(seq, size, start + i,
+                                <object>PySequence_Fast_ITEMS_PTR(seq)[start + i])
             tok_store_le32(block + i * ID_BYTES, <int32_t>value)
+            i += 1
         # whole blocks are a multiple of 3 bytes: only the last one can end in padding
         tok_b64_encode(block, <size_t>(count * ID_BYTES), out)
         out += (count * ID_BYTES + 2) // 3 * 4

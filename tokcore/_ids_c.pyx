@@ -23,10 +23,6 @@ from tokcore._ids_py import (
 )
 
 cdef extern from "Python.h":
-    ctypedef struct PyTypeObject:
-        pass
-    PyTypeObject PyLong_Type
-    PyTypeObject *Py_TYPE_PTR "Py_TYPE"(PyObject *o)
     PyObject **PySequence_Fast_ITEMS_PTR "PySequence_Fast_ITEMS"(object o)
     Py_ssize_t PySequence_Fast_GET_SIZE(object o)
     void PyList_SET_ITEM_PTR "PyList_SET_ITEM"(object lst, Py_ssize_t i, PyObject *item)
@@ -34,7 +30,8 @@ cdef extern from "Python.h":
 
 cdef extern from "_intfast.h":
     const char *TOK_INTFAST_KIND
-    int tok_compact_value(PyObject *o, long *out) noexcept
+    Py_ssize_t tok_pack_compact(PyObject **items, Py_ssize_t start, Py_ssize_t n,
+                                unsigned char *out) noexcept
     void tok_store_le32(unsigned char *p, int32_t v) noexcept nogil
     int32_t tok_load_le32(const unsigned char *p) noexcept nogil
     enum: TOK_ID_CACHE_LIMIT
@@ -75,20 +72,19 @@ cdef long _slow_value(object seq, Py_ssize_t size, Py_ssize_t i, object item) ex
 cdef bytes _pack_sequence(object seq):
     """``seq`` is a list or a tuple."""
     cdef Py_ssize_t size = PySequence_Fast_GET_SIZE(seq)
-    cdef Py_ssize_t i
+    cdef Py_ssize_t i = 0
     cdef long value
-    cdef PyObject *item
-    cdef PyObject **items = PySequence_Fast_ITEMS_PTR(seq)
     cdef bytes result = PyBytes_FromStringAndSize(NULL, size * ID_BYTES)
     cdef unsigned char *out = <unsigned char *>PyBytes_AS_STRING(result)
-    for i in range(size):
-        item = items[i]
-        # common path: an exact int of one internal digit (|v| < 2**30) is always in range
-        if Py_TYPE_PTR(item) != &PyLong_Type or not tok_compact_value(item, &value):
-            value = _slow_value(seq, size, i, <object>item)
-            items = PySequence_Fast_ITEMS_PTR(seq)  # a resize may have moved the array
+    while True:
+        # common path in C: exact ints of one internal digit (|v| < 2**30, always in range)
+        i = tok_pack_compact(PySequence_Fast_ITEMS_PTR(seq), i, size, out)
+        if i == size:
+            return result
+        # the items array is fetched anew above: the slow path may resize and move it
+        value = _slow_value(seq, size, i, <object>PySequence_Fast_ITEMS_PTR(seq)[i])
         tok_store_le32(out + i * ID_BYTES, <int32_t>value)
-    return result
+        i += 1
 
 
 # --- pack: integer buffers -----------------------------------------------------------------

@@ -68,7 +68,7 @@ def coerce_ids(ids: object) -> list[Any] | tuple[Any, ...] | memoryview:
     is materialised into a list. Everything else is a ``TypeError``.
     """
     if type(ids) is list or type(ids) is tuple:
-        return ids  # type: ignore[return-value]
+        return ids
     if isinstance(ids, NOT_ID_SEQUENCES):
         raise TypeError(
             f"ids must be a sequence of integers, not {type(ids).__name__} "
@@ -169,7 +169,7 @@ def unpack_ids(data: Any) -> list[int]:
         if nbytes % ID_BYTES:
             raise length_error(nbytes)
         values = array("i")
-        values.frombytes(view)
+        values.frombytes(view.cast("B"))  # frombytes wants a byte format
     if not LITTLE_ENDIAN_HOST:
         values.byteswap()
     return values.tolist()

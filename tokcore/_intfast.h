@@ -77,4 +77,18 @@ static inline int32_t tok_load_le32(const unsigned char *p) {
     return (int32_t)u;
 }
 
+/* Pack items[start:n] while each is an exact int of one digit (always inside int32);
+ * return the index of the first item that needs the slow path, or n. */
+static inline Py_ssize_t tok_pack_compact(PyObject *const *items, Py_ssize_t start,
+                                          Py_ssize_t n, unsigned char *out) {
+    Py_ssize_t i;
+    long v;
+    for (i = start; i < n; i++) {
+        PyObject *o = items[i];
+        if (Py_TYPE(o) != &PyLong_Type || !tok_compact_value(o, &v)) break;
+        tok_store_le32(out + 4 * i, (int32_t)v);
+    }
+    return i;
+}
+
 #endif

@@ -1,0 +1,78 @@
+"""The backend choice: env vars, tokcore.BACKEND, python -m tokcore."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import tokcore
+from tokcore import _backend
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_python(code: str, **env: str) -> str:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("TOKCORE_")}
+    environ.update(env, PYTHONPATH=str(ROOT))
+    done = subprocess.run([sys.executable, "-c", code], env=environ, capture_output=True,
+                          text=True, check=True, cwd=ROOT)
+    return done.stdout.strip()
+
+
+def test_no_extensions_loads_python_twins() -> None:
+    out = run_python("import tokcore, tokcore._backend as b; print(tokcore.BACKEND, "
+                     "sorted(set(b.LOADED.values())), tokcore.pack_ids.__module__)",
+                     TOKCORE_NO_EXTENSIONS="1")
+    assert out == "python ['python'] tokcore._ids_py"
+
+
+@pytest.mark.parametrize("value", ["", "0"])
+def test_flag_off_values(value: str) -> None:
+    out = run_python("import tokcore; print(tokcore.pack_ids.__module__)",
+                     TOKCORE_NO_EXTENSIONS=value)
+    expected = "tokcore._ids_py" if _backend.NO_EXTENSIONS else "tokcore._ids_c"
+    # an off flag changes nothing: the default choice (the Cython twin when built)
+    assert out in (expected, "tokcore._ids_c")
+
+
+def test_env_flag_rules(monkeypatch: pytest.MonkeyPatch) -> None:
+    for value, on in [("", False), ("0", False), ("1", True), ("yes", True), ("false", True)]:
+        monkeypatch.setenv("TOKCORE_X", value)
+        assert _backend.env_flag("TOKCORE_X") is on
+    monkeypatch.delenv("TOKCORE_X")
+    assert _backend.env_flag("TOKCORE_X") is False
+
+
+@pytest.mark.skipif(not _backend.REQUIRE_EXTENSIONS, reason="TOKCORE_REQUIRE_EXTENSIONS unset")
+def test_required_extensions_are_live() -> None:
+    assert tokcore.BACKEND == "cython"
+    assert set(_backend.LOADED.values()) == {"cython"}
+
+
+@pytest.mark.skipif(not _backend.NO_EXTENSIONS, reason="TOKCORE_NO_EXTENSIONS unset")
+def test_no_extensions_run_uses_python() -> None:
+    assert tokcore.BACKEND == "python"
+
+
+def test_backend_reports_what_loaded() -> None:
+    assert tokcore.BACKEND == _backend.backend_summary()
+    assert tokcore.BACKEND in ("cython", "python", "mixed")
+    for name, kind in _backend.LOADED.items():
+        suffix = "c" if kind == "cython" else "py"
+        assert _backend.MODULES[name].__name__ == f"tokcore._{name}_{suffix}"
+
+
+def test_main_prints_version_and_backends() -> None:
+    out = run_python("import runpy; runpy.run_module('tokcore', run_name='__main__')")
+    assert f"tokcore {tokcore.__version__}" in out
+    assert "ids" in out
+
+
+def test_public_names() -> None:
+    for name in tokcore.__all__:
+        assert hasattr(tokcore, name), name
+    assert tokcore.pack_ids is tokcore._ids.pack_ids

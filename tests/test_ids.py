@@ -1,0 +1,297 @@
+"""pack_ids / unpack_ids on both twins, against struct, array and numpy as oracles."""
+
+from __future__ import annotations
+
+import array
+import enum
+import struct
+from collections import deque
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+int32s = st.integers(INT32_MIN, INT32_MAX)
+id_lists = st.lists(int32s, max_size=300)
+
+
+def oracle_pack(ids: list[int]) -> bytes:
+    return struct.pack(f"<{len(ids)}i", *ids)
+
+
+def oracle_unpack(data: bytes) -> list[int]:
+    return list(struct.unpack(f"<{len(data) // 4}i", data))
+
+
+class Index:
+    """Not an int, but usable as one."""
+
+    def __init__(self, value: int) -> None:
+        self.value = value
+
+    def __index__(self) -> int:
+        return self.value
+
+
+class Colour(enum.IntEnum):
+    RED = 7
+
+
+# --- round trips and oracles ---------------------------------------------------------------
+
+@given(id_lists)
+def test_pack_matches_struct(ids_twin: ModuleType, ids: list[int]) -> None:
+    assert ids_twin.pack_ids(ids) == oracle_pack(ids)
+
+
+@given(id_lists)
+def test_round_trip(ids_twin: ModuleType, ids: list[int]) -> None:
+    packed = ids_twin.pack_ids(ids)
+    assert type(packed) is bytes
+    out = ids_twin.unpack_ids(packed)
+    assert out == ids
+    assert all(type(v) is int for v in out)
+
+
+@given(st.binary(max_size=400).map(lambda b: b[: len(b) // 4 * 4]))
+def test_unpack_matches_struct(ids_twin: ModuleType, data: bytes) -> None:
+    assert ids_twin.unpack_ids(data) == oracle_unpack(data)
+
+
+@given(id_lists)
+def test_twins_agree(ids_pair: tuple[ModuleType, ModuleType], ids: list[int]) -> None:
+    c, py = ids_pair
+    assert c.pack_ids(ids) == py.pack_ids(ids)
+    assert c.unpack_ids(oracle_pack(ids)) == py.unpack_ids(oracle_pack(ids))
+
+
+@given(st.lists(st.integers(0, 2**20), max_size=200))
+def test_unpack_ids_above_and_below_the_int_cache(ids_twin: ModuleType, ids: list[int]) -> None:
+    first = ids_twin.unpack_ids(oracle_pack(ids))
+    second = ids_twin.unpack_ids(oracle_pack(ids))
+    assert first == second == ids
+
+
+def test_limits_and_specials(ids_twin: ModuleType) -> None:
+    ids = [0, 1, -1, 255, 256, 257, -5, -6, 2**15, 2**16, 2**18 - 1, 2**18, 2**30 - 1, 2**30,
+           -(2**30), -(2**30) - 1, INT32_MAX, INT32_MIN]
+    assert ids_twin.pack_ids(ids) == oracle_pack(ids)
+    assert ids_twin.unpack_ids(oracle_pack(ids)) == ids
+
+
+def test_empty(ids_twin: ModuleType) -> None:
+    assert ids_twin.pack_ids([]) == b""
+    assert ids_twin.pack_ids(()) == b""
+    assert ids_twin.pack_ids(np.array([], np.int64)) == b""
+    assert ids_twin.unpack_ids(b"") == []
+
+
+# --- the kinds of input pack_ids takes -----------------------------------------------------
+
+@pytest.mark.parametrize("make", [
+    list, tuple, iter, lambda ids: (i for i in ids),
+    lambda ids: array.array("i", ids), lambda ids: array.array("q", ids),
+    lambda ids: array.array("l", ids), lambda ids: memoryview(array.array("i", ids)),
+    lambda ids: [Index(v) for v in ids], lambda ids: [np.int64(v) for v in ids],
+    lambda ids: [np.uint32(v) if v >= 0 else np.int32(v) for v in ids],
+], ids=["list", "tuple", "iter", "generator", "array-i", "array-q", "array-l",
+        "memoryview", "__index__", "np.int64-items", "np-scalar-items"])
+def test_kinds_of_input(ids_twin: ModuleType, make: Any) -> None:
+    ids = [5, -3, 0, 151_999, INT32_MAX, INT32_MIN, 1000]
+    assert ids_twin.pack_ids(make(ids)) == oracle_pack(ids)
+
+
+def test_range_bool_and_int_subclasses(ids_twin: ModuleType) -> None:
+    assert ids_twin.pack_ids(range(5)) == oracle_pack(list(range(5)))
+    assert ids_twin.pack_ids([True, False, Colour.RED]) == oracle_pack([1, 0, 7])
+
+
+class MyList(list):  # type: ignore[type-arg]
+    def __iter__(self) -> Any:  # iteration is what a subclass may redefine
+        return iter([9, 9])
+
+
+def test_list_subclass_is_iterated(ids_twin: ModuleType) -> None:
+    assert ids_twin.pack_ids(MyList([1, 2])) == oracle_pack([9, 9])
+
+
+INTEGER_DTYPES = [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64,
+                  np.uint64, np.intp, np.uintp, np.longlong, np.ulonglong]
+
+
+@pytest.mark.parametrize("dtype", INTEGER_DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("order", ["<", ">"])
+def test_numpy_dtypes_and_byte_orders(ids_twin: ModuleType, dtype: Any, order: str) -> None:
+    info = np.iinfo(dtype)
+    values = [0, 1, 100, int(min(info.max, INT32_MAX)), int(max(info.min, INT32_MIN))]
+    arr = np.array(values, dtype=np.dtype(dtype).newbyteorder(order))
+    assert ids_twin.pack_ids(arr) == np.asarray(arr, "<i4").tobytes()
+
+
+@pytest.mark.parametrize("dtype", INTEGER_DTYPES, ids=lambda d: np.dtype(d).name)
+def test_numpy_strides(ids_twin: ModuleType, dtype: Any) -> None:
+    base = np.arange(60, dtype=dtype)
+    for view in (base[::3], base[::-1], base[::-7], base[5:6], base.reshape(6, 10)[:, 2]):
+        assert ids_twin.pack_ids(view) == view.astype("<i4").tobytes()
+
+
+@given(st.lists(int32s, max_size=100), st.integers(-5, 5).filter(bool))
+def test_numpy_int64_matches_numpy(ids_twin: ModuleType, ids: list[int], step: int) -> None:
+    arr = np.array(ids, dtype=np.int64)[::step]
+    assert ids_twin.pack_ids(arr) == arr.astype("<i4").tobytes()
+
+
+def test_large_buffer_drops_the_gil_and_stays_right(ids_twin: ModuleType) -> None:
+    arr = np.arange(-50_000, 50_000, dtype=np.int64)  # 800 KB: the no-GIL path
+    assert ids_twin.pack_ids(arr) == arr.astype("<i4").tobytes()
+    assert ids_twin.pack_ids(arr[::-2]) == arr[::-2].astype("<i4").tobytes()
+
+
+# --- errors --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("bad", ["abc", b"abc", bytearray(b"ab"), 5, None, 3.5, object()])
+def test_not_a_sequence_of_ids(ids_twin: ModuleType, bad: Any) -> None:
+    with pytest.raises(TypeError):
+        ids_twin.pack_ids(bad)
+
+
+@pytest.mark.parametrize("bad, position, kind", [
+    ([1, 2, 3.0], 2, "float"), ([None], 0, "NoneType"), ((1, "2"), 1, "str"),
+    ([1, [2]], 1, "list"), (deque([0, 0, 0, b"x"]), 3, "bytes"), ([np.float64(1)], 0, "float64"),
+])
+def test_type_error_names_the_index(ids_twin: ModuleType, bad: Any, position: int,
+                                    kind: str) -> None:
+    with pytest.raises(TypeError, match=rf"ids\[{position}\].*{kind}"):
+        ids_twin.pack_ids(bad)
+
+
+@pytest.mark.parametrize("value", [INT32_MAX + 1, INT32_MIN - 1, 2**63, -(2**64), 10**30])
+@pytest.mark.parametrize("make", [list, tuple, lambda v: [Index(x) for x in v]])
+def test_overflow_names_index_and_value(ids_twin: ModuleType, value: int, make: Any) -> None:
+    with pytest.raises(OverflowError, match=rf"ids\[3\] = {value}\b"):
+        ids_twin.pack_ids(make([0, 1, 2, value, 4]))
+
+
+@pytest.mark.parametrize("dtype, value", [
+    (np.int64, INT32_MAX + 1), (np.int64, INT32_MIN - 1), (np.uint32, INT32_MAX + 1),
+    (np.uint64, 2**64 - 1), (np.int64, -(2**63)),
+])
+@pytest.mark.parametrize("order", ["<", ">"])
+def test_buffer_overflow(ids_twin: ModuleType, dtype: Any, value: int, order: str) -> None:
+    arr = np.array([1, 2, value], dtype=np.dtype(dtype).newbyteorder(order))
+    with pytest.raises(OverflowError, match=rf"ids\[2\] = {value}\b"):
+        ids_twin.pack_ids(arr)
+    with pytest.raises(OverflowError, match=rf"ids\[0\] = {value}\b"):
+        ids_twin.pack_ids(arr[::-1])
+
+
+@pytest.mark.parametrize("bad", [
+    np.array([1.0, 2.0]), np.array([True, False]), np.zeros((2, 2), np.int32),
+    np.array(["a"]), memoryview(b"abcd").cast("c"), array.array("d", [1.0]),
+])
+def test_bad_buffers(ids_twin: ModuleType, bad: Any) -> None:
+    with pytest.raises((TypeError, ValueError)) as caught:
+        ids_twin.pack_ids(bad)
+    expected = ValueError if getattr(bad, "ndim", 1) != 1 else TypeError
+    assert caught.type is expected
+
+
+def test_index_that_raises_propagates(ids_twin: ModuleType) -> None:
+    class Boom:
+        def __index__(self) -> int:
+            raise KeyError("boom")
+
+    with pytest.raises(KeyError):
+        ids_twin.pack_ids([1, Boom()])
+
+
+@pytest.mark.parametrize("n", [1, 3, 5, 4003])
+def test_unpack_length_not_multiple_of_four(ids_twin: ModuleType, n: int) -> None:
+    with pytest.raises(ValueError, match=rf"\b{n}\b"):
+        ids_twin.unpack_ids(b"\0" * n)
+
+
+@pytest.mark.parametrize("bad", ["abcd", 1234, None, [1, 2, 3, 4]])
+def test_unpack_wrong_type(ids_twin: ModuleType, bad: Any) -> None:
+    with pytest.raises(TypeError):
+        ids_twin.unpack_ids(bad)
+
+
+def test_unpack_non_contiguous_buffer(ids_twin: ModuleType) -> None:
+    with pytest.raises(TypeError):
+        ids_twin.unpack_ids(np.zeros(16, np.uint8)[::2])
+
+
+@pytest.mark.parametrize("make", [bytes, bytearray, memoryview,
+                                  lambda b: np.frombuffer(b, np.uint8),
+                                  lambda b: np.frombuffer(b, np.int32)])
+def test_unpack_bytes_like(ids_twin: ModuleType, make: Any) -> None:
+    ids = [3, -1, 151_999, 0]
+    assert ids_twin.unpack_ids(make(oracle_pack(ids))) == ids
+
+
+# --- mutation during packing cannot crash --------------------------------------------------
+
+class Shrinker:
+    """An __index__ that empties the list being packed."""
+
+    def __init__(self, victim: list[Any]) -> None:
+        self.victim = victim
+
+    def __index__(self) -> int:
+        self.victim.clear()
+        return 1
+
+
+class Grower:
+    def __init__(self, victim: list[Any]) -> None:
+        self.victim = victim
+
+    def __index__(self) -> int:
+        self.victim.extend(range(10_000))  # forces the list's storage to move
+        return 1
+
+
+@pytest.mark.parametrize("mutator", [Shrinker, Grower])
+@pytest.mark.parametrize("where", [0, 5, 9])
+def test_list_mutated_by_index(ids_twin: ModuleType, mutator: Any, where: int) -> None:
+    victim: list[Any] = list(range(10))
+    victim[where] = mutator(victim)
+    with pytest.raises(RuntimeError, match="changed size"):
+        ids_twin.pack_ids(victim)
+
+
+def test_list_item_replaced_by_index_reads_no_freed_memory(ids_twin: ModuleType) -> None:
+    victim: list[Any] = [0, 0, 0]
+
+    class Replacer:
+        def __index__(self) -> int:
+            victim[1] = 10**6  # same size: the new item is read, the old one freed
+            victim[2] = -(10**6)
+            return 5
+
+    victim[0] = Replacer()
+    assert ids_twin.pack_ids(victim) == oracle_pack([5, 10**6, -(10**6)])
+
+
+def test_tuple_item_whose_index_mutates_a_list_elsewhere(ids_twin: ModuleType) -> None:
+    other: list[int] = []
+
+    class Side:
+        def __index__(self) -> int:
+            other.append(1)
+            return 2
+
+    assert ids_twin.pack_ids((Side(), Side())) == oracle_pack([2, 2])
+    assert len(other) >= 2
+
+
+def test_wire_is_little_endian(ids_twin: ModuleType) -> None:
+    """Whatever the host, the wire is little-endian: explicit bytes, no oracle."""
+    wire = b"\x01\0\0\0\0\x01\0\0\xfe\xff\xff\xff"
+    assert ids_twin.pack_ids([1, 256, -2]) == wire
+    assert ids_twin.unpack_ids(wire) == [1, 256, -2]

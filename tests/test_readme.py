@@ -1,0 +1,14 @@
+"""The README's interactive examples run as written (on whichever twin is live)."""
+
+from __future__ import annotations
+
+import doctest
+from pathlib import Path
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def test_readme_examples() -> None:
+    result = doctest.testfile(str(README), module_relative=False, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0
+    assert result.failed == 0
