@@ -11,7 +11,7 @@ everything off its fast path. The fused functions are the contract's definitions
 from __future__ import annotations
 
 import binascii
-from typing import Any, Optional
+from typing import Any
 
 from ._ids_py import IdsArg, pack_ids, unpack_ids
 
@@ -67,7 +67,7 @@ def standard_to_urlsafe(encoded: bytes) -> bytes:
 
 # --- the base64 module's functions ---------------------------------------------------------
 
-def b64encode(s: Any, altchars: Optional[Any] = None) -> bytes:
+def b64encode(s: Any, altchars: Any | None = None) -> bytes:
     """Encode the bytes-like object ``s`` with Base64 (as ``base64.b64encode``)."""
     encoded = binascii.b2a_base64(s, newline=False)
     if altchars is not None:
@@ -75,7 +75,7 @@ def b64encode(s: Any, altchars: Optional[Any] = None) -> bytes:
     return encoded
 
 
-def b64decode(s: Any, altchars: Optional[Any] = None, validate: bool = False) -> bytes:
+def b64decode(s: Any, altchars: Any | None = None, validate: bool = False) -> bytes:
     """Decode Base64 bytes or ASCII text (as ``base64.b64decode``)."""
     data = decode_data(s)
     if altchars is not None:
