@@ -33,11 +33,16 @@ static uint16_t tok_b64_pairs[4096];
 static uint32_t tok_b64_dec[4][256];
 #define TOK_B64_BAD 0x01000000u
 
-#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
-#  define TOK_B64_HAVE_AVX2 1
+/* -DTOK_B64_HAVE_AVX2=0 builds the portable kernels only (what non-x86 hosts get) */
+#ifndef TOK_B64_HAVE_AVX2
+#  if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#    define TOK_B64_HAVE_AVX2 1
+#  else
+#    define TOK_B64_HAVE_AVX2 0
+#  endif
+#endif
+#if TOK_B64_HAVE_AVX2
 #  include <immintrin.h>
-#else
-#  define TOK_B64_HAVE_AVX2 0
 #endif
 
 static int tok_b64_cpu_avx2 = 0;  /* what the CPU offers */
