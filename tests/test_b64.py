@@ -249,7 +249,7 @@ def numpy_ids_to_b64(ids: Any) -> str:
 
 def numpy_b64_to_ids(s: Any, *, validate: bool = False) -> list[int]:
     data = base64.b64decode(s, validate=validate)
-    return _ids_py.unpack_ids(data)  # its length check, then np as the value oracle below
+    return np.frombuffer(data, "<i4").tolist()  # type: ignore[no-any-return]
 
 
 int32s = st.integers(-(2**31), 2**31 - 1)
