@@ -15,6 +15,8 @@ from ._b64 import (
 )
 from ._backend import backend_summary
 from ._ids import pack_ids, unpack_ids
+from ._sse import Event, EventDecoder, UsageRelay, find_usage, iter_events, rewrite_usage
+from .relay import arelay_usage, relay_usage
 
 __version__ = "0.1.0"
 
@@ -23,12 +25,20 @@ BACKEND: str = backend_summary()
 
 __all__ = [
     "BACKEND",
+    "Event",
+    "EventDecoder",
+    "UsageRelay",
     "__version__",
+    "arelay_usage",
     "b64_to_ids",
     "b64decode",
     "b64encode",
+    "find_usage",
     "ids_to_b64",
+    "iter_events",
     "pack_ids",
+    "relay_usage",
+    "rewrite_usage",
     "standard_b64decode",
     "standard_b64encode",
     "unpack_ids",
