@@ -343,6 +343,46 @@ def test_fused_index_objects(b64_twin: ModuleType) -> None:
         b64_twin.ids_to_b64([1, Index(2**31)])
 
 
+class Resizer:
+    """An __index__ that shrinks or grows (moving its storage) the list being encoded."""
+
+    def __init__(self, victim: list[Any], grow: bool) -> None:
+        self.victim, self.grow = victim, grow
+
+    def __index__(self) -> int:
+        if self.grow:
+            self.victim.extend(range(10_000))
+        else:
+            self.victim.clear()
+        return 1
+
+
+@pytest.mark.parametrize("grow", (False, True))
+@pytest.mark.parametrize("where", (0, 767, 768, 1999))  # either side of a block boundary
+def test_fused_list_mutated_by_index(b64_twin: ModuleType, grow: bool, where: int) -> None:
+    victim: list[Any] = list(range(2000))
+    victim[where] = Resizer(victim, grow)
+    with pytest.raises(RuntimeError, match="changed size"):
+        b64_twin.ids_to_b64(victim)
+
+
+def test_fused_item_replaced_by_index(b64_twin: ModuleType) -> None:
+    def build() -> list[Any]:
+        victim: list[Any] = [0] * 1000
+
+        class Replacer:
+            def __index__(self) -> int:
+                victim[801] = 10**6  # same size: the new items are read, the old ones freed
+                victim[999] = -(10**6)
+                return 5
+
+        victim[800] = Replacer()
+        return victim
+
+    expected = base64.b64encode(_ids_py.pack_ids(build())).decode("ascii")
+    assert b64_twin.ids_to_b64(build()) == expected
+
+
 @pytest.mark.parametrize(
     "text",
     ["", "AAAA", "AAAAAA==", "AAAAAAA=", "AQAAAA==", "AQAAAA=", "AQAAAA", "AQ AA\nAA==", "A",
