@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import itertools
 import threading
 from array import array
 from collections.abc import Callable, Iterator
@@ -180,6 +181,25 @@ def test_every_length_round_trip(kernel: ModuleType) -> None:
         assert kernel.b64decode(encoded) == data
         assert kernel.b64decode(encoded, validate=True) == data
         assert kernel.b64decode(encoded.decode("ascii")) == data
+
+
+def message_outcome(func: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+    try:
+        return "ok", func(*args, **kwargs)
+    except Exception as exc:
+        return "raised", type(exc), str(exc)
+
+
+def test_every_short_text_exactly(kernel: ModuleType) -> None:
+    """Every text of up to 6 characters over data, padding and a stray character, in both
+    modes: the same result, or the same exception with the same message, as the stdlib
+    (whose strict mode changes between Python versions: the twins follow the running one)."""
+    for n in range(7):
+        for chars in itertools.product(b"AB=*", repeat=n):
+            text = bytes(chars)
+            for validate in (False, True):
+                assert message_outcome(kernel.b64decode, text, validate=validate) == (
+                    message_outcome(base64.b64decode, text, validate=validate)), (text, validate)
 
 
 @pytest.mark.parametrize("bad", [b"*", b"=", b"\n", b"\x80", b"-"])

@@ -19,7 +19,8 @@ from libc.stdlib cimport free, malloc
 from tokcore._ids_c cimport _slow_value, shared_id_objects
 
 from tokcore._b64_py import (
-    Error, apply_decode_altchars, apply_encode_altchars, decode_data, standard_to_urlsafe,
+    STRICT_MODE, STRICT_PAD_AFTER_QUAD_ERROR, Error, apply_decode_altchars,
+    apply_encode_altchars, check_legacy_validate, decode_data, standard_to_urlsafe,
     urlsafe_to_standard,
 )
 from tokcore._ids_c import pack_ids
@@ -55,7 +56,7 @@ cdef extern from "_b64_core.h":
                               unsigned char *out) noexcept nogil
     ptrdiff_t tok_b64_decode_fast(const unsigned char *src, size_t n,
                                   unsigned char *out) noexcept nogil
-    int tok_b64_decode_exact(const unsigned char *src, size_t n, int strict,
+    int tok_b64_decode_exact(const unsigned char *src, size_t n, int mode,
                              unsigned char *out, size_t *outlen) noexcept nogil
     enum:
         TOK_B64_OK
@@ -65,6 +66,10 @@ cdef extern from "_b64_core.h":
         TOK_B64_DISCONTINUOUS
         TOK_B64_ONE_EXTRA
         TOK_B64_BAD_PADDING
+        TOK_B64_EXCESS_PAD
+        TOK_B64_NONSTRICT
+        TOK_B64_STRICT
+        TOK_B64_STRICT_NO_PAD_AFTER_QUAD
 
 cdef enum:
     ID_BYTES = 4
@@ -98,6 +103,8 @@ cdef int _raise_decode_error(int status, size_t count) except -1:
         raise Error("Only base64 data is allowed")
     if status == TOK_B64_DISCONTINUOUS:
         raise Error("Discontinuous padding not allowed")
+    if status == TOK_B64_EXCESS_PAD:
+        raise Error("Excess padding not allowed")
     if status == TOK_B64_ONE_EXTRA:
         raise Error(f"Invalid base64-encoded string: number of data characters ({count}) "
                     "cannot be 1 more than a multiple of 4")
@@ -115,6 +122,16 @@ cdef object _ascii_text(object s):
     return decode_data(s)  # everything else, with the stdlib's errors
 
 
+cdef bint _strict(object text, object validate) except -1:
+    """Whether the decode is binascii's strict mode; before 3.11, validate's own check."""
+    if not validate:
+        return False
+    if STRICT_MODE:
+        return True
+    check_legacy_validate(text.encode("ascii") if type(text) is str else text)
+    return False
+
+
 cdef inline const unsigned char *_text_data(object text, Py_ssize_t *n):
     if type(text) is bytes:
         n[0] = len(<bytes>text)
@@ -127,14 +144,17 @@ cdef unsigned char *_decode_exact(const unsigned char *src, Py_ssize_t n, bint s
                                   size_t *outlen) except NULL:
     """The exact path into a new malloc'ed buffer (the caller frees it), or the error."""
     cdef int status
+    cdef int mode = TOK_B64_NONSTRICT
+    if strict:
+        mode = TOK_B64_STRICT_NO_PAD_AFTER_QUAD if STRICT_PAD_AFTER_QUAD_ERROR else TOK_B64_STRICT
     cdef unsigned char *out = <unsigned char *>malloc(<size_t>((n + 3) // 4 * 3) + 1)
     if out is NULL:
         raise MemoryError()
     if n >= NOGIL_MIN_BYTES:
         with nogil:
-            status = tok_b64_decode_exact(src, <size_t>n, strict, out, outlen)
+            status = tok_b64_decode_exact(src, <size_t>n, mode, out, outlen)
     else:
-        status = tok_b64_decode_exact(src, <size_t>n, strict, out, outlen)
+        status = tok_b64_decode_exact(src, <size_t>n, mode, out, outlen)
     if status != TOK_B64_OK:
         free(out)
         _raise_decode_error(status, outlen[0])
@@ -205,7 +225,7 @@ def b64decode(s, altchars=None, validate=False):
         if type(text) is str:
             text = (<str>text).encode("ascii")
         text = apply_decode_altchars(text, altchars)
-    return _decode(text, bool(validate))
+    return _decode(text, _strict(text, validate))
 
 
 def standard_b64encode(s):
@@ -341,6 +361,7 @@ def b64_to_ids(s, *, validate=False):
     cdef Py_ssize_t n = 0
     cdef size_t outlen = 0
     text = _ascii_text(s)
+    cdef bint strict = _strict(text, validate)
     cdef const unsigned char *src = _text_data(text, &n)
     if n == 0:
         return []
@@ -348,7 +369,7 @@ def b64_to_ids(s, *, validate=False):
         result = _ids_fast(src, n)
         if result is not None:
             return result
-    cdef unsigned char *out = _decode_exact(src, n, bool(validate), &outlen)
+    cdef unsigned char *out = _decode_exact(src, n, strict, &outlen)
     try:
         return _ids_from_bytes(out, <Py_ssize_t>outlen)
     finally:

@@ -245,13 +245,20 @@ enum {
     TOK_B64_DISCONTINUOUS,  /* strict: a data character after a '=' */
     TOK_B64_ONE_EXTRA,      /* a lone data character after the last full quad */
     TOK_B64_BAD_PADDING,    /* two or three data characters and no pad sequence after them */
+    TOK_B64_EXCESS_PAD,     /* strict, Python 3.13+: a '=' right after a complete quad */
 };
 
-/* The exact path, binascii.a2b_base64's rules. out holds (n + 3) / 4 * 3 bytes. Returns a
- * TOK_B64_* status; *outlen is the decoded length (for TOK_B64_ONE_EXTRA: the number of
- * data characters, which the error message quotes). */
-static int tok_b64_decode_exact(const unsigned char *src, size_t n, int strict,
+/* binascii's strict mode refuses a '=' right after a complete quad from Python 3.13 on;
+ * the caller says which behaviour the running Python has */
+enum { TOK_B64_NONSTRICT = 0, TOK_B64_STRICT = 1, TOK_B64_STRICT_NO_PAD_AFTER_QUAD = 3 };
+
+/* The exact path, binascii.a2b_base64's rules; mode is one of the TOK_B64_*STRICT* values.
+ * out holds (n + 3) / 4 * 3 bytes. Returns a TOK_B64_* status; *outlen is the decoded length
+ * (for TOK_B64_ONE_EXTRA: the number of data characters, which the error message quotes). */
+static int tok_b64_decode_exact(const unsigned char *src, size_t n, int mode,
                                 unsigned char *out, size_t *outlen) {
+    const int strict = mode & TOK_B64_STRICT;
+    const int no_pad_after_quad = mode == TOK_B64_STRICT_NO_PAD_AFTER_QUAD;
     unsigned char *start = out;
     int quad_pos = 0, pads = 0, padding_started = 0;
     unsigned left = 0;
@@ -260,6 +267,7 @@ static int tok_b64_decode_exact(const unsigned char *src, size_t n, int strict,
     for (size_t i = 0; i < n; i++) {
         unsigned char c = src[i];
         if (c == '=') {
+            if (no_pad_after_quad && quad_pos == 0) return TOK_B64_EXCESS_PAD;
             padding_started = 1;
             /* '=' counts only after two data characters of a quad; enough of them end it */
             if (quad_pos >= 2 && quad_pos + ++pads >= 4) {

@@ -11,6 +11,8 @@ everything off its fast path. The fused functions are the contract's definitions
 from __future__ import annotations
 
 import binascii
+import re
+import sys
 from typing import Any
 
 from ._ids_py import IdsArg, pack_ids, unpack_ids
@@ -19,6 +21,27 @@ from ._ids_py import IdsArg, pack_ids, unpack_ids
 Error = binascii.Error
 
 NOGIL_MIN_BYTES = 64 * 1024  # the Cython twin drops the GIL for inputs at least this big
+
+#: binascii.a2b_base64 has a strict mode from 3.11 on, which base64's validate=True uses;
+#: before that, validate=True was a regex check followed by a non-strict decode
+STRICT_MODE = sys.version_info >= (3, 11)
+_LEGACY_VALID = re.compile(b"[A-Za-z0-9+/]*={0,2}")
+
+
+def _strict_refuses_pad_after_quad() -> bool:
+    """Whether strict mode refuses a '=' right after a complete quad (it does from 3.13 on,
+    with "Excess padding not allowed"); asked of binascii itself, not of the version."""
+    if not STRICT_MODE:
+        return False
+    try:
+        binascii.a2b_base64(b"AAAA=", strict_mode=True)
+    except binascii.Error:
+        return True
+    return False
+
+
+#: the Cython twin's exact path follows this running Python's binascii on that point
+STRICT_PAD_AFTER_QUAD_ERROR = _strict_refuses_pad_after_quad()
 
 _URLSAFE_ENCODE = bytes.maketrans(b"+/", b"-_")
 _URLSAFE_DECODE = bytes.maketrans(b"-_", b"+/")
@@ -57,6 +80,12 @@ def apply_decode_altchars(data: bytes, altchars: Any) -> bytes:
     return data.translate(bytes.maketrans(altchars, b"+/"))
 
 
+def check_legacy_validate(data: bytes) -> None:
+    """``validate=True`` before Python 3.11: only the alphabet, then at most two ``=``."""
+    if not _LEGACY_VALID.fullmatch(data):
+        raise Error("Non-base64 digit found")
+
+
 def urlsafe_to_standard(s: Any) -> bytes:
     return decode_data(s).translate(_URLSAFE_DECODE)
 
@@ -80,7 +109,11 @@ def b64decode(s: Any, altchars: Any | None = None, validate: bool = False) -> by
     data = decode_data(s)
     if altchars is not None:
         data = apply_decode_altchars(data, altchars)
-    return binascii.a2b_base64(data, strict_mode=validate)
+    if STRICT_MODE:
+        return binascii.a2b_base64(data, strict_mode=validate)
+    if validate:
+        check_legacy_validate(data)
+    return binascii.a2b_base64(data)
 
 
 def standard_b64encode(s: Any) -> bytes:
