@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
-SOURCES := $(wildcard tokcore/*.pyx tokcore/*.h) setup.py pyproject.toml
+SOURCES := $(wildcard tokcore/*.pyx tokcore/*.pxd tokcore/*.h) setup.py pyproject.toml
 
 .PHONY: all venv build test test-c test-py bench fuzz fuzz-smoke sanitize lint clean
 
@@ -14,7 +14,7 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 $(VENV)/.deps-%: pyproject.toml | $(BIN)/python
-	$(PIP) install setuptools wheel "Cython>=3.0"
+	$(PIP) install -U setuptools wheel "Cython>=3.0"
 	$(PIP) install $$($(BIN)/python -c "import tomllib,sys; d=tomllib.load(open('pyproject.toml','rb')); print(' '.join(repr(r)[1:-1] for r in d['project']['optional-dependencies']['$*']))")
 	touch $@
 
