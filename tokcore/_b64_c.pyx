@@ -18,6 +18,9 @@ from libc.stdlib cimport free, malloc
 
 from tokcore._ids_c cimport _slow_value, shared_id_objects
 
+from binascii import a2b_base64 as _a2b_base64
+from operator import index as _index
+
 from tokcore._b64_py import (
     STRICT_MODE, STRICT_PAD_AFTER_QUAD_ERROR, Error, apply_decode_altchars,
     apply_encode_altchars, check_legacy_validate, decode_data, standard_to_urlsafe,
@@ -124,10 +127,15 @@ cdef object _ascii_text(object s):
 
 cdef bint _strict(object text, object validate) except -1:
     """Whether the decode is binascii's strict mode; before 3.11, validate's own check."""
+    if STRICT_MODE:
+        if validate is True or validate is False:
+            return validate
+        # anything else is read as binascii reads strict_mode (a C int through __index__
+        # on 3.11): the same TypeError for None, str or float, OverflowError past int
+        _a2b_base64(b"", strict_mode=validate)
+        return _index(validate) != 0
     if not validate:
         return False
-    if STRICT_MODE:
-        return True
     check_legacy_validate(text.encode("ascii") if type(text) is str else text)
     return False
 
