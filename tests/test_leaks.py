@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import array
 import gc
+import importlib
 import os
 import sys
 import tracemalloc
@@ -275,3 +276,35 @@ def test_b64_memory_is_flat(record: list[str], kind: str, label: str,
                             call: Callable[[ModuleType], Any], error: Any) -> None:
     b64 = twin("b64", kind)
     check(record, b64, label, lambda: call(b64), error)
+
+
+# --- the stream helpers (on the live backend) ----------------------------------------------
+
+async def _chunks() -> Any:
+    for piece in (STREAM[:50], STREAM[50:]):
+        yield piece
+
+
+async def _arelay() -> bytes:
+    from tokcore import arelay_usage
+
+    return b"".join([out async for out in arelay_usage(_chunks(), 40, 32)])
+
+
+def test_stream_helpers_memory_is_flat(record: list[str]) -> None:
+    import asyncio
+
+    import tokcore
+
+    expected = relay_once(importlib.import_module(tokcore.UsageRelay.__module__))
+    loop = asyncio.new_event_loop()
+    try:
+        for label, call in [
+            ("relay_usage", lambda: b"".join(tokcore.relay_usage([STREAM[:50], STREAM[50:]],
+                                                                 40, 32))),
+            ("arelay_usage", lambda: loop.run_until_complete(_arelay())),
+        ]:
+            assert call() == expected
+            check(record, tokcore, label, call, None)
+    finally:
+        loop.close()

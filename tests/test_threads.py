@@ -230,9 +230,12 @@ def test_sse_shared_inputs(kind: str) -> None:
                     out.append(relay.feed(view[i:i + step]))
                     events += decoder.feed(view[i:i + step])
                 out.append(relay.close())
+                pieces = [view[i:i + step] for i in range(0, len(view), step)]
+                streamed = [tuple(e) for e in sse.iter_events(pieces)]
+                del pieces
                 view.release()
                 assert b"".join(out) == SSE_RELAYED
-                assert [tuple(e) for e in events] == expected_events
+                assert [tuple(e) for e in events] == expected_events == streamed
         return work
 
     run_together(*[worker(i) for i in range(THREADS)])
@@ -258,6 +261,8 @@ def test_b64_shared_inputs(kind: str) -> None:
     def worker() -> None:
         for _ in range(ROUNDS // 4):
             assert b64.b64encode(shared_raw) == encoded
+            assert b64.standard_b64encode(shared_raw) == encoded
+            assert b64.standard_b64decode(shared_text) == raw
             assert b64.urlsafe_b64encode(memoryview(shared_raw)) == urlsafe
             assert b64.b64decode(shared_text) == raw
             assert b64.b64decode(memoryview(shared_text), validate=True) == raw
@@ -299,3 +304,21 @@ def test_b64_of_a_buffer_another_thread_writes(kind: str) -> None:
             stop.set()
 
     run_together(writer, *[reader] * (THREADS - 1))
+
+
+def test_relay_usage_shared_stream() -> None:
+    """The stream helper (live backend) from every thread over one shared bytearray."""
+    import tokcore
+
+    shared = bytearray(SSE_STREAM)
+
+    def worker() -> None:
+        for round_ in range(ROUNDS):
+            step = 7 + round_
+            view = memoryview(shared)
+            pieces = [view[i:i + step] for i in range(0, len(view), step)]
+            assert b"".join(tokcore.relay_usage(pieces, 70, 8)) == SSE_RELAYED
+            del pieces
+            view.release()
+
+    run_together(*[worker] * THREADS)
