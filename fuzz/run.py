@@ -79,7 +79,7 @@ def run_one(name: str, seconds: int, random_mode: bool) -> Result:
     work, crashes = WORK_DIR / name, CRASH_DIR / name
     for folder in (work, crashes, CORPUS_DIR / name, SEEDS_DIR / name):
         folder.mkdir(parents=True, exist_ok=True)
-    kept_before = set((CORPUS_DIR / name).iterdir())
+    kept_before = kept_findings(name)
     script = str(FUZZ_DIR / f"fuzz_{name}.py")
     if random_mode:
         command = [sys.executable, script, "--random", str(seconds)]
@@ -103,8 +103,13 @@ def run_one(name: str, seconds: int, random_mode: bool) -> Result:
     executions = int(executed[-1]) if executed else int(progress[-1]) if progress else 0
     findings = [keep(name, p) for p in sorted(crashes.iterdir())
                 if p.name.startswith(ARTIFACT_PREFIXES)]
-    findings += sorted(set((CORPUS_DIR / name).iterdir()) - kept_before - set(findings))
+    findings += sorted(kept_findings(name) - kept_before - set(findings))
     return Result(name, elapsed, executions, findings, done.returncode, log)
+
+
+def kept_findings(name: str) -> set[Path]:
+    """The kept inputs of a harness (what --random mode and keep() write)."""
+    return set((CORPUS_DIR / name).glob("finding-*"))
 
 
 def keep(name: str, artifact: Path) -> Path:
