@@ -187,7 +187,7 @@ async def relay_plain(chunks: AsyncIterator[bytes], prompt_tokens: int,
 
 
 async def proxy_handler(request: web.Request) -> web.StreamResponse:
-    state: ProxyState = request.app["state"]
+    state: ProxyState = request.app[STATE]
     assert state.session is not None
     body = json.loads(await request.read())
     if body.get("stream") is False:
@@ -228,11 +228,15 @@ async def proxy_handler(request: web.Request) -> web.StreamResponse:
 
 async def stats_handler(request: web.Request) -> web.Response:
     """This process's CPU seconds so far, for bench_e2e.py."""
-    state: ProxyState = request.app["state"]
+    state: ProxyState = request.app[STATE]
     times = os.times()
     return web.json_response({"cpu_seconds": times.user + times.system,
+                              "user_seconds": times.user, "system_seconds": times.system,
                               "requests": state.requests, "plain": state.plain,
                               "pid": os.getpid()})
+
+
+STATE = web.AppKey("state", ProxyState)
 
 
 def make_proxy_app(context_url: str, generation_url: str, *,
@@ -240,7 +244,7 @@ def make_proxy_app(context_url: str, generation_url: str, *,
     for url in (context_url, generation_url):
         check_loopback(url)
     app = web.Application()
-    app["state"] = state = ProxyState(context_url.rstrip("/"), generation_url.rstrip("/"), plain)
+    app[STATE] = state = ProxyState(context_url.rstrip("/"), generation_url.rstrip("/"), plain)
 
     async def session_context(app: web.Application) -> AsyncIterator[None]:
         state.session = ClientSession(connector=TCPConnector(limit=0),
