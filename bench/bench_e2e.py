@@ -8,7 +8,8 @@ proxy process's CPU seconds per request and per relayed token (read from the pro
 requests per second, and time to first streamed event (p50, p95). Every response is checked:
 all events there, the usage rewritten with the context worker's counts.
 
-Usage: python bench/bench_e2e.py [--requests N] [--concurrency N] [--output-tokens N]
+Usage: python bench/bench_e2e.py [--rounds N] [--requests N] [--concurrency N]
+       [--output-tokens N]
 """
 
 from __future__ import annotations
@@ -83,22 +84,25 @@ async def one_request(session: Any, url: str, number: int, output_tokens: int,
     return first
 
 
-async def drive(example: ModuleType, url: str, mode: str, requests: int, concurrency: int,
-                output_tokens: int) -> Figures:
+async def drive(example: ModuleType, urls: dict[str, str], rounds: int, requests: int,
+                concurrency: int, output_tokens: int) -> dict[str, Figures]:
+    """``rounds`` rounds of ``requests`` requests to each proxy in turn, so both modes see the
+    same background load; the figures add the rounds up."""
     from aiohttp import ClientSession, ClientTimeout, TCPConnector
 
     cached = example.cached_prompt_tokens(PROMPT_TOKENS)
     expected = {"prompt_tokens": PROMPT_TOKENS, "completion_tokens": output_tokens,
                 "total_tokens": PROMPT_TOKENS + output_tokens,
                 "prompt_tokens_details": {"cached_tokens": cached}}
+    totals = {mode: Figures(mode, 0, 0, 0.0, 0.0, 0.0, []) for mode in urls}
     async with ClientSession(connector=TCPConnector(limit=0),
                              timeout=ClientTimeout(total=120)) as session:
 
-        async def stats() -> dict[str, Any]:
+        async def stats(url: str) -> dict[str, Any]:
             async with session.get(f"{url}/stats") as response:
                 return await response.json()  # type: ignore[no-any-return]
 
-        async def run(count: int) -> list[float]:
+        async def run(url: str, count: int) -> list[float]:
             numbers = iter(range(count))
             ttfts: list[float] = []
 
@@ -109,48 +113,57 @@ async def drive(example: ModuleType, url: str, mode: str, requests: int, concurr
             await asyncio.gather(*(client() for _ in range(concurrency)))
             return ttfts
 
-        await run(2 * concurrency)  # warm-up: connections, caches, the workers' fake prompts
-        before = await stats()
-        start = time.perf_counter()
-        ttfts = await run(requests)
-        wall = time.perf_counter() - start
-        after = await stats()
-    assert after["plain"] == (mode == "plain")
-    return Figures(mode, requests, requests * output_tokens,
-                   after["cpu_seconds"] - before["cpu_seconds"],
-                   after["system_seconds"] - before["system_seconds"], wall, ttfts)
+        for url in urls.values():  # warm-up: connections, caches, the workers' fake prompts
+            await run(url, 2 * concurrency)
+        for _ in range(rounds):
+            for mode, url in urls.items():
+                before = await stats(url)
+                start = time.perf_counter()
+                ttfts = await run(url, requests)
+                wall = time.perf_counter() - start
+                after = await stats(url)
+                assert after["plain"] == (mode == "plain")
+                total = totals[mode]
+                totals[mode] = Figures(
+                    mode, total.requests + requests, total.tokens + requests * output_tokens,
+                    total.cpu_seconds + after["cpu_seconds"] - before["cpu_seconds"],
+                    total.system_seconds + after["system_seconds"] - before["system_seconds"],
+                    total.wall_seconds + wall, total.ttfts + ttfts)
+    return totals
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--requests", type=int, default=240, help="timed requests per mode")
+    parser.add_argument("--rounds", type=int, default=4, help="alternations of the two modes")
+    parser.add_argument("--requests", type=int, default=300, help="requests per mode and round")
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--output-tokens", type=int, default=300)
     args = parser.parse_args()
     example = load_example()
     started = time.perf_counter()
-    (context, context_url) = example.spawn("context")
-    (generation, generation_url) = example.spawn("generation")
-    figures: dict[str, Figures] = {}
+    processes = []
     try:
+        context, context_url = example.spawn("context")
+        processes.append(context)
+        generation, generation_url = example.spawn("generation")
+        processes.append(generation)
+        urls = {}
         for mode in ("plain", "tokcore"):
             flags = ["--plain"] if mode == "plain" else []
-            proxy, url = example.spawn("proxy", "--context-url", context_url,
-                                       "--generation-url", generation_url, *flags)
-            try:
-                figures[mode] = asyncio.run(drive(example, url, mode, args.requests,
-                                                  args.concurrency, args.output_tokens))
-            finally:
-                proxy.terminate()
-                proxy.wait(timeout=10)
+            proxy, urls[mode] = example.spawn("proxy", "--context-url", context_url,
+                                              "--generation-url", generation_url, *flags)
+            processes.append(proxy)
+        figures = asyncio.run(drive(example, urls, args.rounds, args.requests,
+                                    args.concurrency, args.output_tokens))
     finally:
-        for worker in (context, generation):
-            worker.terminate()
-            worker.wait(timeout=10)
+        for process in processes:
+            process.terminate()
+            process.wait(timeout=10)
 
     print(f"examples/disagg_proxy.py on loopback: {PROMPT_TOKENS}-token prompts, "
           f"{args.output_tokens} output tokens, {args.concurrency} concurrent streams, "
-          f"{args.requests} timed requests per mode ({time.perf_counter() - started:.0f} s)")
+          f"{args.rounds} x {args.requests} timed requests per mode, alternating "
+          f"({time.perf_counter() - started:.0f} s)")
     print(f"  {'mode':<8} {'proxy CPU/req':>15} {'CPU/token':>15} {'req/s':>10} "
           f"{'TTFT p50':>13} {'TTFT p95':>13} {'kernel':>10}")
     for mode in ("plain", "tokcore"):
