@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -103,8 +104,10 @@ def test_loopback_only(example: ModuleType) -> None:
 
 
 def run_example(*args: str) -> str:
+    # the package is built in place, not installed: the example finds it through PYTHONPATH
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     done = subprocess.run([sys.executable, str(EXAMPLE), *args], capture_output=True,
-                          text=True, timeout=60, cwd=ROOT)
+                          text=True, timeout=60, cwd=ROOT, env={**os.environ, "PYTHONPATH": path})
     assert done.returncode == 0, done.stderr
     return done.stdout
 
