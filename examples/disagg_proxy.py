@@ -38,6 +38,7 @@ import ipaddress
 import json
 import os
 import random
+import signal
 import subprocess
 import sys
 import time
@@ -320,6 +321,15 @@ async def stream_chat(session: ClientSession, url: str, prompt: str, max_tokens:
     return [json.loads(e) for e in events[:-1]]
 
 
+async def until_signalled() -> None:
+    """Wait for SIGINT or SIGTERM, so that the caller's clean-up (stopping workers) runs."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    await stop.wait()
+
+
 async def serve_forever(role: str, port: int, args: argparse.Namespace) -> None:
     workers: list[subprocess.Popen[str]] = []
     try:
@@ -346,7 +356,7 @@ async def serve_forever(role: str, port: int, args: argparse.Namespace) -> None:
                 print(f"proxy ({'plain' if args.plain else 'tokcore'} mode) on {url}; try:\n"
                       f"  curl -N {url}/v1/chat/completions -d '{{\"messages\": [{{\"role\": "
                       f"\"user\", \"content\": \"hi there\"}}], \"max_tokens\": 5}}'", flush=True)
-            await asyncio.Event().wait()  # until interrupted
+            await until_signalled()
         await runner.cleanup()
     finally:
         for worker in workers:
