@@ -13,9 +13,9 @@ Two ways to do the proxy's job, one flag apart:
   (``prompt_token_ids_b64``, made by ``tokcore.ids_to_b64``), which the proxy copies from
   one JSON body to the next without decoding it; the stream goes through
   ``tokcore.arelay_usage``, which forwards network reads as they are and rewrites only the
-  usage value.
-- ``--plain``: the ids travel as a JSON int list, and every streamed event is parsed with
-  ``json.loads``, patched when it carries a usage, and serialised again.
+  usage value (a non-streaming answer, ``"stream": false``, through ``tokcore.rewrite_usage``).
+- ``--plain``: the ids travel as a JSON int list, and every streamed event (or the whole
+  answer) is parsed with ``json.loads``, patched when it carries a usage, and serialised again.
 
 Run it:
 
@@ -51,7 +51,7 @@ from urllib.parse import urlsplit
 
 from aiohttp import ClientSession, ClientTimeout, TCPConnector, web
 
-from tokcore import arelay_usage, b64_to_ids, ids_to_b64, pack_ids
+from tokcore import arelay_usage, b64_to_ids, ids_to_b64, pack_ids, rewrite_usage
 
 LOOPBACK = "127.0.0.1"
 VOCAB = 152_000
@@ -128,6 +128,16 @@ async def generation_handler(request: web.Request) -> web.StreamResponse:
                        "object": "chat.completion.chunk", "created": int(time.time()),
                        "model": MODEL, "system_fingerprint": ids_fingerprint(ids)},
                       separators=COMPACT)[:-1]
+    # the KV cache came from the context worker: this worker counts the whole prompt cached
+    usage = {"prompt_tokens": prompt, "completion_tokens": count, "total_tokens": prompt + count,
+             "prompt_tokens_details": {"cached_tokens": prompt}}
+    if body.get("stream") is False:
+        text = "".join(token_text(position) for position in range(count))
+        whole = head.replace('"chat.completion.chunk"', '"chat.completion"') + (
+            ',"choices":[{"index":0,"message":{"role":"assistant","content":'
+            f'{json.dumps(text)}}},"logprobs":null,"finish_reason":"length"}}],'
+            f'"usage":{json.dumps(usage, separators=COMPACT)}}}')
+        return web.Response(body=whole.encode(), headers=JSON_HEADERS)
     response = web.StreamResponse(headers=SSE_HEADERS)
     await response.prepare(request)
     await response.write(chunk_event(head, '{"index":0,"delta":{"role":"assistant",'
@@ -139,9 +149,6 @@ async def generation_handler(request: web.Request) -> web.StreamResponse:
             head, f'{{"index":0,"delta":{delta},"logprobs":null,"finish_reason":{finish}}}'))
         if position % 16 == 15:
             await asyncio.sleep(0)  # let the other streams have their turn
-    # the KV cache came from the context worker: this worker counts the whole prompt cached
-    usage = {"prompt_tokens": prompt, "completion_tokens": count, "total_tokens": prompt + count,
-             "prompt_tokens_details": {"cached_tokens": prompt}}
     await response.write(f'data: {head},"choices":[],"usage":'
                          f'{json.dumps(usage, separators=COMPACT)}}}\n\n'.encode())
     await response.write(b"data: [DONE]\n\n")
@@ -161,6 +168,17 @@ class ProxyState:
     events: dict[str, int] = field(default_factory=dict)
 
 
+def patch_usage_plain(message: dict[str, Any], prompt_tokens: int, cached_tokens: int) -> None:
+    """The usual way to fix a parsed message's usage (a no-op when it has none)."""
+    usage = message.get("usage")
+    if usage:
+        usage["prompt_tokens"] = prompt_tokens
+        usage["total_tokens"] = prompt_tokens + usage.get("completion_tokens", 0)
+        details = usage.get("prompt_tokens_details") or {}
+        details["cached_tokens"] = cached_tokens
+        usage["prompt_tokens_details"] = details
+
+
 async def relay_plain(chunks: AsyncIterator[bytes], prompt_tokens: int,
                       cached_tokens: int) -> AsyncIterator[bytes]:
     """The usual way: split events, ``json.loads`` each, patch usage, serialise again."""
@@ -172,13 +190,7 @@ async def relay_plain(chunks: AsyncIterator[bytes], prompt_tokens: int,
         for event in events:
             if event.startswith(b"data:") and event[5:].strip() != b"[DONE]":
                 message = json.loads(event[5:])
-                usage = message.get("usage")
-                if usage:
-                    usage["prompt_tokens"] = prompt_tokens
-                    usage["total_tokens"] = prompt_tokens + usage.get("completion_tokens", 0)
-                    details = usage.get("prompt_tokens_details") or {}
-                    details["cached_tokens"] = cached_tokens
-                    usage["prompt_tokens_details"] = details
+                patch_usage_plain(message, prompt_tokens, cached_tokens)
                 event = b"data: " + json.dumps(message, separators=COMPACT).encode()
             out.append(event + b"\n\n")
         if out:
@@ -188,11 +200,11 @@ async def relay_plain(chunks: AsyncIterator[bytes], prompt_tokens: int,
 
 
 async def proxy_handler(request: web.Request) -> web.StreamResponse:
+    """Context worker, then generation worker; streaming (the default) or not."""
     state: ProxyState = request.app[STATE]
     assert state.session is not None
     body = json.loads(await request.read())
-    if body.get("stream") is False:
-        raise web.HTTPBadRequest(text="this example proxy only streams")
+    stream = body.get("stream", True) is not False
     state.requests += 1
     request_id = f"{os.getpid()}-{state.requests}"
     context_request = {"request_id": request_id, "messages": body.get("messages", []),
@@ -208,20 +220,30 @@ async def proxy_handler(request: web.Request) -> web.StreamResponse:
 
     generation_request: dict[str, Any] = {
         "request_id": request_id, "model": body.get("model", MODEL),
-        "max_tokens": body.get("max_tokens", 16), "stream": True,
-        "stream_options": {"include_usage": True},
+        "max_tokens": body.get("max_tokens", 16), "stream": stream,
     }
+    if stream:
+        generation_request["stream_options"] = {"include_usage": True}
     if state.plain:
         generation_request["prompt_token_ids"] = context["prompt_token_ids"]
     else:  # the base64 text goes on as it came: never decoded here
         generation_request["prompt_token_ids_b64"] = context["prompt_token_ids_b64"]
     async with state.session.post(f"{state.generation_url}/generate", headers=JSON_HEADERS,
-                                  data=json.dumps(generation_request).encode()) as stream:
-        stream.raise_for_status()
+                                  data=json.dumps(generation_request).encode()) as upstream:
+        upstream.raise_for_status()
+        if not stream:  # one JSON body: only its usage value changes
+            whole = await upstream.read()
+            if state.plain:
+                message = json.loads(whole)
+                patch_usage_plain(message, prompt_tokens, cached_tokens)
+                whole = json.dumps(message, separators=COMPACT).encode()
+            else:
+                whole = rewrite_usage(whole, prompt_tokens, cached_tokens)
+            return web.Response(body=whole, headers=JSON_HEADERS)
         response = web.StreamResponse(headers=SSE_HEADERS)
         await response.prepare(request)
         relay = relay_plain if state.plain else arelay_usage
-        async for out in relay(stream.content.iter_any(), prompt_tokens, cached_tokens):
+        async for out in relay(upstream.content.iter_any(), prompt_tokens, cached_tokens):
             await response.write(out)
     await response.write_eof()
     return response

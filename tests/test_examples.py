@@ -36,8 +36,8 @@ def example() -> ModuleType:
 
 
 async def run_once(example: ModuleType, plain: bool, prompt: str, prompt_tokens: int,
-                   max_tokens: int) -> tuple[bytes, dict[str, Any]]:
-    """Start both workers and the proxy in this loop; stream one request; return the body."""
+                   max_tokens: int, stream: bool = True) -> tuple[bytes, dict[str, Any]]:
+    """Start both workers and the proxy in this loop; send one request; return the body."""
     runners = []
     try:
         for app in (example.make_context_app(), example.make_generation_app()):
@@ -48,12 +48,13 @@ async def run_once(example: ModuleType, plain: bool, prompt: str, prompt_tokens:
             example.make_proxy_app(context_url, generation_url, plain=plain))
         runners.append((proxy, proxy_url))
         body = {"model": "m", "messages": [{"role": "user", "content": prompt}],
-                "max_tokens": max_tokens, "stream": True, "fake_prompt_tokens": prompt_tokens,
+                "max_tokens": max_tokens, "stream": stream, "fake_prompt_tokens": prompt_tokens,
                 "stream_options": {"include_usage": True}}
         async with ClientSession() as session:
             async with session.post(f"{proxy_url}/v1/chat/completions", json=body) as response:
                 assert response.status == 200
-                assert response.headers["Content-Type"].startswith("text/event-stream")
+                assert response.headers["Content-Type"].startswith(
+                    "text/event-stream" if stream else "application/json")
                 raw = await response.read()
             async with session.get(f"{proxy_url}/stats") as response:
                 stats = await response.json()
@@ -85,6 +86,23 @@ def test_proxy_end_to_end(example: ModuleType, plain: bool, prompt_tokens: int) 
     assert {e["system_fingerprint"] for e in events} == {example.ids_fingerprint(ids)}
     assert last["choices"] == []
     assert last["usage"] == {  # the generation worker said cached_tokens = whole prompt
+        "prompt_tokens": prompt_tokens, "completion_tokens": max_tokens,
+        "total_tokens": prompt_tokens + max_tokens,
+        "prompt_tokens_details": {"cached_tokens": example.cached_prompt_tokens(prompt_tokens)},
+    }
+
+
+@pytest.mark.parametrize("plain", [False, True], ids=["tokcore", "plain"])
+def test_proxy_without_streaming(example: ModuleType, plain: bool) -> None:
+    prompt, prompt_tokens, max_tokens = "Short answer, please.", 2000, 13
+    raw, _ = asyncio.run(run_once(example, plain, prompt, prompt_tokens, max_tokens, False))
+    answer = json.loads(raw)
+    assert answer["object"] == "chat.completion"
+    assert answer["choices"][0]["message"]["content"] == "".join(
+        example.token_text(i) for i in range(max_tokens))
+    ids = example.fake_prompt_ids(prompt, prompt_tokens)
+    assert answer["system_fingerprint"] == example.ids_fingerprint(ids)
+    assert answer["usage"] == {
         "prompt_tokens": prompt_tokens, "completion_tokens": max_tokens,
         "total_tokens": prompt_tokens + max_tokens,
         "prompt_tokens_details": {"cached_tokens": example.cached_prompt_tokens(prompt_tokens)},
