@@ -13,6 +13,7 @@ import io
 import pickle
 import struct
 import sys
+import threading
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -135,6 +136,20 @@ class OwnState:
         self.restored = True
 
 
+@compact_ids("ids", "more")
+class OwnGetstateOnly:
+    """Its own __getstate__ (a dict) and pickle's default way of setting it back."""
+
+    def __init__(self, ids: Any, more: Any = None, label: str = "x") -> None:
+        self.ids = ids
+        self.more = more
+        self.label = label
+        self.lock = threading.Lock()  # not picklable: __getstate__ drops it
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "lock"}
+
+
 class DecoratedBase:
     def __init__(self, ids: Any, more: Any = None, label: str = "x") -> None:
         self.ids = ids
@@ -155,7 +170,7 @@ class InheritsDecorated(Plain):
 
 
 KINDS = [Plain, Data, DataSlots, DataFrozen, DataFrozenSlots, Slotted, SlotInherited,
-         SlotsAndDict, OwnState, DecoratedTwice, InheritsDecorated]
+         SlotsAndDict, OwnState, OwnGetstateOnly, DecoratedTwice, InheritsDecorated]
 
 
 def referenced_globals(data: bytes) -> set[tuple[str, str]]:
