@@ -14,7 +14,7 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 $(VENV)/.deps-%: pyproject.toml | $(BIN)/python
-	$(PIP) install setuptools wheel "Cython>=3.0"
+	$(PIP) install -U setuptools wheel "Cython>=3.0"
 	$(PIP) install $$($(BIN)/python -c "import tomllib,sys; d=tomllib.load(open('pyproject.toml','rb')); print(' '.join(repr(r)[1:-1] for r in d['project']['optional-dependencies']['$*']))")
 	touch $@
 

@@ -34,6 +34,12 @@ def ids_twin(request: pytest.FixtureRequest) -> ModuleType:
     return _twin(request, "ids")
 
 
+@pytest.fixture(params=TWINS, scope="session")
+def sse_twin(request: pytest.FixtureRequest) -> ModuleType:
+    """``tokcore._sse_c`` or ``tokcore._sse_py``."""
+    return _twin(request, "sse")
+
+
 @pytest.fixture(scope="session")
 def ids_pair() -> tuple[ModuleType, ModuleType]:
     """``(tokcore._ids_c, tokcore._ids_py)``, for parity checks."""

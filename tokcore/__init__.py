@@ -5,7 +5,9 @@ Every public name is here; the modules behind it are private.
 
 from ._backend import backend_summary
 from ._ids import pack_ids, unpack_ids
+from ._sse import Event, EventDecoder, UsageRelay, find_usage, iter_events, rewrite_usage
 from .pickling import compact_ids
+from .relay import arelay_usage, relay_usage
 
 __version__ = "0.1.0"
 
@@ -14,8 +16,16 @@ BACKEND: str = backend_summary()
 
 __all__ = [
     "BACKEND",
+    "Event",
+    "EventDecoder",
+    "UsageRelay",
     "__version__",
+    "arelay_usage",
     "compact_ids",
+    "find_usage",
+    "iter_events",
     "pack_ids",
+    "relay_usage",
+    "rewrite_usage",
     "unpack_ids",
 ]

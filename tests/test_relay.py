@@ -1,0 +1,407 @@
+"""UsageRelay, relay_usage and arelay_usage: the relay invariants of the contract.
+
+Streams are built event by event as real servers write them; each event's expected bytes
+come from json.loads/json.dumps of the usage object the test put there, not from the
+scanner under test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from types import ModuleType
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tokcore import _sse_py, arelay_usage, relay_usage
+from tokcore._backend import NO_EXTENSIONS
+
+PROMPT, CACHED = 40000, 32000
+COMPACT, SPACED = (",", ":"), (", ", ": ")
+
+Event = tuple[bytes, bytes]  # (as the worker sends it, as the client must get it)
+
+
+def twins() -> list[ModuleType]:
+    if NO_EXTENSIONS:
+        return [_sse_py]
+    from tokcore import _sse_c
+    return [_sse_c, _sse_py]
+
+
+def new_usage(usage: dict[str, Any], cached: int | None = CACHED) -> bytes:
+    usage = json.loads(json.dumps(usage))
+    completion = usage.get("completion_tokens")
+    usage["prompt_tokens"] = PROMPT
+    usage["total_tokens"] = PROMPT + (completion if type(completion) is int else 0)
+    if cached is not None:
+        if not isinstance(usage.get("prompt_tokens_details"), dict):
+            usage["prompt_tokens_details"] = {}
+        usage["prompt_tokens_details"]["cached_tokens"] = cached
+    return json.dumps(usage, separators=COMPACT).encode()
+
+
+def chunk_object(content: str, index: int, **extra: Any) -> dict[str, Any]:
+    return {"id": "chatcmpl-8f3c2a1b4d5e6f708192a3b4c5d6e7f8", "object": "chat.completion.chunk",
+            "created": 1732000000, "model": "Qwen/Qwen2.5-7B-Instruct",
+            "choices": [{"index": 0, "delta": {"content": content}, "logprobs": None,
+                         "finish_reason": None}], **extra}
+
+
+def data_event(obj: Any, eol: bytes, seps: tuple[str, str] = COMPACT, *,
+               usage: dict[str, Any] | None = None, lines: bytes = b"",
+               trailing: bytes = b"") -> Event:
+    """``obj`` as one data field; when ``usage`` is given, it goes in as obj's "usage"."""
+    if usage is None:
+        text = json.dumps(obj, separators=seps).encode()
+        expected = text
+    else:
+        marked = json.dumps({**obj, "usage": "@USAGE@"}, separators=seps).encode()
+        before, after = marked.split(b'"@USAGE@"')
+        text = before + json.dumps(usage, separators=seps).encode() + after
+        expected = before + new_usage(usage) + after
+    head = lines.replace(b"\n", eol)
+    return (head + b"data: " + text + trailing + eol + eol,
+            head + b"data: " + expected + trailing + eol + eol)
+
+
+def verbatim(raw: bytes, eol: bytes) -> Event:
+    raw = raw.replace(b"\n", eol)
+    return raw, raw
+
+
+FINAL_USAGE = {"prompt_tokens": 12, "total_tokens": 112, "completion_tokens": 100,
+               "prompt_tokens_details": None}
+
+
+def vllm_stream(eol: bytes = b"\n") -> list[Event]:
+    """vLLM/SGLang: pydantic's compact JSON, first event with a space before the line end,
+    a final usage event with "choices":[], then [DONE]."""
+    events = [data_event(chunk_object("", 0), eol, trailing=b" ")]
+    events += [data_event(chunk_object(word, i), eol)
+               for i, word in enumerate([" Hello", " usage", '"usage":{}', "\\u00e9", "\n"])]
+    events.append(data_event({"id": "chatcmpl-1", "choices": []}, eol, usage=FINAL_USAGE))
+    events.append(verbatim(b"data: [DONE]\n\n", eol))
+    return events
+
+
+def openai_stream(eol: bytes = b"\n") -> list[Event]:
+    """include_usage: every chunk carries "usage":null, spaced JSON, the last one the usage."""
+    events = [data_event(chunk_object(word, i, usage=None), eol, SPACED)
+              for i, word in enumerate(["Hi", " there", " usage"])]
+    events.append(verbatim(b": keep-alive\n\n", eol))
+    events.append(data_event({"id": "x", "object": "chat.completion.chunk", "choices": []}, eol,
+                             SPACED, usage={"prompt_tokens": 5, "completion_tokens": 3,
+                                            "total_tokens": 8,
+                                            "prompt_tokens_details": {"cached_tokens": 0,
+                                                                      "audio_tokens": 0},
+                                            "completion_tokens_details": {"reasoning_tokens": 0}}))
+    events.append(verbatim(b"data: [DONE]\n\n", eol))
+    return events
+
+
+def continuous_stream(eol: bytes = b"\n") -> list[Event]:
+    """continuous usage stats: usage in every event; event/id/retry lines; an error event."""
+    events = [data_event(chunk_object(word, i), eol, usage={
+        "prompt_tokens": 7, "total_tokens": 8 + i, "completion_tokens": 1 + i},
+        lines=b"event: message\nid: %d\n" % i) for i, word in enumerate(["a", "b"])]
+    events.append(verbatim(b"retry: 3000\n: comment with \"usage\":{}\n\n", eol))
+    events.append(verbatim(b'event: error\ndata: {"error":{"message":"usage limit",'
+                           b'"type":"BadRequestError","code":400}}\n\n', eol))
+    events.append(verbatim(b"\n\n", eol))  # stray blank lines
+    events.append(data_event({"choices": []}, eol, usage={"completion_tokens": 2}))
+    return events
+
+
+STREAMS = {
+    "vllm": vllm_stream(),
+    "vllm-crlf": vllm_stream(b"\r\n"),
+    "vllm-cr": vllm_stream(b"\r"),
+    "openai": openai_stream(),
+    "openai-crlf": openai_stream(b"\r\n"),
+    "continuous": continuous_stream(),
+    "continuous-cr": continuous_stream(b"\r"),
+}
+
+
+def joined(events: list[Event]) -> tuple[bytes, bytes]:
+    return b"".join(raw for raw, _ in events), b"".join(out for _, out in events)
+
+
+def relay(twin: ModuleType, chunks: list[bytes], **kwargs: Any) -> bytes:
+    relay = twin.UsageRelay(PROMPT, CACHED, **kwargs)
+    return b"".join([relay.feed(chunk) for chunk in chunks] + [relay.close()])
+
+
+@pytest.mark.parametrize("name", STREAMS)
+def test_every_split(sse_twin: ModuleType, name: str) -> None:
+    stream, expected = joined(STREAMS[name])
+    assert stream != expected  # every stream has usage to rewrite
+    assert relay(sse_twin, [stream]) == expected
+    for cut in range(len(stream) + 1):
+        assert relay(sse_twin, [stream[:cut], stream[cut:]]) == expected, cut
+
+
+@pytest.mark.parametrize("name", STREAMS)
+def test_forwarded_when_blank_line_arrives(sse_twin: ModuleType, name: str) -> None:
+    events = STREAMS[name]
+    relay = sse_twin.UsageRelay(PROMPT, CACHED)
+    out = b""
+    done = b""
+    for raw, expected in events:
+        for i in range(len(raw)):
+            out += relay.feed(raw[i:i + 1])
+        done += expected
+        assert out == done
+        assert relay.pending_bytes == 0
+    assert relay.close() == b""
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from(sorted(STREAMS)), st.data())
+def test_random_splits(name: str, data: st.DataObject) -> None:
+    stream, expected = joined(STREAMS[name])
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(stream)), max_size=12)))
+    chunks = [stream[a:b] for a, b in zip([0, *cuts], [*cuts, len(stream)])]
+    for twin in twins():
+        assert relay(twin, chunks) == expected
+        assert relay(twin, [bytearray(c) for c in chunks]) == expected
+
+
+def test_zero_copy(sse_twin: ModuleType) -> None:
+    relay = sse_twin.UsageRelay(PROMPT, CACHED)
+    for name in ("vllm", "vllm-crlf", "vllm-cr", "openai"):
+        for raw, expected in STREAMS[name]:
+            out = relay.feed(raw)
+            if raw == expected:
+                assert out is raw  # nothing to rewrite, nothing pending: no copy
+            else:
+                assert out == expected
+    passthrough = [raw for raw, out in STREAMS["openai"] if raw == out]
+    many = b"".join(passthrough * 5)
+    assert relay.feed(many) is many
+    partial = b"data: {}\n\ndata: {"
+    assert relay.feed(partial) == b"data: {}\n\n"
+    assert relay.feed(b"}\n\n") == b"data: {}\n\n"
+
+
+def test_crlf_split_between_events(sse_twin: ModuleType) -> None:
+    relay = sse_twin.UsageRelay(PROMPT)
+    first = b'data: {"a":1}\r\n\r'
+    assert relay.feed(first) is first  # the blank line has ended on its CR
+    lf = b"\n"
+    assert relay.feed(lf) is lf  # the LF that completes it goes out at once
+    assert relay.pending_bytes == 0
+    # a CR ending a data line mid-event, the LF in the next read: still one event
+    chunks = [b'data: {"usage":\r', b'\ndata: {"completion_tokens":1}}\r\n', b"\r\n"]
+    assert b"".join(relay.feed(c) for c in chunks) == (
+        b'data: {"usage":\r\ndata: {"completion_tokens":1,"prompt_tokens":40000,'
+        b'"total_tokens":40001}}\r\n\r\n')
+
+
+def test_multiline_data(sse_twin: ModuleType) -> None:
+    usage = b'{"completion_tokens":3}'
+    stream = (b'data: {"id":"x",\ndata: "usage":{"completion_tokens":\n: mid-value comment\n'
+              b"data:3, \"x\": [1,\ndata: 2]},\ndata:\"y\":1}\n\n")
+    out = relay(sse_twin, [stream])
+    assert out == (b'data: {"id":"x",\ndata: "usage":{"completion_tokens":3,"x":[1,2],'
+                   b'"prompt_tokens":40000,"total_tokens":40003,"prompt_tokens_details":'
+                   b'{"cached_tokens":32000}}\n: mid-value comment\ndata:\ndata: ,\n'
+                   b'data:"y":1}\n\n')
+    # the client's view: the data fields joined with \n are the rewritten JSON
+    (event,) = sse_twin.iter_events([out])
+    assert json.loads(event.data) == {"id": "x", "usage": json.loads(new_usage(
+        {"completion_tokens": 3, "x": [1, 2]})), "y": 1}
+    simple = b"data: {\ndata: \"usage\": " + usage + b"\ndata: }\n\n"
+    assert relay(sse_twin, [simple]) == (
+        b'data: {\ndata: "usage": ' + new_usage({"completion_tokens": 3}) + b"\ndata: }\n\n")
+
+
+def test_usage_only_in_data_fields(sse_twin: ModuleType) -> None:
+    stream = (b'event: {"usage":{}}\nid: {"usage":{}}\n: {"usage":{}}\n'
+              b'datax: {"usage":{}}\nDATA: {"usage":{}}\ndata: [DONE]\n\n')
+    assert relay(sse_twin, [stream]) == stream
+    assert relay(sse_twin, [b'data:{"usage":{}}\n\n']) == (
+        b'data:{"usage":' + new_usage({}) + b"}\n\n")
+
+
+def test_bom_at_stream_start(sse_twin: ModuleType) -> None:
+    event = b'data: {"usage":{}}\n\n'
+    expected = b'data: {"usage":' + new_usage({}) + b"}\n\n"
+    stream = b"\xef\xbb\xbf" + event + b"\xef\xbb\xbf" + event
+    assert relay(sse_twin, [stream]) == b"\xef\xbb\xbf" + expected + b"\xef\xbb\xbf" + event
+    for cut in range(len(stream)):
+        assert relay(sse_twin, [stream[:cut], stream[cut:]]) == relay(sse_twin, [stream])
+
+
+@pytest.mark.parametrize("tail, expected", [
+    (b'data: {"usage":{}}', b'data: {"usage":' + new_usage({}) + b"}"),
+    (b'data: {"usage":{}}\n', b'data: {"usage":' + new_usage({}) + b"}\n"),
+    (b'data: {"usage":{}}\r', b'data: {"usage":' + new_usage({}) + b"}\r"),
+    (b'data: {"usage":{}', b'data: {"usage":{}'),
+    (b"data: [DONE]", b"data: [DONE]"),
+    (b":", b":"),
+])
+def test_close_flushes_incomplete_event(sse_twin: ModuleType, tail: bytes,
+                                        expected: bytes) -> None:
+    head = b"data: {}\n\n"
+    relay = sse_twin.UsageRelay(PROMPT, CACHED)
+    assert relay.feed(head + tail) == head
+    assert relay.pending_bytes == len(tail)
+    assert relay.close() == expected
+    assert relay.close() == b""
+
+
+def test_bounded_memory_without_blank_lines(sse_twin: ModuleType) -> None:
+    limit = 4096
+    relay = sse_twin.UsageRelay(PROMPT, CACHED, max_event_bytes=limit)
+    chunk = b'data: {"usage":{"prompt_tokens":1}} xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n' * 20
+    out = []
+    for _ in range(2000):
+        out.append(relay.feed(chunk))
+        assert relay.pending_bytes <= limit
+    out.append(relay.close())
+    assert b"".join(out) == chunk * 2000  # forwarded unscanned, nothing dropped
+    # once the oversized event ends, events are scanned again
+    event = b'data: {"usage":{}}\n\n'
+    assert relay.feed(b"\n" + event) == b'\ndata: {"usage":' + new_usage({}) + b"}\n\n"
+
+
+def test_oversized_event_forwarded_unscanned(sse_twin: ModuleType) -> None:
+    big = b'data: {"usage":{},"pad":"' + b"x" * 100 + b'"}\n\n'
+    small = b'data: {"usage":{}}\n\n'
+    rewritten = b'data: {"usage":' + new_usage({}) + b"}\n\n"
+    for limit in (50, len(big) - 1, len(big)):
+        expected = big + rewritten if limit < len(big) else (
+            b'data: {"usage":' + new_usage({}) + b',"pad":"' + b"x" * 100 + b'"}\n\n' + rewritten)
+        for cut in range(len(big) + 1):  # however the reads cut it: the same events scanned
+            chunks = [big[:cut], big[cut:] + small]
+            assert relay(sse_twin, chunks, max_event_bytes=limit) == expected, (limit, cut)
+    crlf = big.replace(b"\n", b"\r\n")  # the size counts to the blank line's CR
+    for limit, scanned in ((len(crlf) - 1, True), (len(crlf) - 2, False)):
+        for cut in range(len(crlf) + 1):
+            out = relay(sse_twin, [crlf[:cut], crlf[cut:]], max_event_bytes=limit)
+            assert (out != crlf) == scanned, (limit, cut)
+
+
+def test_bad_input(sse_twin: ModuleType) -> None:
+    relay = sse_twin.UsageRelay(PROMPT)
+    with pytest.raises(TypeError):
+        relay.feed("data: x\n\n")
+    with pytest.raises(TypeError):
+        relay.feed(None)
+    assert relay.feed(b"") == b""
+    assert relay.feed(memoryview(b"data: {}\n\n")) == b"data: {}\n\n"
+    for bad in (0, -1, "9", 1.5):
+        with pytest.raises((TypeError, ValueError)):
+            sse_twin.UsageRelay(PROMPT, max_event_bytes=bad)
+
+
+FRAGMENTS = [b"data: ", b"data:", b'{"usage":', b'{"usage":null}', b"{", b"}", b'"usage"',
+             b"\\u0075", b"\\", b'"', b"null", b"[DONE]", b"\n", b"\r", b"\r\n", b": c",
+             b"event: e", b'{"completion_tokens":2}', b",", b"\xef\xbb\xbf", b"\xff", b"1"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(FRAGMENTS), max_size=30), st.data())
+def test_twins_agree_on_anything(fragments: list[bytes], data: st.DataObject) -> None:
+    stream = b"".join(fragments)
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(stream)), max_size=6)))
+    chunks = [stream[a:b] for a, b in zip([0, *cuts], [*cuts, len(stream)])]
+    limit = data.draw(st.sampled_from([1, 16, 24, 64, 1 << 20]))
+    reference = relay(_sse_py, [stream], max_event_bytes=limit)
+    for twin in twins():  # never raises; the same bytes however the stream is cut
+        assert relay(twin, chunks, max_event_bytes=limit) == reference
+
+
+@given(st.binary(max_size=200), st.integers(1, 50))
+def test_without_usage_nothing_changes(stream: bytes, step: int) -> None:
+    stream = stream.replace(b'"usage"', b"").replace(b"\\u00", b"")
+    chunks = [stream[i:i + step] for i in range(0, len(stream), step)]
+    for twin in twins():
+        assert relay(twin, chunks) == stream
+
+
+def test_relay_usage_sync() -> None:
+    stream, expected = joined(STREAMS["openai"])
+    chunks = [stream[i:i + 7] for i in range(0, len(stream), 7)]
+    outs = list(relay_usage(iter(chunks), PROMPT, CACHED))
+    assert all(outs) and b"".join(outs) == expected
+    assert list(relay_usage([b"data: [DONE]"], PROMPT)) == [b"data: [DONE]"]
+    assert list(relay_usage([], PROMPT)) == []
+
+
+def test_arelay_usage_async() -> None:
+    stream, expected = joined(STREAMS["vllm-crlf"])
+
+    async def body() -> AsyncIterator[bytes]:
+        for i in range(0, len(stream), 100):
+            await asyncio.sleep(0)
+            yield stream[i:i + 100]
+
+    async def run() -> list[bytes]:
+        return [out async for out in arelay_usage(body(), PROMPT, CACHED, max_event_bytes=4096)]
+
+    outs = asyncio.run(run())
+    assert all(outs) and b"".join(outs) == expected
+
+
+def test_blank_lines_at_every_offset(sse_twin: ModuleType) -> None:
+    # events of every length around the 16-byte scan blocks, with usage here and there
+    events = [b"data: " + b"x" * k + b"\n\n" for k in range(40)]
+    usage_in = b'data: {"usage":{}}\n\n'
+    usage_out = b'data: {"usage":' + new_usage({}) + b"}\n\n"
+    for every in (3, 7, 100):
+        raw = b"".join(e + (usage_in if i % every == 0 else b"") for i, e in enumerate(events))
+        out = b"".join(e + (usage_out if i % every == 0 else b"") for i, e in enumerate(events))
+        for size in (1, 5, 16, 17, 33, 64, 1000):
+            chunks = [raw[i:i + size] for i in range(0, len(raw), size)]
+            assert relay(sse_twin, chunks) == out, (every, size)
+
+
+USAGES = st.dictionaries(
+    st.sampled_from(["prompt_tokens", "completion_tokens", "total_tokens",
+                     "prompt_tokens_details", "completion_tokens_details"]),
+    st.none() | st.integers(0, 10**9)
+    | st.dictionaries(st.sampled_from(["cached_tokens", "reasoning_tokens"]),
+                      st.integers(0, 10**6) | st.none(), max_size=2),
+    max_size=5)
+
+
+@st.composite
+def generated_stream(draw: st.DrawFn) -> list[Event]:
+    eol = draw(st.sampled_from([b"\n", b"\r\n", b"\r"]))
+    seps = draw(st.sampled_from([COMPACT, SPACED]))
+    events: list[Event] = []
+    for i in range(draw(st.integers(1, 8))):
+        kind = draw(st.sampled_from(["token", "token", "null", "usage", "continuous", "other"]))
+        content = draw(st.sampled_from(["usage", '"usage":{}', "\\u00e9", "\n", "x"])
+                       | st.text(max_size=5))
+        if kind == "token":
+            events.append(data_event(chunk_object(content, i), eol, seps))
+        elif kind == "null":
+            events.append(data_event(chunk_object(content, i, usage=None), eol, seps))
+        elif kind == "usage":
+            events.append(data_event({"id": "x", "choices": []}, eol, seps, usage=draw(USAGES)))
+        elif kind == "continuous":
+            events.append(data_event(chunk_object(content, i), eol, seps, usage=draw(USAGES),
+                                     lines=draw(st.sampled_from([b"", b"id: 1\n", b": c\n"]))))
+        else:
+            events.append(verbatim(draw(st.sampled_from(
+                [b"data: [DONE]\n\n", b": ping\n\n", b"event: error\ndata: {\"usage\":7}\n\n",
+                 b"retry: 10\n\n", b"\n"])), eol))
+    return events
+
+
+@settings(max_examples=200, deadline=None)
+@given(generated_stream(), st.data())
+def test_generated_streams_against_json(events: list[Event], data: st.DataObject) -> None:
+    stream, expected = joined(events)
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(stream)), max_size=8)))
+    chunks = [stream[a:b] for a, b in zip([0, *cuts], [*cuts, len(stream)])]
+    for twin in twins():
+        assert relay(twin, chunks) == expected

@@ -1,0 +1,405 @@
+"""find_usage, rewrite_usage and EventDecoder against json.loads and the WHATWG rules."""
+
+from __future__ import annotations
+
+import json
+from types import ModuleType
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+import tokcore
+from tokcore import _sse_py
+from tokcore._backend import NO_EXTENSIONS, REQUIRE_EXTENSIONS
+
+NOT_FOUND = object()
+MARK = b"[987654321]"  # a value no generated payload holds
+
+
+def oracle_usage(payload: bytes) -> Any:
+    """What json.loads says the top-level usage value is (None: none), NOT_FOUND if invalid."""
+    try:
+        obj = json.loads(payload)
+    except (ValueError, RecursionError):
+        return NOT_FOUND
+    return obj.get("usage") if isinstance(obj, dict) else None
+
+
+def check_span(payload: bytes, span: tuple[int, int] | None) -> None:
+    """``span`` is exactly the top-level usage value json.loads keeps (the last one)."""
+    expected = oracle_usage(payload)
+    assert expected is not NOT_FOUND
+    if expected is None:
+        assert span is None
+        return
+    assert span is not None
+    start, end = span
+    assert json.loads(payload[start:end]) == expected
+    marked = json.loads(payload[:start] + MARK + payload[end:])
+    assert marked["usage"] == json.loads(MARK)
+
+
+def expected_usage(usage: dict[str, Any], prompt: int, cached: int | None) -> dict[str, Any]:
+    usage = json.loads(json.dumps(usage))  # a copy, key order kept
+    completion = usage.get("completion_tokens")
+    usage["prompt_tokens"] = prompt
+    usage["total_tokens"] = prompt + (completion if type(completion) is int else 0)
+    if cached is not None:
+        if not isinstance(usage.get("prompt_tokens_details"), dict):
+            usage["prompt_tokens_details"] = {}
+        usage["prompt_tokens_details"]["cached_tokens"] = cached
+    return usage
+
+
+def check_rewrite(twin: ModuleType, payload: bytes, prompt: int, cached: int | None) -> None:
+    result = twin.rewrite_usage(payload, prompt, cached)
+    usage = oracle_usage(payload)
+    if not isinstance(usage, dict):
+        assert result is payload
+        return
+    start, end = twin.find_usage(payload)
+    new = json.dumps(expected_usage(usage, prompt, cached), separators=(",", ":")).encode()
+    assert result == payload[:start] + new + payload[end:]
+    assert json.loads(result)["usage"] == expected_usage(usage, prompt, cached)
+
+
+# --- generated JSON --------------------------------------------------------------------------
+
+KEYS = st.sampled_from(["usage", "id", "choices", "delta", "content", "prompt_tokens",
+                        "completion_tokens", "total_tokens", "prompt_tokens_details",
+                        "cached_tokens", "usag", "usagee", "Usage", 'us"age']) | st.text(max_size=6)
+SCALARS = (st.none() | st.booleans() | st.integers(-(10**20), 10**20)
+           | st.floats(allow_nan=False, allow_infinity=False)
+           | st.sampled_from(["usage", '"usage":', '{"usage":1}', "\\", "\n"])
+           | st.text(max_size=8))
+VALUES = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=4)
+                      | st.dictionaries(KEYS, inner, max_size=4), max_leaves=12)
+USAGE = st.dictionaries(
+    st.sampled_from(["prompt_tokens", "completion_tokens", "total_tokens",
+                     "prompt_tokens_details", "completion_tokens_details", "x"]),
+    st.none() | st.integers(-5, 10**19) | st.booleans()
+    | st.dictionaries(st.sampled_from(["cached_tokens", "audio_tokens", "y"]),
+                      st.none() | st.integers(0, 10**6) | st.booleans() | st.floats(0, 9),
+                      max_size=3)
+    | st.floats(0, 1e6, allow_nan=False),
+    max_size=6)
+
+
+@st.composite
+def json_texts(draw: st.DrawFn) -> bytes:
+    """A top-level object, written out by hand: repeated keys, odd spacing, escaped keys."""
+    ws = st.sampled_from(["", "", " ", "\n", " \t\r\n"])
+    members = draw(st.lists(st.tuples(KEYS, VALUES | USAGE), max_size=5))
+    if draw(st.booleans()):
+        members.insert(draw(st.integers(0, len(members))), ("usage", draw(USAGE | st.none())))
+    parts = []
+    for key, value in members:
+        key_text = json.dumps(key, ensure_ascii=draw(st.booleans()))
+        if key == "usage":
+            key_text = draw(st.sampled_from(['"usage"', '"usage"', '"us\\u0061ge"',
+                                             '"\\u0075sage"', '"usag\\u0065"']))
+        value_text = json.dumps(value, ensure_ascii=draw(st.booleans()),
+                                indent=draw(st.sampled_from([None, None, 1])),
+                                separators=draw(st.sampled_from([(",", ":"), (", ", ": ")])))
+        parts.append(draw(ws) + key_text + draw(ws) + ":" + draw(ws) + value_text + draw(ws))
+    text = draw(ws) + "{" + ",".join(parts) + draw(ws) + "}" + draw(ws)
+    return text.encode("utf-8", "surrogatepass")
+
+
+# --- find_usage --------------------------------------------------------------------------------
+
+USAGE_VALUE = b'{"prompt_tokens":7,"completion_tokens":3,"total_tokens":10}'
+
+
+@pytest.mark.parametrize("payload, found", [
+    (b'{"usage":' + USAGE_VALUE + b"}", True),
+    (b'{"id":"x","choices":[],"usage":' + USAGE_VALUE + b"}", True),
+    (b'{"usage":null}', False),
+    (b'{"a":1,"usage" : null }', False),
+    (b'{"choices":[{"delta":{"content":"usage"}}]}', False),  # a streamed token
+    (b'{"content":"\\"usage\\":{\\"a\\":1}"}', False),  # usage inside a string
+    (b'{"a":{"usage":{"b":1}}}', False),  # nested, not top-level
+    (b'[{"usage":{"b":1}}]', False),  # not an object
+    (b'[DONE]', False),
+    (b'', False),
+    (b'{"usage":{"b":1}', False),  # truncated
+    (b'{"usage":{"b":"}', False),  # truncated inside a string
+    (b'{"usage":{"b":1}} x', False),  # trailing data
+    (b'{"usage":{"a":1},"usage":null}', False),  # the last one wins
+    (b'{"usage":null,"usage":{"a":1}}', True),
+    (b'{"us\\u0061ge":{"a":1}}', True),  # an escaped spelling is the same key
+    (b'{"\\u0075\\u0073\\u0061\\u0067\\u0065":{"a":1}}', True),
+    (b'{"usage\\u0000":{"a":1}}', False),
+    (b'\xef\xbb\xbf{"usage":{"a":1}}', True),  # json.loads(bytes) skips a BOM
+    (b' \n{"usage":[1,2]}\r\n', True),
+    (b'{"k\\"usage":null}', False),
+    (b'{"k\\"usage":null,"usage":5}', True),
+])
+def test_find_usage_cases(sse_twin: ModuleType, payload: bytes, found: bool) -> None:
+    span = sse_twin.find_usage(payload)
+    assert (span is not None) == found
+    if oracle_usage(payload) is not NOT_FOUND:
+        check_span(payload, span)
+    assert span == _sse_py.find_usage(payload)
+
+
+def test_find_usage_accepts_bytes_like(sse_twin: ModuleType) -> None:
+    payload = b'{"usage":{"a":1}}'
+    for arg in (payload, bytearray(payload), memoryview(payload), memoryview(b"xx" + payload)[2:]):
+        assert sse_twin.find_usage(arg) == (9, 16)
+    assert sse_twin.find_usage(bytearray()) is None
+
+
+@pytest.mark.parametrize("bad", ['{"usage":{}}', 5, None, ["x"]])
+def test_find_usage_rejects_non_bytes(sse_twin: ModuleType, bad: object) -> None:
+    with pytest.raises(TypeError):
+        sse_twin.find_usage(bad)
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@given(json_texts())
+def test_find_usage_agrees_with_json_loads(payload: bytes) -> None:
+    assume(oracle_usage(payload) is not NOT_FOUND)
+    for twin in twins():
+        check_span(payload, twin.find_usage(payload))
+
+
+@settings(max_examples=300)
+@given(json_texts(), st.data())
+def test_find_usage_twins_agree_on_damaged_text(payload: bytes, data: st.DataObject) -> None:
+    cut = data.draw(st.integers(0, len(payload)))
+    junk = data.draw(st.binary(max_size=4) | st.sampled_from([b'"', b"\\", b"}", b"]", b","]))
+    damaged = payload[:cut] + junk + payload[cut + data.draw(st.integers(0, 3)):]
+    results = {twin.__name__: twin.find_usage(damaged) for twin in twins()}
+    assert len(set(results.values())) == 1, results
+    if oracle_usage(damaged) is not NOT_FOUND:
+        check_span(damaged, results["tokcore._sse_py"])
+
+
+@given(st.binary(max_size=64))
+def test_find_usage_twins_agree_on_any_bytes(payload: bytes) -> None:
+    assert len({twin.find_usage(payload) for twin in twins()}) == 1
+
+
+def twins() -> list[ModuleType]:
+    if NO_EXTENSIONS:
+        return [_sse_py]
+    from tokcore import _sse_c
+    return [_sse_c, _sse_py]
+
+
+# --- rewrite_usage ---------------------------------------------------------------------------
+
+def test_rewrite_usage_contract(sse_twin: ModuleType) -> None:
+    payload = (b'{"id":"c1","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":5,'
+               b'"total_tokens":8,"prompt_tokens_details":{"cached_tokens":0,"audio_tokens":1}}}')
+    assert sse_twin.rewrite_usage(payload, 40000, 32000) == (
+        b'{"id":"c1","choices":[],"usage":{"prompt_tokens":40000,"completion_tokens":5,'
+        b'"total_tokens":40005,"prompt_tokens_details":{"cached_tokens":32000,"audio_tokens":1}}}')
+    assert sse_twin.rewrite_usage(payload, 10) == (
+        b'{"id":"c1","choices":[],"usage":{"prompt_tokens":10,"completion_tokens":5,'
+        b'"total_tokens":15,"prompt_tokens_details":{"cached_tokens":0,"audio_tokens":1}}}')
+
+
+@pytest.mark.parametrize("usage, expected", [
+    (b"{}", b'{"prompt_tokens":9,"total_tokens":9,"prompt_tokens_details":{"cached_tokens":4}}'),
+    (b'{ "completion_tokens" : 2 , "prompt_tokens_details" : null }',
+     b'{"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":4},"prompt_tokens":9,'
+     b'"total_tokens":11}'),
+    (b'{"total_tokens":1,"completion_tokens":null,"prompt_tokens_details":{}}',
+     b'{"total_tokens":9,"completion_tokens":null,"prompt_tokens_details":{"cached_tokens":4},'
+     b'"prompt_tokens":9}'),
+    (b'{"completion_tokens":1.5,"x":[1, 2],"prompt_tokens_details":7}',
+     b'{"completion_tokens":1.5,"x":[1,2],"prompt_tokens_details":{"cached_tokens":4},'
+     b'"prompt_tokens":9,"total_tokens":9}'),
+    (b'{"completion_tokens":-0,"w":"\xc3\xa9"}',
+     b'{"completion_tokens":0,"w":"\\u00e9","prompt_tokens":9,"total_tokens":9,'
+     b'"prompt_tokens_details":{"cached_tokens":4}}'),
+    (b'{"completion_tokens":12345678901234567890}',
+     b'{"completion_tokens":12345678901234567890,"prompt_tokens":9,'
+     b'"total_tokens":12345678901234567899,"prompt_tokens_details":{"cached_tokens":4}}'),
+    (b'{"a":1,"a":2}', b'{"a":2,"prompt_tokens":9,"total_tokens":9,'
+                       b'"prompt_tokens_details":{"cached_tokens":4}}'),
+])
+def test_rewrite_usage_values(sse_twin: ModuleType, usage: bytes, expected: bytes) -> None:
+    payload = b'{"usage":' + usage + b',"z":0}'
+    assert sse_twin.rewrite_usage(payload, 9, 4) == b'{"usage":' + expected + b',"z":0}'
+
+
+@pytest.mark.parametrize("payload", [
+    b'{"usage":null}', b'{"usage":5}', b'{"usage":[1]}', b'{"usage":"x"}', b'[DONE]', b"",
+    b'{"usage":{"a":01}}', b'{"usage":{"a":1}', b'{"choices":[{"delta":{"content":"usage"}}]}',
+])
+def test_rewrite_usage_without_usage_object(sse_twin: ModuleType, payload: bytes) -> None:
+    assert sse_twin.rewrite_usage(payload, 9, 4) is payload
+    assert sse_twin.rewrite_usage(bytearray(payload), 9) == payload
+
+
+@pytest.mark.parametrize("prompt, cached, error", [
+    ("9", None, TypeError), (9.0, None, TypeError), (True, None, TypeError),
+    (9, "1", TypeError), (9, False, TypeError), (-1, None, ValueError), (9, -2, ValueError),
+])
+def test_rewrite_usage_checks_counts(sse_twin: ModuleType, prompt: Any, cached: Any,
+                                     error: type[Exception]) -> None:
+    with pytest.raises(error):
+        sse_twin.rewrite_usage(b'{"usage":{}}', prompt, cached)
+    with pytest.raises(error):
+        sse_twin.UsageRelay(prompt, cached)
+
+
+def test_rewrite_usage_rejects_str(sse_twin: ModuleType) -> None:
+    with pytest.raises(TypeError):
+        sse_twin.rewrite_usage('{"usage":{}}', 1)
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@given(json_texts(), st.integers(0, 2**63), st.none() | st.integers(0, 2**63))
+def test_rewrite_usage_agrees_with_json_loads(payload: bytes, prompt: int,
+                                              cached: int | None) -> None:
+    assume(oracle_usage(payload) is not NOT_FOUND)
+    results = set()
+    for twin in twins():
+        check_rewrite(twin, payload, prompt, cached)
+        results.add(twin.rewrite_usage(payload, prompt, cached))
+    assert len(results) == 1
+
+
+@settings(max_examples=300)
+@given(USAGE, st.integers(0, 10**6), st.none() | st.integers(0, 10**6), st.booleans())
+def test_rewrite_usage_objects(usage: dict[str, Any], prompt: int, cached: int | None,
+                               spaced: bool) -> None:
+    seps = (", ", ": ") if spaced else (",", ":")
+    payload = b'{"choices":[],"usage":' + json.dumps(usage, separators=seps).encode() + b"}"
+    results = set()
+    for twin in twins():
+        check_rewrite(twin, payload, prompt, cached)
+        results.add(twin.rewrite_usage(payload, prompt, cached))
+    assert len(results) == 1
+
+
+# --- EventDecoder ----------------------------------------------------------------------------
+
+Event = tokcore.Event
+
+
+def decode(twin: ModuleType, chunks: list[bytes]) -> list[Any]:
+    decoder = twin.EventDecoder()
+    events = []
+    for chunk in chunks:
+        events += decoder.feed(chunk)
+    events += decoder.close()
+    return events
+
+
+def every_split(stream: bytes) -> list[list[bytes]]:
+    return [[stream]] + [[stream[:i], stream[i:]] for i in range(len(stream) + 1)] + \
+        [[stream[i:i + 1] for i in range(len(stream))]]
+
+
+# the examples of the WHATWG HTML standard, section "Event stream interpretation"
+SPEC_EXAMPLES = [
+    (b"data: YHOO\ndata: +2\ndata: 10\n\n", [Event(data="YHOO\n+2\n10")]),
+    (b": test stream\n\ndata: first event\nid: 1\n\ndata:second event\nid\n\n"
+     b"data:  third event\n\n",
+     [Event(data="first event", id="1"), Event(data="second event", id=""),
+      Event(data=" third event", id="")]),
+    (b"data\n\ndata\ndata\n\ndata:", [Event(data=""), Event(data="\n")]),
+    (b"data:test\n\ndata: test\n\n", [Event(data="test"), Event(data="test")]),
+]
+
+
+@pytest.mark.parametrize("stream, events", SPEC_EXAMPLES)
+def test_event_decoder_spec_examples(sse_twin: ModuleType, stream: bytes,
+                                     events: list[Any]) -> None:
+    for chunks in every_split(stream):
+        assert decode(sse_twin, chunks) == events
+
+
+@pytest.mark.parametrize("stream, events", [
+    (b"\xef\xbb\xbfdata: a\n\n", [Event(data="a")]),  # a BOM at the start is dropped
+    (b"\xef\xbb\xbf\xef\xbb\xbfdata: a\n\ndata: b\n\n", [Event(data="b")]),  # only one
+    (b"event: add\ndata: 1\n\ndata: 2\n\n", [Event("add", "1"), Event(data="2")]),
+    (b"event\ndata: 1\n\n", [Event(data="1")]),  # an empty type is "message"
+    (b"id: 7\ndata: 1\n\nid: a\x00b\ndata: 2\n\n", [Event(data="1", id="7"),
+                                                    Event(data="2", id="7")]),
+    (b"retry: 1500\ndata: 1\n\nretry: 15x\ndata: 2\n\nretry:\ndata: 3\n\n",
+     [Event(data="1", retry=1500), Event(data="2"), Event(data="3")]),
+    (b"retry: \xd9\xa3\ndata: 1\n\n", [Event(data="1")]),  # only ASCII digits
+    (b"event: x\nid: 3\n\ndata: 1\n\n", [Event(data="1", id="3")]),  # nothing dispatched
+    (b"data: a\r\ndata: b\rdata: c\n\r\n", [Event(data="a\nb\nc")]),
+    (b"data: a\r\rdata: b\r\n\r\n", [Event(data="a"), Event(data="b")]),
+    (b"data: \xff\xfe\n\n", [Event(data="\ufffd\ufffd")]),
+    (b"data: caf\xc3\xa9 \xe2\x82\xac\n\n", [Event(data="caf\u00e9 \u20ac")]),
+    (b"data:x:y\nfoo: bar\ndata\n\n", [Event(data="x:y\n")]),
+    (b"data: incomplete", []),
+])
+def test_event_decoder_rules(sse_twin: ModuleType, stream: bytes, events: list[Any]) -> None:
+    for chunks in every_split(stream):
+        assert decode(sse_twin, chunks) == events
+
+
+def test_event_is_shared_and_small(sse_twin: ModuleType) -> None:
+    event = Event("message", "x", None, None)
+    assert sse_twin.Event is tokcore.Event is _sse_py.Event
+    assert event == Event(data="x") and repr(event).startswith("Event(")
+    assert (event.event, event.data, event.id, event.retry) == ("message", "x", None, None)
+
+
+def test_iter_events(sse_twin: ModuleType) -> None:
+    chunks = [b"data: a\r", b"\n\r\ndata: b\n", b"\n"]
+    assert list(sse_twin.iter_events(iter(chunks))) == [Event(data="a"), Event(data="b")]
+
+
+def test_event_decoder_bad_input(sse_twin: ModuleType) -> None:
+    decoder = sse_twin.EventDecoder()
+    with pytest.raises(TypeError):
+        decoder.feed("data: x\n\n")
+    assert decoder.feed(bytearray(b"data: x\n\n")) == [Event(data="x")]
+    decoder.close()
+    with pytest.raises(ValueError):
+        decoder.feed(b"data: y\n\n")
+
+
+@settings(max_examples=200)
+@given(st.lists(st.sampled_from([b"data: a", b"data:b", b"data", b": c", b"event: e",
+                                 b"id: 1", b"retry: 20", b"", b"x", b"\xef\xbb\xbf"]), max_size=12),
+       st.lists(st.sampled_from([b"\n", b"\r", b"\r\n"]), min_size=12, max_size=12),
+       st.data())
+def test_event_decoder_split_invariance(lines: list[bytes], ends: list[bytes],
+                                        data: st.DataObject) -> None:
+    stream = b"".join(line + end for line, end in zip(lines, ends))
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(stream)), max_size=5)))
+    chunks = [stream[a:b] for a, b in zip([0, *cuts], [*cuts, len(stream)])]
+    for twin in twins():
+        assert decode(twin, chunks) == decode(_sse_py, [stream])
+
+
+def test_backend_is_cython_when_required() -> None:
+    if REQUIRE_EXTENSIONS:
+        from tokcore._backend import LOADED
+        assert LOADED["sse"] == "cython"
+
+
+@pytest.mark.parametrize("key", [b'"usage"', b'"us\\u0061ge"'])
+def test_find_usage_at_every_offset(sse_twin: ModuleType, key: bytes) -> None:
+    # the Cython twin scans 16 bytes at a time: put the key across every block boundary
+    for pad in range(70):
+        payload = b'{"' + b"a" * pad + b'":"x\\"usage\\"",' + key + b':{"n":1}}'
+        span = sse_twin.find_usage(payload)
+        assert span is not None and payload[span[0]:span[1]] == b'{"n":1}', pad
+        assert sse_twin.find_usage(payload.replace(key, b'"usagf"')) is None
+        null = payload[:-8] + b" null }"
+        assert sse_twin.find_usage(null) is None
+        check_span(null, None)
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(json_texts(), st.none() | st.integers(0, 10**6))
+def test_relay_event_is_rewrite_usage_of_its_data(payload: bytes, cached: int | None) -> None:
+    payload = payload.replace(b"\n", b" ").replace(b"\r", b" ")  # whitespace only in JSON
+    event = b"data: " + payload + b"\n\n"
+    for twin in twins():
+        relay = twin.UsageRelay(7, cached)
+        assert relay.feed(event) == b"data: " + twin.rewrite_usage(payload, 7, cached) + b"\n\n"

@@ -1,0 +1,131 @@
+/* Byte scans for the SSE relay: SSE2 (every x86-64 CPU) when the compiler targets it, else
+ * plain loops over memchr. glibc's memmem is slow for the short needles used here (it
+ * measured 75-130 ns on a 240-byte event, against 13 ns for the SSE2 loop below).
+ *
+ * tok_next_candidate: the first offset where a JSON spelling of the key "usage" may start
+ *   ('"usage"' or '\u00', the prefix of every escaped letter of it), or, when with_cr is
+ *   set, a CR; -1 when there is none.
+ * tok_first_lflf / tok_last_lflf: the offset of the first / last "\n\n" pair, or -1.
+ */
+#ifndef TOKCORE_SSESCAN_H
+#define TOKCORE_SSESCAN_H
+
+#include <Python.h>
+#include <string.h>
+
+#if defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2)
+#  define TOK_SCAN_SSE2 1
+#  include <emmintrin.h>
+#  define TOK_SCAN_KIND "SSE2"
+#else
+#  define TOK_SCAN_SSE2 0
+#  define TOK_SCAN_KIND "portable"
+#endif
+
+static inline int tok_is_candidate(const char *p, Py_ssize_t n, Py_ssize_t k, int with_cr) {
+    char c = p[k];
+    if (c == '"') return k + 7 <= n && memcmp(p + k, "\"usage\"", 7) == 0;
+    if (c == '\\') return k + 4 <= n && memcmp(p + k, "\\u00", 4) == 0;
+    return c == '\r' && with_cr;
+}
+
+#if TOK_SCAN_SSE2
+static inline int tok_ctz(unsigned int bits) {
+#  if defined(__GNUC__) || defined(__clang__)
+    return __builtin_ctz(bits);
+#  else
+    int k = 0;
+    while (!(bits & 1u)) { bits >>= 1; k++; }
+    return k;
+#  endif
+}
+
+static inline int tok_highest_bit(unsigned int bits) {
+#  if defined(__GNUC__) || defined(__clang__)
+    return 31 - __builtin_clz(bits);
+#  else
+    int k = 31;
+    while (!(bits & 0x80000000u)) { bits <<= 1; k--; }
+    return k;
+#  endif
+}
+
+#define TOK_LOAD(p) _mm_loadu_si128((const __m128i *)(const void *)(p))
+
+static inline Py_ssize_t tok_next_candidate(const char *p, Py_ssize_t n, int with_cr) {
+    const __m128i quote = _mm_set1_epi8('"'), slash = _mm_set1_epi8('\\');
+    const __m128i u = _mm_set1_epi8('u'), cr = _mm_set1_epi8('\r');
+    const __m128i cr_on = with_cr ? _mm_set1_epi8(-1) : _mm_setzero_si128();
+    Py_ssize_t i = 0;
+    for (; i + 17 <= n; i += 16) {
+        __m128i a = TOK_LOAD(p + i), b = TOK_LOAD(p + i + 1);
+        __m128i m = _mm_and_si128(_mm_or_si128(_mm_cmpeq_epi8(a, quote), _mm_cmpeq_epi8(a, slash)),
+                                  _mm_cmpeq_epi8(b, u));
+        m = _mm_or_si128(m, _mm_and_si128(_mm_cmpeq_epi8(a, cr), cr_on));
+        unsigned int bits = (unsigned int)_mm_movemask_epi8(m);
+        while (bits) {
+            Py_ssize_t k = i + tok_ctz(bits);
+            if (tok_is_candidate(p, n, k, with_cr)) return k;
+            bits &= bits - 1;
+        }
+    }
+    for (; i < n; i++)
+        if (tok_is_candidate(p, n, i, with_cr)) return i;
+    return -1;
+}
+
+static inline Py_ssize_t tok_first_lflf(const char *p, Py_ssize_t n) {
+    const __m128i lf = _mm_set1_epi8('\n');
+    Py_ssize_t i = 0;
+    for (; i + 17 <= n; i += 16) {
+        __m128i m = _mm_and_si128(_mm_cmpeq_epi8(TOK_LOAD(p + i), lf),
+                                  _mm_cmpeq_epi8(TOK_LOAD(p + i + 1), lf));
+        unsigned int bits = (unsigned int)_mm_movemask_epi8(m);
+        if (bits) return i + tok_ctz(bits);
+    }
+    for (; i + 1 < n; i++)
+        if (p[i] == '\n' && p[i + 1] == '\n') return i;
+    return -1;
+}
+
+static inline Py_ssize_t tok_last_lflf(const char *p, Py_ssize_t n) {
+    const __m128i lf = _mm_set1_epi8('\n');
+    Py_ssize_t i = n - 1;  /* pairs start at 0 .. n-2; blocks cover starts [i-16, i) */
+    for (; i >= 16; i -= 16) {
+        __m128i m = _mm_and_si128(_mm_cmpeq_epi8(TOK_LOAD(p + i - 16), lf),
+                                  _mm_cmpeq_epi8(TOK_LOAD(p + i - 15), lf));
+        unsigned int bits = (unsigned int)_mm_movemask_epi8(m);
+        if (bits) return i - 16 + tok_highest_bit(bits);
+    }
+    for (i = i - 1; i >= 0; i--)
+        if (p[i] == '\n' && p[i + 1] == '\n') return i;
+    return -1;
+}
+
+#else  /* portable */
+
+static inline Py_ssize_t tok_next_candidate(const char *p, Py_ssize_t n, int with_cr) {
+    Py_ssize_t i;
+    for (i = 0; i < n; i++)
+        if (tok_is_candidate(p, n, i, with_cr)) return i;
+    return -1;
+}
+
+static inline Py_ssize_t tok_first_lflf(const char *p, Py_ssize_t n) {
+    const char *q = p, *end = p + n;
+    while (q < end && (q = (const char *)memchr(q, '\n', (size_t)(end - q))) != NULL) {
+        if (q + 1 < end && q[1] == '\n') return q - p;
+        q++;
+    }
+    return -1;
+}
+
+static inline Py_ssize_t tok_last_lflf(const char *p, Py_ssize_t n) {
+    Py_ssize_t i;
+    for (i = n - 2; i >= 0; i--)
+        if (p[i] == '\n' && p[i + 1] == '\n') return i;
+    return -1;
+}
+#endif
+
+#endif
