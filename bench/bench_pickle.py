@@ -59,7 +59,7 @@ def main() -> None:
     for label, ids in sets:
         case = f"pickle+unpickle {label}"
         compact = CompactRequest("req-1", ids)
-        assert round_trip_on(_ids_c)(compact).prompt_token_ids == ids  # type: ignore[attr-defined]
+        assert round_trip_on(_ids_c)(compact).prompt_token_ids == ids
         add(runner, case, FAST, round_trip_on(_ids_c), compact)
         add(runner, case, REFERENCE, round_trip_on(_ids_py), compact)
         add(runner, case, "plain pickle", round_trip, Request("req-1", ids))
