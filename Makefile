@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
-SOURCES := $(wildcard tokcore/*.pyx tokcore/*.h) setup.py pyproject.toml
+SOURCES := $(wildcard tokcore/*.pyx tokcore/*.pxd tokcore/*.h) setup.py pyproject.toml
 
 .PHONY: all venv build test test-c test-py bench fuzz sanitize lint clean
 

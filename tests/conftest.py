@@ -46,3 +46,9 @@ def ids_pair() -> tuple[ModuleType, ModuleType]:
     if NO_EXTENSIONS:
         pytest.skip("TOKCORE_NO_EXTENSIONS is set: the Cython twins are not under test")
     return importlib.import_module("tokcore._ids_c"), importlib.import_module("tokcore._ids_py")
+
+
+@pytest.fixture(params=TWINS, scope="session")  # session: usable under @given
+def b64_twin(request: pytest.FixtureRequest) -> ModuleType:
+    """``tokcore._b64_c`` or ``tokcore._b64_py``."""
+    return _twin(request, "b64")

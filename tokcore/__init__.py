@@ -3,6 +3,16 @@
 Every public name is here; the modules behind it are private.
 """
 
+from ._b64 import (
+    b64_to_ids,
+    b64decode,
+    b64encode,
+    ids_to_b64,
+    standard_b64decode,
+    standard_b64encode,
+    urlsafe_b64decode,
+    urlsafe_b64encode,
+)
 from ._backend import backend_summary
 from ._ids import pack_ids, unpack_ids
 from ._sse import Event, EventDecoder, UsageRelay, find_usage, iter_events, rewrite_usage
@@ -21,11 +31,19 @@ __all__ = [
     "UsageRelay",
     "__version__",
     "arelay_usage",
+    "b64_to_ids",
+    "b64decode",
+    "b64encode",
     "compact_ids",
     "find_usage",
+    "ids_to_b64",
     "iter_events",
     "pack_ids",
     "relay_usage",
     "rewrite_usage",
+    "standard_b64decode",
+    "standard_b64encode",
     "unpack_ids",
+    "urlsafe_b64decode",
+    "urlsafe_b64encode",
 ]

@@ -26,9 +26,7 @@ cdef extern from "Python.h":
     PyObject **PySequence_Fast_ITEMS_PTR "PySequence_Fast_ITEMS"(object o)
     Py_ssize_t PySequence_Fast_GET_SIZE(object o)
     void PyList_SET_ITEM_PTR "PyList_SET_ITEM"(object lst, Py_ssize_t i, PyObject *item)
-    PyObject *PyLong_FromLong_PTR "PyLong_FromLong"(long v) except NULL
     long long PyLong_AsLongLongAndOverflow(object o, int *overflow) except? -1
-    void Py_INCREF_PTR "Py_INCREF"(PyObject *o)
 
 cdef extern from "_intfast.h":
     const char *TOK_INTFAST_KIND
@@ -38,6 +36,7 @@ cdef extern from "_intfast.h":
     int32_t tok_load_le32(const unsigned char *p) noexcept nogil
     enum: TOK_ID_CACHE_LIMIT
     enum: TOK_ID_CACHE_ENABLED
+    PyObject *tok_id_object(PyObject **table, int32_t value) except NULL
 
 cdef enum:
     ID_BYTES = 4
@@ -183,16 +182,9 @@ def pack_ids(ids):
 cdef PyObject *_id_objects[TOK_ID_CACHE_LIMIT]
 
 
-cdef inline PyObject *_id_object(int32_t value) except NULL:
-    cdef PyObject *obj
-    if TOK_ID_CACHE_ENABLED and <uint32_t>value < <uint32_t>TOK_ID_CACHE_LIMIT:
-        obj = _id_objects[value]
-        if obj is NULL:
-            obj = PyLong_FromLong_PTR(value)  # this new reference is the table's
-            _id_objects[value] = obj
-        Py_INCREF_PTR(obj)
-        return obj
-    return PyLong_FromLong_PTR(value)
+cdef PyObject **shared_id_objects() noexcept:
+    """The table itself, for the other modules that make id ints (see _ids_c.pxd)."""
+    return _id_objects
 
 
 def unpack_ids(data):
@@ -212,7 +204,8 @@ def unpack_ids(data):
         src = <const unsigned char *>buf.buf
         result = PyList_New(size)
         for i in range(size):
-            PyList_SET_ITEM_PTR(result, i, _id_object(tok_load_le32(src + i * ID_BYTES)))
+            PyList_SET_ITEM_PTR(
+                result, i, tok_id_object(_id_objects, tok_load_le32(src + i * ID_BYTES)))
     finally:
         PyBuffer_Release(&buf)
     return result

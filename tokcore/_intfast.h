@@ -47,6 +47,23 @@ static inline int tok_compact_value(PyObject *o, long *out) { (void)o; (void)out
 #  define TOK_ID_CACHE_ENABLED 1
 #endif
 
+/* The int object for an id, from a table of TOK_ID_CACHE_LIMIT shared ints that is filled
+ * on first use (ints are immutable, so sharing them is safe); NULL with an exception set on
+ * failure. _ids_c owns the one table; _b64_c borrows it, so both fill the same cache. */
+static inline PyObject *tok_id_object(PyObject **table, int32_t value) {
+    if (TOK_ID_CACHE_ENABLED && (uint32_t)value < (uint32_t)TOK_ID_CACHE_LIMIT) {
+        PyObject *obj = table[value];
+        if (obj == NULL) {
+            obj = PyLong_FromLong(value);  /* this new reference is the table's */
+            if (obj == NULL) return NULL;
+            table[value] = obj;
+        }
+        Py_INCREF(obj);
+        return obj;
+    }
+    return PyLong_FromLong(value);
+}
+
 /* Little-endian int32 load and store on any host; compilers turn these into one move. */
 static inline void tok_store_le32(unsigned char *p, int32_t v) {
     uint32_t u = (uint32_t)v;

@@ -1,0 +1,467 @@
+"""Base64 look-alikes against the stdlib ``base64`` module, and the fused ids <-> base64 path
+against numpy + ``base64``. Every test runs on both twins (the ``b64_twin`` fixture)."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import itertools
+import threading
+from array import array
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import tokcore
+from tokcore import _b64_py, _ids_py
+from tokcore._backend import LOADED, REQUIRE_EXTENSIONS
+
+ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+# the alphabet, padding, the url-safe pair, whitespace, stray ASCII and non-ASCII bytes
+GARBAGE = ALPHABET + b"=" * 8 + b"-_ \n\r\t*.\x00\x7f\x80\xff"
+DECODERS = ("b64decode", "standard_b64decode", "urlsafe_b64decode")
+ENCODERS = ("b64encode", "standard_b64encode", "urlsafe_b64encode")
+# the twin fixtures hold stateless modules, so sharing them across examples is safe
+FIXTURES_OK = [HealthCheck.function_scoped_fixture]
+NOGIL_SIZE = 70_000  # above the 64 KiB threshold at which the Cython twin drops the GIL
+
+
+def outcome(func: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[str, Any]:
+    try:
+        return "ok", func(*args, **kwargs)
+    except Exception as exc:  # the type is what the drop-in contract fixes
+        return "raised", type(exc)
+
+
+def assert_like_stdlib(twin: ModuleType, name: str, *args: Any, **kwargs: Any) -> None:
+    ours = outcome(getattr(twin, name), *args, **kwargs)
+    theirs = outcome(getattr(base64, name), *args, **kwargs)
+    assert ours == theirs, (name, args, kwargs)
+
+
+@contextmanager
+def scalar_only(twin: ModuleType) -> Iterator[None]:
+    """Run the Cython twin without its SIMD kernels (the portable path other CPUs take)."""
+    use_simd = getattr(twin, "_use_simd", None)
+    if use_simd is None:
+        yield
+        return
+    before = use_simd(False)
+    try:
+        yield
+    finally:
+        use_simd(before)
+
+
+@pytest.fixture(params=("simd", "scalar"))
+def kernel(request: pytest.FixtureRequest, b64_twin: ModuleType) -> Iterator[ModuleType]:
+    """The twin with its best kernels, then with the portable scalar ones only."""
+    if request.param == "scalar":
+        if not hasattr(b64_twin, "_use_simd"):
+            pytest.skip("the Python twin has a single path")
+        with scalar_only(b64_twin):
+            yield b64_twin
+    else:
+        yield b64_twin
+
+
+def test_dispatch() -> None:
+    if REQUIRE_EXTENSIONS:
+        assert LOADED["b64"] == "cython"
+        assert tokcore.BACKEND == "cython"
+    for name in (*ENCODERS, *DECODERS, "ids_to_b64", "b64_to_ids"):
+        assert name in tokcore.__all__
+        assert callable(getattr(tokcore, name))
+
+
+def test_build_info(b64_twin: ModuleType) -> None:
+    info = getattr(b64_twin, "BUILD_INFO", None)
+    if b64_twin is _b64_py:
+        assert info is None
+    else:
+        assert info["simd"] in ("avx2", "scalar")
+
+
+# --- drop-in base64: fixed unusual inputs ------------------------------------------------
+
+UNUSUAL = [
+    b"", b"=", b"==", b"===", b"====", b"A", b"AA", b"AAA", b"AAAA", b"AA=", b"AA==",
+    b"AAA=", b"AAAA=", b"AAAA==", b"AA==A", b"AA==AAAA", b"AAA=AAAA", b"=AAA", b"A=AA",
+    b"AA=A", b"AB*C", b"AB CD", b"QUJD\nREVG\n", b"  QUJD  ", b"QR==", b"QQ==", b"QUI=",
+    b"QUJD====", b"Q=U=J=D=", b"QU\x00JD", b"QUJD\x80", b"-_-_", b"+/+/", b"ABCDE",
+    b"ABCDEFG=", b"ABCDEF=G", b"AB==CD==", b"A===", b"AB=*=", b"AB=\n=", b"AB\n==",
+    b"ABC=\n", b"ABC=*", b"YWJj" * 20 + b"=", b"YWJj" * 20 + b"\n", b"*" + b"YWJj" * 20,
+]
+
+
+@pytest.mark.parametrize("data", UNUSUAL)
+@pytest.mark.parametrize("validate", (False, True))
+def test_b64decode_unusual(kernel: ModuleType, data: bytes, validate: bool) -> None:
+    assert_like_stdlib(kernel, "b64decode", data, validate=validate)
+    assert_like_stdlib(kernel, "b64decode", data.decode("latin-1"), validate=validate)
+    assert_like_stdlib(kernel, "b64decode", data, b"-_", validate)
+    assert_like_stdlib(kernel, "b64decode", bytearray(data), validate=validate)
+    assert_like_stdlib(kernel, "standard_b64decode", data)
+    assert_like_stdlib(kernel, "urlsafe_b64decode", data)
+
+
+@pytest.mark.parametrize(
+    "arg",
+    [
+        "QUJD", "QUJD\u00e9", "\u20ac", bytearray(b"QUJD"), memoryview(b"xQUJDx")[1:5],
+        memoryview(b"QxUxJxDx")[::2], array("B", b"QUJD"), array("i", [0x44434241]),
+        np.frombuffer(b"QUJD", np.uint8), 3, None, 1.5, ["Q", "U"], object(),
+    ],
+)
+def test_decode_argument_types(b64_twin: ModuleType, arg: Any) -> None:
+    for name in DECODERS:
+        assert_like_stdlib(b64_twin, name, arg)
+    assert_like_stdlib(b64_twin, "b64decode", arg, validate=True)
+
+
+@pytest.mark.parametrize(
+    "arg",
+    [
+        b"abc", b"", bytearray(b"abcd"), memoryview(b"abcdef")[1:4], memoryview(b"abcdef")[::2],
+        memoryview(b"abcd").cast("B", (2, 2)), array("i", [1, 2, 3]), np.arange(7, dtype="<i4"),
+        "abc", 3, None, [1, 2],
+    ],
+)
+def test_encode_argument_types(b64_twin: ModuleType, arg: Any) -> None:
+    for name in ENCODERS:
+        assert_like_stdlib(b64_twin, name, arg)
+
+
+@pytest.mark.parametrize(
+    "altchars", [b"-_", b"+/", b"/+", b"ab", bytearray(b"*!"), "-_", "\u00e9!", b"", b"-", b"-_.",
+                 3, memoryview(b"xy"), b"AA", b"=="]
+)
+def test_altchars(b64_twin: ModuleType, altchars: Any) -> None:
+    for data in (b"\xfb\xff\xbf" * 5 + b"a", b"", b"\x00"):
+        assert_like_stdlib(b64_twin, "b64encode", data, altchars)
+    for text in (b"-_+/ab==", b"+/+/", b"-_-_", b"ab\n==", b"*!*!", b"AAAA", b"xyxy"):
+        for validate in (False, True):
+            assert_like_stdlib(b64_twin, "b64decode", text, altchars, validate)
+
+
+def test_keyword_arguments(b64_twin: ModuleType) -> None:
+    assert b64_twin.b64encode(s=b"ab", altchars=b"-_") == base64.b64encode(s=b"ab", altchars=b"-_")
+    assert b64_twin.b64decode(s="YWI=", altchars=None, validate=True) == b"ab"
+    with pytest.raises(TypeError):
+        b64_twin.b64decode(b"YWI=", None, False, 1)
+    with pytest.raises(TypeError):
+        b64_twin.b64encode()
+
+
+def test_error_messages_match(b64_twin: ModuleType) -> None:
+    for data, validate in [(b"A", False), (b"AB", False), (b"=AAA", True), (b"AA==A", True),
+                           (b"AB*C", True), (b"AB=C", True), (b"ABCDE", True)]:
+        with pytest.raises(binascii.Error) as ours:
+            b64_twin.b64decode(data, validate=validate)
+        with pytest.raises(binascii.Error) as theirs:
+            base64.b64decode(data, validate=validate)
+        assert str(ours.value) == str(theirs.value)
+
+
+# --- drop-in base64: every length, every position of an anomaly -----------------------------
+
+def test_every_length_round_trip(kernel: ModuleType) -> None:
+    raw = bytes(range(256)) * 3
+    for n in range(0, 200):
+        data = raw[n:n + n]
+        encoded = kernel.b64encode(data)
+        assert encoded == base64.b64encode(data)
+        assert kernel.urlsafe_b64encode(data) == base64.urlsafe_b64encode(data)
+        assert kernel.b64decode(encoded) == data
+        assert kernel.b64decode(encoded, validate=True) == data
+        assert kernel.b64decode(encoded.decode("ascii")) == data
+
+
+def message_outcome(func: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+    try:
+        return "ok", func(*args, **kwargs)
+    except Exception as exc:
+        return "raised", type(exc), str(exc)
+
+
+def test_every_short_text_exactly(kernel: ModuleType) -> None:
+    """Every text of up to 6 characters over data, padding and a stray character, in both
+    modes: the same result, or the same exception with the same message, as the stdlib
+    (whose strict mode changes between Python versions: the twins follow the running one)."""
+    for n in range(7):
+        for chars in itertools.product(b"AB=*", repeat=n):
+            text = bytes(chars)
+            for validate in (False, True):
+                assert message_outcome(kernel.b64decode, text, validate=validate) == (
+                    message_outcome(base64.b64decode, text, validate=validate)), (text, validate)
+
+
+@pytest.mark.parametrize("bad", [b"*", b"=", b"\n", b"\x80", b"-"])
+def test_anomaly_at_every_position(kernel: ModuleType, bad: bytes) -> None:
+    good = base64.b64encode(bytes(range(256))[:99])  # 132 chars: several SIMD blocks
+    for pos in range(len(good) + 1):
+        for data in (good[:pos] + bad + good[pos:], good[:pos] + bad + good[pos + 1:]):
+            for validate in (False, True):
+                assert_like_stdlib(kernel, "b64decode", data, validate=validate)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=FIXTURES_OK)
+@given(data=st.binary(max_size=300))
+def test_encode_like_stdlib(b64_twin: ModuleType, data: bytes) -> None:
+    for name in ENCODERS:
+        assert getattr(b64_twin, name)(data) == getattr(base64, name)(data)
+    assert b64_twin.b64decode(base64.b64encode(data), validate=True) == data
+
+
+garbage = st.lists(st.sampled_from(list(GARBAGE)), max_size=120).map(bytes)
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=FIXTURES_OK)
+@given(data=garbage, validate=st.booleans(), altchars=st.sampled_from([None, b"-_", b"*!"]))
+def test_decode_garbage_like_stdlib(b64_twin: ModuleType, data: bytes, validate: bool,
+                                    altchars: bytes | None) -> None:
+    assert_like_stdlib(b64_twin, "b64decode", data, altchars, validate)
+    assert_like_stdlib(b64_twin, "urlsafe_b64decode", data)
+    assert outcome(b64_twin.b64_to_ids, data, validate=validate) == outcome(
+        numpy_b64_to_ids, data, validate=validate)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=FIXTURES_OK)
+@given(data=st.binary(max_size=200), noise=st.lists(
+    st.tuples(st.integers(0, 400), st.sampled_from(list(b" \n*=\x80-_"))), max_size=4))
+def test_near_valid_like_stdlib(kernel: ModuleType, data: bytes,
+                                noise: list[tuple[int, int]]) -> None:
+    text = bytearray(base64.b64encode(data))
+    for pos, char in noise:
+        text.insert(pos % (len(text) + 1), char)
+    for validate in (False, True):
+        assert_like_stdlib(kernel, "b64decode", bytes(text), validate=validate)
+
+
+def test_large_inputs(kernel: ModuleType) -> None:
+    rng = np.random.default_rng(5)
+    data = rng.integers(0, 256, NOGIL_SIZE + 7, dtype=np.uint8).tobytes()
+    encoded = base64.b64encode(data)
+    assert kernel.b64encode(data) == encoded
+    assert kernel.b64decode(encoded, validate=True) == data
+    assert kernel.b64decode(encoded.decode("ascii")) == data
+    wrapped = base64.encodebytes(data)  # MIME lines: the exact non-strict path
+    assert kernel.b64decode(wrapped) == data
+    with pytest.raises(binascii.Error):
+        kernel.b64decode(wrapped, validate=True)
+    broken = encoded[:50_000] + b"*" + encoded[50_000:]
+    assert kernel.b64decode(broken) == data
+    with pytest.raises(binascii.Error) as caught:
+        kernel.b64decode(broken, validate=True)
+    with pytest.raises(binascii.Error) as expected:  # the message varies by Python version
+        base64.b64decode(broken, validate=True)
+    assert str(caught.value) == str(expected.value)
+
+
+# --- fused ids <-> base64 ------------------------------------------------------------------
+
+def numpy_ids_to_b64(ids: Any) -> str:
+    return base64.b64encode(np.asarray(ids, np.int32).astype("<i4").tobytes()).decode("ascii")
+
+
+def numpy_b64_to_ids(s: Any, *, validate: bool = False) -> list[int]:
+    data = base64.b64decode(s, validate=validate)
+    return np.frombuffer(data, "<i4").tolist()  # type: ignore[no-any-return]
+
+
+int32s = st.integers(-(2**31), 2**31 - 1)
+id_lists = st.lists(st.one_of(st.integers(0, 200_000), int32s), max_size=100)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=FIXTURES_OK)
+@given(ids=id_lists)
+def test_fused_like_numpy(b64_twin: ModuleType, ids: list[int]) -> None:
+    text = b64_twin.ids_to_b64(ids)
+    assert type(text) is str
+    assert text == numpy_ids_to_b64(ids)
+    assert b64_twin.ids_to_b64(tuple(ids)) == text
+    assert b64_twin.ids_to_b64(np.asarray(ids, np.int64)) == text
+    assert b64_twin.b64_to_ids(text) == np.frombuffer(base64.b64decode(text), "<i4").tolist()
+    assert b64_twin.b64_to_ids(text) == ids
+    assert b64_twin.b64_to_ids(text.encode("ascii"), validate=True) == ids
+
+
+def test_fused_every_length(kernel: ModuleType) -> None:
+    rng = np.random.default_rng(3)
+    for n in list(range(0, 60)) + [767, 768, 769, 1536, 3000]:
+        ids = rng.integers(-(2**31), 2**31, n).tolist()
+        text = kernel.ids_to_b64(ids)
+        assert text == numpy_ids_to_b64(ids)
+        assert kernel.b64_to_ids(text) == ids
+        assert kernel.b64_to_ids(text, validate=True) == ids
+        spaced = "\n".join(text[i:i + 76] for i in range(0, len(text), 76))
+        assert kernel.b64_to_ids(spaced) == ids  # the exact (non-strict) path
+
+
+def test_fused_large(kernel: ModuleType) -> None:
+    rng = np.random.default_rng(4)
+    ids = rng.integers(0, 152_000, 40_000).tolist()
+    ids[17] = -1
+    ids[30_000] = 2**31 - 1
+    text = kernel.ids_to_b64(ids)
+    assert text == numpy_ids_to_b64(ids)
+    assert kernel.b64_to_ids(text) == ids
+    assert kernel.b64_to_ids(text.encode(), validate=True) == ids
+    buf = np.asarray(ids, "<i4")
+    assert kernel.ids_to_b64(buf) == text
+    assert kernel.ids_to_b64(memoryview(buf)) == text
+    assert kernel.ids_to_b64(buf[::-1].copy()) == numpy_ids_to_b64(buf[::-1])
+    assert kernel.ids_to_b64(buf[::2]) == numpy_ids_to_b64(buf[::2])  # strided
+    assert kernel.ids_to_b64(buf.astype(">i4")) == text  # byte-swapped
+    assert kernel.ids_to_b64(array("i", ids)) == text
+    assert kernel.ids_to_b64(iter(ids)) == text
+
+
+@pytest.mark.parametrize("dtype", ["i1", "u1", "<i2", ">u2", "<i8", ">i8", "<u4", "<u8"])
+def test_fused_buffer_types(b64_twin: ModuleType, dtype: str) -> None:
+    ids = np.arange(0, 100, dtype=dtype)
+    assert b64_twin.ids_to_b64(ids) == numpy_ids_to_b64(ids)
+
+
+@pytest.mark.parametrize(
+    "ids",
+    [
+        [1, 2**31], [-(2**31) - 1], [0] * 1000 + [2**40], [1, "2"], [1.0], [None], (1, 2, b"x"),
+        "123", b"\x01\x02", bytearray(4), 7, None, np.array([1.5]), np.array([2**31], np.int64),
+        np.array([2**32], np.uint64), np.zeros((2, 2), np.int32), [True, False, 3],
+    ],
+)
+def test_fused_pack_errors(b64_twin: ModuleType, ids: Any) -> None:
+    expected = outcome(_ids_py.pack_ids, ids)
+    got = outcome(b64_twin.ids_to_b64, ids)
+    if expected[0] == "ok":
+        assert got == ("ok", base64.b64encode(expected[1]).decode("ascii"))
+    else:
+        assert got == expected
+        with pytest.raises(expected[1]) as ours:
+            b64_twin.ids_to_b64(ids)
+        with pytest.raises(expected[1]) as reference:
+            _ids_py.pack_ids(ids)
+        assert str(ours.value) == str(reference.value)
+
+
+class Index:
+    def __init__(self, value: int) -> None:
+        self.value = value
+
+    def __index__(self) -> int:
+        return self.value
+
+
+def test_fused_index_objects(b64_twin: ModuleType) -> None:
+    ids = [Index(5), 6, Index(-7)] * 400
+    assert b64_twin.ids_to_b64(ids) == numpy_ids_to_b64([5, 6, -7] * 400)
+    with pytest.raises(OverflowError, match=r"ids\[1\]"):
+        b64_twin.ids_to_b64([1, Index(2**31)])
+
+
+class Resizer:
+    """An __index__ that shrinks or grows (moving its storage) the list being encoded."""
+
+    def __init__(self, victim: list[Any], grow: bool) -> None:
+        self.victim, self.grow = victim, grow
+
+    def __index__(self) -> int:
+        if self.grow:
+            self.victim.extend(range(10_000))
+        else:
+            self.victim.clear()
+        return 1
+
+
+@pytest.mark.parametrize("grow", (False, True))
+@pytest.mark.parametrize("where", (0, 767, 768, 1999))  # either side of a block boundary
+def test_fused_list_mutated_by_index(b64_twin: ModuleType, grow: bool, where: int) -> None:
+    victim: list[Any] = list(range(2000))
+    victim[where] = Resizer(victim, grow)
+    with pytest.raises(RuntimeError, match="changed size"):
+        b64_twin.ids_to_b64(victim)
+
+
+def test_fused_item_replaced_by_index(b64_twin: ModuleType) -> None:
+    def build() -> list[Any]:
+        victim: list[Any] = [0] * 1000
+
+        class Replacer:
+            def __index__(self) -> int:
+                victim[801] = 10**6  # same size: the new items are read, the old ones freed
+                victim[999] = -(10**6)
+                return 5
+
+        victim[800] = Replacer()
+        return victim
+
+    expected = base64.b64encode(_ids_py.pack_ids(build())).decode("ascii")
+    assert b64_twin.ids_to_b64(build()) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "AAAA", "AAAAAA==", "AAAAAAA=", "AQAAAA==", "AQAAAA=", "AQAAAA", "AQ AA\nAA==", "A",
+     "AQAAAA==AAAA", "AQA*AAA==", "\u00e9AAAAA==", "AAAA" * 300 + "AAA=", "AAAA" * 300 + "AAE="],
+)
+@pytest.mark.parametrize("validate", (False, True))
+def test_fused_decode_errors(kernel: ModuleType, text: str, validate: bool) -> None:
+    expected = outcome(numpy_b64_to_ids, text, validate=validate)
+    assert outcome(kernel.b64_to_ids, text, validate=validate) == expected
+    assert outcome(kernel.b64_to_ids, text.encode("utf-8"), validate=validate) == outcome(
+        numpy_b64_to_ids, text.encode("utf-8"), validate=validate)
+
+
+def test_fused_decode_argument_types(b64_twin: ModuleType) -> None:
+    text = numpy_ids_to_b64([1, 2, 3])
+    for arg in (text, text.encode(), bytearray(text.encode()), memoryview(text.encode()),
+                array("B", text.encode())):
+        assert b64_twin.b64_to_ids(arg) == [1, 2, 3]
+    for bad in (3, None, [1, 2]):
+        with pytest.raises(TypeError):
+            b64_twin.b64_to_ids(bad)
+    with pytest.raises(TypeError):
+        b64_twin.b64_to_ids(text, True)  # validate is keyword-only
+
+
+def test_fused_decode_shares_small_ints(b64_twin: ModuleType) -> None:
+    text = numpy_ids_to_b64([100_000, 100_000])
+    first, second = b64_twin.b64_to_ids(text)
+    assert first == second == 100_000
+
+
+# --- the GIL is released for big buffers: threads must not disturb each other ----------------
+
+def test_threads(b64_twin: ModuleType) -> None:
+    rng = np.random.default_rng(6)
+    payloads = [rng.integers(0, 256, NOGIL_SIZE + k, dtype=np.uint8).tobytes() for k in range(4)]
+    id_sets = [rng.integers(0, 152_000, NOGIL_SIZE // 4 + k).tolist() for k in range(4)]
+    id_buffers = [np.asarray(ids, "<i4") for ids in id_sets]
+    errors: list[str] = []
+
+    def work(k: int) -> None:
+        data, ids = payloads[k], id_sets[k]
+        encoded, text = base64.b64encode(data), numpy_ids_to_b64(ids)
+        for _ in range(15):
+            if b64_twin.b64encode(data) != encoded:
+                errors.append(f"b64encode {k}")
+            if b64_twin.b64decode(encoded, validate=True) != data:
+                errors.append(f"b64decode {k}")
+            if b64_twin.ids_to_b64(id_buffers[k]) != text:
+                errors.append(f"ids_to_b64 {k}")
+            if b64_twin.b64_to_ids(text) != ids:
+                errors.append(f"b64_to_ids {k}")
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []

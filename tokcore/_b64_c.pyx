@@ -1,0 +1,376 @@
+# cython: language_level=3
+"""Base64, and token ids <-> base64 text: the Cython twin of ``_b64_py``.
+
+The kernels are in ``_b64_core.h`` (scalar tables, AVX2 when the CPU has it). Argument
+handling off the fast path (altchars, unusual argument types) and the error messages come
+from ``_b64_py`` and ``_ids_py``; the int reading and the shared id-int table from
+``_ids_c``; so the twins accept, return and raise the same things.
+"""
+
+from cpython.buffer cimport (
+    PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer,
+)
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
+from cpython.list cimport PyList_New
+from cpython.object cimport PyObject
+from libc.stdint cimport int32_t
+from libc.stdlib cimport free, malloc
+
+from tokcore._ids_c cimport _slow_value, shared_id_objects
+
+from tokcore._b64_py import (
+    STRICT_MODE, STRICT_PAD_AFTER_QUAD_ERROR, Error, apply_decode_altchars,
+    apply_encode_altchars, check_legacy_validate, decode_data, standard_to_urlsafe,
+    urlsafe_to_standard,
+)
+from tokcore._ids_c import pack_ids
+from tokcore._ids_py import buffer_layout, coerce_ids, length_error
+
+cdef extern from "Python.h":
+    PyObject **PySequence_Fast_ITEMS_PTR "PySequence_Fast_ITEMS"(object o)
+    Py_ssize_t PySequence_Fast_GET_SIZE(object o)
+    void PyList_SET_ITEM_PTR "PyList_SET_ITEM"(object lst, Py_ssize_t i, PyObject *item)
+    object PyUnicode_New(Py_ssize_t size, Py_UCS4 maxchar)
+    int PyUnicode_READY(object o) except -1
+    bint PyUnicode_IS_ASCII(object o)
+    void *PyUnicode_DATA(object o)
+    Py_ssize_t PyUnicode_GET_LENGTH(object o)
+    Py_ssize_t PY_SSIZE_T_MAX
+
+cdef extern from "_intfast.h":
+    Py_ssize_t tok_pack_compact(PyObject **items, Py_ssize_t start, Py_ssize_t n,
+                                unsigned char *out) noexcept
+    void tok_store_le32(unsigned char *p, int32_t v) noexcept nogil
+    int32_t tok_load_le32(const unsigned char *p) noexcept nogil
+    PyObject *tok_id_object(PyObject **table, int32_t value) except NULL
+
+cdef extern from "_b64_core.h":
+    void tok_b64_init() noexcept
+    int tok_b64_set_simd(int on) noexcept
+    const char *tok_b64_simd_name() noexcept
+    void tok_b64_encode(const unsigned char *src, size_t n, unsigned char *out) noexcept nogil
+    size_t tok_b64_decode_quads(const unsigned char *src, size_t nquads,
+                                unsigned char *out) noexcept nogil
+    int tok_b64_pads(const unsigned char *src, size_t n) noexcept nogil
+    int tok_b64_decode_padded(const unsigned char *s, int pads,
+                              unsigned char *out) noexcept nogil
+    ptrdiff_t tok_b64_decode_fast(const unsigned char *src, size_t n,
+                                  unsigned char *out) noexcept nogil
+    int tok_b64_decode_exact(const unsigned char *src, size_t n, int mode,
+                             unsigned char *out, size_t *outlen) noexcept nogil
+    enum:
+        TOK_B64_OK
+        TOK_B64_LEADING_PAD
+        TOK_B64_EXCESS
+        TOK_B64_NOT_ALPHABET
+        TOK_B64_DISCONTINUOUS
+        TOK_B64_ONE_EXTRA
+        TOK_B64_BAD_PADDING
+        TOK_B64_EXCESS_PAD
+        TOK_B64_NONSTRICT
+        TOK_B64_STRICT
+        TOK_B64_STRICT_NO_PAD_AFTER_QUAD
+
+cdef enum:
+    ID_BYTES = 4
+    NOGIL_MIN_BYTES = 64 * 1024  # below this, dropping the GIL costs more than it frees
+    BLOCK_IDS = 768  # ids staged per block: 3072 bytes = 4096 characters, no padding inside
+    BLOCK_BYTES = BLOCK_IDS * ID_BYTES
+    BLOCK_QUADS = BLOCK_BYTES // 3
+
+tok_b64_init()
+cdef PyObject **_id_objects = shared_id_objects()
+
+BUILD_INFO = {"simd": tok_b64_simd_name().decode()}
+
+
+def _use_simd(on):
+    """Turn the SIMD kernels on or off (for tests of the portable path); returns the old state."""
+    before = bool(tok_b64_set_simd(1 if on else 0))
+    BUILD_INFO["simd"] = tok_b64_simd_name().decode()
+    return before
+
+
+# --- helpers -------------------------------------------------------------------------------
+
+cdef int _raise_decode_error(int status, size_t count) except -1:
+    """binascii.a2b_base64's error, with its message, for a TOK_B64_* status."""
+    if status == TOK_B64_LEADING_PAD:
+        raise Error("Leading padding not allowed")
+    if status == TOK_B64_EXCESS:
+        raise Error("Excess data after padding")
+    if status == TOK_B64_NOT_ALPHABET:
+        raise Error("Only base64 data is allowed")
+    if status == TOK_B64_DISCONTINUOUS:
+        raise Error("Discontinuous padding not allowed")
+    if status == TOK_B64_EXCESS_PAD:
+        raise Error("Excess padding not allowed")
+    if status == TOK_B64_ONE_EXTRA:
+        raise Error(f"Invalid base64-encoded string: number of data characters ({count}) "
+                    "cannot be 1 more than a multiple of 4")
+    raise Error("Incorrect padding")
+
+
+cdef object _ascii_text(object s):
+    """``s`` as bytes or an ASCII str (both readable as one byte a character)."""
+    if type(s) is bytes:
+        return s
+    if type(s) is str:
+        PyUnicode_READY(s)
+        if PyUnicode_IS_ASCII(s):
+            return s  # its characters are already stored one byte each: no copy
+    return decode_data(s)  # everything else, with the stdlib's errors
+
+
+cdef bint _strict(object text, object validate) except -1:
+    """Whether the decode is binascii's strict mode; before 3.11, validate's own check."""
+    if not validate:
+        return False
+    if STRICT_MODE:
+        return True
+    check_legacy_validate(text.encode("ascii") if type(text) is str else text)
+    return False
+
+
+cdef inline const unsigned char *_text_data(object text, Py_ssize_t *n):
+    if type(text) is bytes:
+        n[0] = len(<bytes>text)
+        return <const unsigned char *>PyBytes_AS_STRING(text)
+    n[0] = PyUnicode_GET_LENGTH(text)
+    return <const unsigned char *>PyUnicode_DATA(text)
+
+
+cdef unsigned char *_decode_exact(const unsigned char *src, Py_ssize_t n, bint strict,
+                                  size_t *outlen) except NULL:
+    """The exact path into a new malloc'ed buffer (the caller frees it), or the error."""
+    cdef int status
+    cdef int mode = TOK_B64_NONSTRICT
+    if strict:
+        mode = TOK_B64_STRICT_NO_PAD_AFTER_QUAD if STRICT_PAD_AFTER_QUAD_ERROR else TOK_B64_STRICT
+    cdef unsigned char *out = <unsigned char *>malloc(<size_t>((n + 3) // 4 * 3) + 1)
+    if out is NULL:
+        raise MemoryError()
+    if n >= NOGIL_MIN_BYTES:
+        with nogil:
+            status = tok_b64_decode_exact(src, <size_t>n, mode, out, outlen)
+    else:
+        status = tok_b64_decode_exact(src, <size_t>n, mode, out, outlen)
+    if status != TOK_B64_OK:
+        free(out)
+        _raise_decode_error(status, outlen[0])
+    return out
+
+
+# --- the base64 module's functions ---------------------------------------------------------
+
+cdef bytes _encode(object s):
+    cdef Py_buffer buf
+    cdef bytes result
+    cdef unsigned char *out
+    PyObject_GetBuffer(s, &buf, PyBUF_SIMPLE)  # the same errors as binascii's argument
+    try:
+        if buf.len > (PY_SSIZE_T_MAX - 3) // 4 * 3:
+            raise Error("Too much data for base64 line")
+        result = PyBytes_FromStringAndSize(NULL, (buf.len + 2) // 3 * 4)
+        out = <unsigned char *>PyBytes_AS_STRING(result)
+        if buf.len >= NOGIL_MIN_BYTES:
+            with nogil:
+                tok_b64_encode(<const unsigned char *>buf.buf, <size_t>buf.len, out)
+        else:
+            tok_b64_encode(<const unsigned char *>buf.buf, <size_t>buf.len, out)
+    finally:
+        PyBuffer_Release(&buf)
+    return result
+
+
+cdef bytes _decode(object text, bint strict):
+    """``text`` is bytes or an ASCII str."""
+    cdef Py_ssize_t n = 0
+    cdef ptrdiff_t got = -1
+    cdef size_t outlen = 0
+    cdef int pads
+    cdef const unsigned char *src = _text_data(text, &n)
+    cdef unsigned char *out
+    cdef bytes result
+    if n % 4 == 0:  # maybe well-formed: decode straight into a result of the right size
+        pads = tok_b64_pads(src, <size_t>n)
+        result = PyBytes_FromStringAndSize(NULL, n // 4 * 3 - pads)
+        out = <unsigned char *>PyBytes_AS_STRING(result)
+        if n >= NOGIL_MIN_BYTES:
+            with nogil:
+                got = tok_b64_decode_fast(src, <size_t>n, out)
+        else:
+            got = tok_b64_decode_fast(src, <size_t>n, out)
+        if got >= 0:
+            return result
+    out = _decode_exact(src, n, strict, &outlen)
+    try:
+        return PyBytes_FromStringAndSize(<char *>out, <Py_ssize_t>outlen)
+    finally:
+        free(out)
+
+
+def b64encode(s, altchars=None):
+    """Encode the bytes-like object s using Base64 and return a bytes object."""
+    encoded = _encode(s)
+    if altchars is not None:
+        return apply_encode_altchars(encoded, altchars)
+    return encoded
+
+
+def b64decode(s, altchars=None, validate=False):
+    """Decode the Base64 encoded bytes-like object or ASCII string s."""
+    text = _ascii_text(s)
+    if altchars is not None:
+        if type(text) is str:
+            text = (<str>text).encode("ascii")
+        text = apply_decode_altchars(text, altchars)
+    return _decode(text, _strict(text, validate))
+
+
+def standard_b64encode(s):
+    """Encode bytes-like object s using the standard Base64 alphabet."""
+    return _encode(s)
+
+
+def standard_b64decode(s):
+    """Decode bytes encoded with the standard Base64 alphabet."""
+    return _decode(_ascii_text(s), False)
+
+
+def urlsafe_b64encode(s):
+    """Encode bytes using the URL- and filesystem-safe Base64 alphabet."""
+    return standard_to_urlsafe(_encode(s))
+
+
+def urlsafe_b64decode(s):
+    """Decode bytes using the URL- and filesystem-safe Base64 alphabet."""
+    return _decode(urlsafe_to_standard(s), False)
+
+
+# --- fused: token ids -> base64 text -------------------------------------------------------
+
+cdef str _new_text(Py_ssize_t nbytes, unsigned char **out):
+    """An ASCII str for the Base64 text of nbytes bytes; *out is where to write it."""
+    text = PyUnicode_New((nbytes + 2) // 3 * 4, 127)
+    out[0] = <unsigned char *>PyUnicode_DATA(text)
+    return text
+
+
+cdef str _encode_sequence(object seq):
+    """``seq`` is a list or a tuple: ids go through a small block, never a bytes object."""
+    cdef Py_ssize_t size = PySequence_Fast_GET_SIZE(seq)
+    cdef Py_ssize_t start = 0, i, count
+    cdef long value
+    cdef unsigned char block[BLOCK_BYTES]
+    cdef unsigned char *out
+    text = _new_text(size * ID_BYTES, &out)
+    while start < size:
+        count = min(<Py_ssize_t>BLOCK_IDS, size - start)
+        i = 0
+        while True:
+            # common path in C (_intfast.h): exact ints of one digit, always inside int32;
+            # the items array is fetched anew each time: the slow path may resize and move it
+            i = tok_pack_compact(PySequence_Fast_ITEMS_PTR(seq) + start, i, count, block)
+            if i == count:
+                break
+            value = _slow_value(seq, size, start + i,
+                                <object>PySequence_Fast_ITEMS_PTR(seq)[start + i])
+            tok_store_le32(block + i * ID_BYTES, <int32_t>value)
+            i += 1
+        # whole blocks are a multiple of 3 bytes: only the last one can end in padding
+        tok_b64_encode(block, <size_t>(count * ID_BYTES), out)
+        out += (count * ID_BYTES + 2) // 3 * 4
+        start += count
+    return text
+
+
+cdef str _encode_bytes_like(object data):
+    cdef Py_buffer buf
+    cdef unsigned char *out
+    PyObject_GetBuffer(data, &buf, PyBUF_SIMPLE)
+    try:
+        text = _new_text(buf.len, &out)
+        if buf.len >= NOGIL_MIN_BYTES:
+            with nogil:
+                tok_b64_encode(<const unsigned char *>buf.buf, <size_t>buf.len, out)
+        else:
+            tok_b64_encode(<const unsigned char *>buf.buf, <size_t>buf.len, out)
+    finally:
+        PyBuffer_Release(&buf)
+    return text
+
+
+def ids_to_b64(ids):
+    """Token ids -> the Base64 text of their little-endian int32 bytes."""
+    if type(ids) is list or type(ids) is tuple:
+        return _encode_sequence(ids)
+    seq = coerce_ids(ids)
+    if isinstance(seq, memoryview):
+        signed, itemsize, little = buffer_layout(seq)
+        if signed and itemsize == ID_BYTES and little and seq.c_contiguous:
+            return _encode_bytes_like(seq)  # already the wire format: encode it in place
+        return _encode_bytes_like(pack_ids(seq))  # other int types: convert first
+    return _encode_sequence(seq)
+
+
+# --- fused: base64 text -> token ids -------------------------------------------------------
+
+cdef list _ids_from_bytes(const unsigned char *data, Py_ssize_t nbytes):
+    if nbytes % ID_BYTES:
+        raise length_error(nbytes)
+    cdef Py_ssize_t i, size = nbytes // ID_BYTES
+    result = PyList_New(size)
+    for i in range(size):
+        PyList_SET_ITEM_PTR(result, i, tok_id_object(_id_objects,
+                                                     tok_load_le32(data + i * ID_BYTES)))
+    return result
+
+
+cdef object _ids_fast(const unsigned char *src, Py_ssize_t n):
+    """Well-formed text of a whole number of ids -> the list, block by block; None when the
+    text is anything else (the caller then takes the exact path)."""
+    cdef int pads = tok_b64_pads(src, <size_t>n)
+    cdef Py_ssize_t nbytes = n // 4 * 3 - pads
+    cdef Py_ssize_t plain = n // 4 - (1 if pads else 0)
+    cdef Py_ssize_t quad = 0, count, got, k = 0, j
+    cdef unsigned char block[BLOCK_BYTES]
+    if nbytes % ID_BYTES or plain < 0:
+        return None
+    result = PyList_New(nbytes // ID_BYTES)
+    while True:
+        count = min(<Py_ssize_t>BLOCK_QUADS, plain - quad)
+        if tok_b64_decode_quads(src + quad * 4, <size_t>count, block) != <size_t>count:
+            return None
+        got = count * 3
+        quad += count
+        if quad == plain and pads:
+            if tok_b64_decode_padded(src + quad * 4, pads, block + got) < 0:
+                return None
+            got += 3 - pads
+        for j in range(got // ID_BYTES):
+            PyList_SET_ITEM_PTR(result, k, tok_id_object(_id_objects,
+                                                         tok_load_le32(block + j * ID_BYTES)))
+            k += 1
+        if quad == plain:
+            return result
+
+
+def b64_to_ids(s, *, validate=False):
+    """Base64 text (str or bytes-like) of little-endian int32 bytes -> token ids."""
+    cdef Py_ssize_t n = 0
+    cdef size_t outlen = 0
+    text = _ascii_text(s)
+    cdef bint strict = _strict(text, validate)
+    cdef const unsigned char *src = _text_data(text, &n)
+    if n == 0:
+        return []
+    if n % 4 == 0:
+        result = _ids_fast(src, n)
+        if result is not None:
+            return result
+    cdef unsigned char *out = _decode_exact(src, n, strict, &outlen)
+    try:
+        return _ids_from_bytes(out, <Py_ssize_t>outlen)
+    finally:
+        free(out)

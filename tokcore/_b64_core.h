@@ -1,0 +1,305 @@
+/* Base64 kernels for _b64_c: table-driven scalar code everywhere, AVX2 where the CPU has it.
+ *
+ * Encoding: 3 bytes -> 4 characters of the standard alphabet, '=' padding at the end.
+ * Decoding has two paths. The fast one takes well-formed text (only alphabet characters,
+ * a length that is a multiple of 4, at most two '=' at the very end) and reports any other
+ * input to the caller, which then takes the exact path: a character-by-character state
+ * machine with the semantics of CPython's binascii.a2b_base64 in both its modes (strict:
+ * any anomaly is an error; non-strict: characters outside the alphabet are skipped and
+ * the first complete pad sequence ends the data).
+ *
+ * The AVX2 kernels follow the published vector technique (W. Mula and D. Lemire, "Faster
+ * Base64 Encoding and Decoding Using AVX2 Instructions", 2018): a byte shuffle plus two
+ * 16-bit multiplies to split 24-bit groups into 6-bit indices, nibble lookups with pshufb
+ * to validate and translate characters, and multiply-adds to join 6-bit values again.
+ * They are compiled with a function-level target attribute and picked at run time, so the
+ * module still loads on CPUs without AVX2 and builds on any architecture.
+ * Every function here is GIL-free: it touches only the memory it is given.
+ */
+#ifndef TOKCORE_B64_CORE_H
+#define TOKCORE_B64_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+static const char tok_b64_alphabet[65] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/* 12 input bits -> their two output characters, in memory order */
+static uint16_t tok_b64_pairs[4096];
+/* character -> its 6 bits already shifted into place in a 24-bit group (table k for the
+ * k-th character of a quad), or TOK_B64_BAD when it is not in the alphabet */
+static uint32_t tok_b64_dec[4][256];
+#define TOK_B64_BAD 0x01000000u
+
+/* -DTOK_B64_HAVE_AVX2=0 builds the portable kernels only (what non-x86 hosts get) */
+#ifndef TOK_B64_HAVE_AVX2
+#  if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#    define TOK_B64_HAVE_AVX2 1
+#  else
+#    define TOK_B64_HAVE_AVX2 0
+#  endif
+#endif
+#if TOK_B64_HAVE_AVX2
+#  include <immintrin.h>
+#endif
+
+static int tok_b64_cpu_avx2 = 0;  /* what the CPU offers */
+static int tok_b64_use_avx2 = 0;  /* what the kernels use (tests can turn it off) */
+
+static void tok_b64_init(void) {
+    for (int i = 0; i < 4096; i++) {
+        char pair[2] = {tok_b64_alphabet[i >> 6], tok_b64_alphabet[i & 63]};
+        memcpy(&tok_b64_pairs[i], pair, 2);
+    }
+    for (int k = 0; k < 4; k++)
+        for (int c = 0; c < 256; c++) tok_b64_dec[k][c] = TOK_B64_BAD;
+    for (uint32_t v = 0; v < 64; v++) {
+        unsigned char c = (unsigned char)tok_b64_alphabet[v];
+        tok_b64_dec[0][c] = v << 18;
+        tok_b64_dec[1][c] = v << 12;
+        tok_b64_dec[2][c] = v << 6;
+        tok_b64_dec[3][c] = v;
+    }
+#if TOK_B64_HAVE_AVX2
+    __builtin_cpu_init();
+    tok_b64_cpu_avx2 = __builtin_cpu_supports("avx2") ? 1 : 0;
+#endif
+    tok_b64_use_avx2 = tok_b64_cpu_avx2;
+}
+
+/* Turn the SIMD kernels on or off (on only if the CPU has them); returns the old state. */
+static int tok_b64_set_simd(int on) {
+    int before = tok_b64_use_avx2;
+    tok_b64_use_avx2 = on && tok_b64_cpu_avx2;
+    return before;
+}
+
+static const char *tok_b64_simd_name(void) { return tok_b64_use_avx2 ? "avx2" : "scalar"; }
+
+#if TOK_B64_HAVE_AVX2
+
+/* Encodes 24 bytes -> 32 characters per step while 28 bytes can be read (each step loads
+ * 16 bytes at offsets 0 and 12); returns the number of bytes consumed. */
+__attribute__((target("avx2")))
+static size_t tok_b64_encode_avx2(const unsigned char *src, size_t n, unsigned char *out) {
+    /* per 128-bit lane: bytes b0 b1 b2 of each group -> b1 b0 b2 b1 in one 32-bit word */
+    const __m256i spread = _mm256_setr_epi8(1, 0, 2, 1, 4, 3, 5, 4, 7, 6, 8, 7, 10, 9, 11, 10,
+                                            1, 0, 2, 1, 4, 3, 5, 4, 7, 6, 8, 7, 10, 9, 11, 10);
+    /* index class (0: a-z, 1-10: 0-9, 11: '+', 12: '/', 13: A-Z) -> offset to ASCII */
+    const __m256i offsets = _mm256_setr_epi8(71, -4, -4, -4, -4, -4, -4, -4, -4, -4, -4, -19,
+                                             -16, 65, 0, 0, 71, -4, -4, -4, -4, -4, -4, -4,
+                                             -4, -4, -4, -19, -16, 65, 0, 0);
+    size_t done = 0;
+    while (n - done >= 28) {
+        __m128i lo = _mm_loadu_si128((const __m128i *)(src + done));
+        __m128i hi = _mm_loadu_si128((const __m128i *)(src + done + 12));
+        __m256i in = _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
+        in = _mm256_shuffle_epi8(in, spread);
+        /* first and third index: mask then shift right with a high multiply */
+        __m256i ac = _mm256_mulhi_epu16(_mm256_and_si256(in, _mm256_set1_epi32(0x0fc0fc00)),
+                                        _mm256_set1_epi32(0x04000040));
+        /* second and fourth index: mask then shift left with a low multiply */
+        __m256i bd = _mm256_mullo_epi16(_mm256_and_si256(in, _mm256_set1_epi32(0x003f03f0)),
+                                        _mm256_set1_epi32(0x01000010));
+        __m256i idx = _mm256_or_si256(ac, bd);
+        __m256i cls = _mm256_subs_epu8(idx, _mm256_set1_epi8(51));
+        __m256i upper = _mm256_cmpgt_epi8(_mm256_set1_epi8(26), idx);
+        cls = _mm256_or_si256(cls, _mm256_and_si256(upper, _mm256_set1_epi8(13)));
+        __m256i chars = _mm256_add_epi8(idx, _mm256_shuffle_epi8(offsets, cls));
+        _mm256_storeu_si256((__m256i *)(out + done / 3 * 4), chars);
+        done += 24;
+    }
+    return done;
+}
+
+/* Decodes 32 characters -> 24 bytes per step, stopping before the first 32-character block
+ * that holds a character outside the alphabet; returns the number of quads consumed. */
+__attribute__((target("avx2")))
+static size_t tok_b64_decode_avx2(const unsigned char *src, size_t nquads, unsigned char *out) {
+    /* a character is invalid when bad_lo[low nibble] & bad_hi[high nibble] != 0; each bit
+     * stands for one high-nibble row: 0x01 no valid char, 0x02 row 2 (only + and /),
+     * 0x04 row 3 (0-9), 0x08 rows 4 and 6 (no @ or `), 0x10 rows 5 and 7 (up to Z / z) */
+    const __m256i bad_lo = _mm256_setr_epi8(
+        0x0B, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x07, 0x15, 0x17, 0x17,
+        0x17, 0x15, 0x0B, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x07, 0x15,
+        0x17, 0x17, 0x17, 0x15);
+    const __m256i bad_hi = _mm256_setr_epi8(
+        0x01, 0x01, 0x02, 0x04, 0x08, 0x10, 0x08, 0x10, 0x01, 0x01, 0x01, 0x01, 0x01, 0x01,
+        0x01, 0x01, 0x01, 0x01, 0x02, 0x04, 0x08, 0x10, 0x08, 0x10, 0x01, 0x01, 0x01, 0x01,
+        0x01, 0x01, 0x01, 0x01);
+    /* high nibble (minus one for '/') -> what to add to the character to get its value */
+    const __m256i shift = _mm256_setr_epi8(
+        0, 16, 19, 4, -65, -65, -71, -71, 0, 0, 0, 0, 0, 0, 0, 0,
+        0, 16, 19, 4, -65, -65, -71, -71, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m256i gather = _mm256_setr_epi8(2, 1, 0, 6, 5, 4, 10, 9, 8, 14, 13, 12, -1, -1,
+                                            -1, -1, 2, 1, 0, 6, 5, 4, 10, 9, 8, 14, 13, 12,
+                                            -1, -1, -1, -1);
+    const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 4, 5, 6, 7, 7);
+    const __m256i nibble = _mm256_set1_epi8(0x0f);
+    size_t q = 0;
+    while (nquads - q >= 8) {
+        __m256i in = _mm256_loadu_si256((const __m256i *)(src + q * 4));
+        __m256i hi = _mm256_and_si256(_mm256_srli_epi32(in, 4), nibble);
+        __m256i lo = _mm256_and_si256(in, nibble);
+        __m256i bad = _mm256_and_si256(_mm256_shuffle_epi8(bad_lo, lo),
+                                       _mm256_shuffle_epi8(bad_hi, hi));
+        if (!_mm256_testz_si256(bad, bad)) break;
+        __m256i slash = _mm256_cmpeq_epi8(in, _mm256_set1_epi8('/'));
+        __m256i vals = _mm256_add_epi8(in, _mm256_shuffle_epi8(shift, _mm256_add_epi8(hi, slash)));
+        /* 4 x 6 bits -> 2 x 12 bits -> one 24-bit group per 32-bit word */
+        __m256i pairs = _mm256_maddubs_epi16(vals, _mm256_set1_epi32(0x01400140));
+        __m256i groups = _mm256_madd_epi16(pairs, _mm256_set1_epi32(0x00011000));
+        __m256i bytes = _mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(groups, gather), lanes);
+        unsigned char *dst = out + q * 3;
+        _mm_storeu_si128((__m128i *)dst, _mm256_castsi256_si128(bytes));
+        _mm_storel_epi64((__m128i *)(dst + 16), _mm256_extracti128_si256(bytes, 1));
+        q += 8;
+    }
+    return q;
+}
+
+#endif /* TOK_B64_HAVE_AVX2 */
+
+/* Encodes n bytes into 4 * ceil(n / 3) characters, padded with '='. */
+static void tok_b64_encode(const unsigned char *src, size_t n, unsigned char *out) {
+    size_t done = 0;
+#if TOK_B64_HAVE_AVX2
+    if (tok_b64_use_avx2) done = tok_b64_encode_avx2(src, n, out);
+#endif
+    out += done / 3 * 4;
+    for (; n - done >= 3; done += 3, out += 4) {
+        uint32_t group = ((uint32_t)src[done] << 16) | ((uint32_t)src[done + 1] << 8)
+                         | src[done + 2];
+        memcpy(out, &tok_b64_pairs[group >> 12], 2);
+        memcpy(out + 2, &tok_b64_pairs[group & 0xfff], 2);
+    }
+    if (n - done == 1) {
+        unsigned b0 = src[done];
+        out[0] = (unsigned char)tok_b64_alphabet[b0 >> 2];
+        out[1] = (unsigned char)tok_b64_alphabet[(b0 & 3) << 4];
+        out[2] = out[3] = '=';
+    } else if (n - done == 2) {
+        unsigned b0 = src[done], b1 = src[done + 1];
+        out[0] = (unsigned char)tok_b64_alphabet[b0 >> 2];
+        out[1] = (unsigned char)tok_b64_alphabet[((b0 & 3) << 4) | (b1 >> 4)];
+        out[2] = (unsigned char)tok_b64_alphabet[(b1 & 15) << 2];
+        out[3] = '=';
+    }
+}
+
+/* Decodes nquads quads of alphabet characters (no padding) into 3 bytes each; returns how
+ * many were decoded: fewer than nquads when the next one holds another character. */
+static size_t tok_b64_decode_quads(const unsigned char *src, size_t nquads, unsigned char *out) {
+    size_t q = 0;
+#if TOK_B64_HAVE_AVX2
+    if (tok_b64_use_avx2) q = tok_b64_decode_avx2(src, nquads, out);
+#endif
+    for (; q < nquads; q++) {
+        const unsigned char *s = src + q * 4;
+        uint32_t group = tok_b64_dec[0][s[0]] | tok_b64_dec[1][s[1]] | tok_b64_dec[2][s[2]]
+                         | tok_b64_dec[3][s[3]];
+        if (group & TOK_B64_BAD) break;
+        unsigned char *d = out + q * 3;
+        d[0] = (unsigned char)(group >> 16);
+        d[1] = (unsigned char)(group >> 8);
+        d[2] = (unsigned char)group;
+    }
+    return q;
+}
+
+/* The number of '=' that end well-formed text of length n (a multiple of 4): 0, 1 or 2. */
+static int tok_b64_pads(const unsigned char *src, size_t n) {
+    if (n == 0 || src[n - 1] != '=') return 0;
+    return src[n - 2] == '=' ? 2 : 1;
+}
+
+/* Decodes the last quad, whose final `pads` (1 or 2) characters are '=', into 3 - pads
+ * bytes; returns 0, or -1 when the rest of it is not alphabet characters. */
+static int tok_b64_decode_padded(const unsigned char *s, int pads, unsigned char *out) {
+    uint32_t group = tok_b64_dec[0][s[0]] | tok_b64_dec[1][s[1]];
+    if (pads == 1) group |= tok_b64_dec[2][s[2]];
+    if (group & TOK_B64_BAD) return -1;
+    out[0] = (unsigned char)(group >> 16);
+    if (pads == 1) out[1] = (unsigned char)(group >> 8);
+    return 0;
+}
+
+/* The fast path: decodes well-formed text into exactly n / 4 * 3 - pads bytes and returns
+ * that length, or returns -1 (output undefined) for anything else. */
+static ptrdiff_t tok_b64_decode_fast(const unsigned char *src, size_t n, unsigned char *out) {
+    if (n % 4) return -1;
+    int pads = tok_b64_pads(src, n);
+    size_t plain = n / 4 - (pads ? 1 : 0);
+    if (tok_b64_decode_quads(src, plain, out) != plain) return -1;
+    if (pads && tok_b64_decode_padded(src + plain * 4, pads, out + plain * 3) < 0) return -1;
+    return (ptrdiff_t)(plain * 3 + (pads ? 3 - pads : 0));
+}
+
+enum {
+    TOK_B64_OK = 0,
+    TOK_B64_LEADING_PAD,    /* strict: text starts with '=' */
+    TOK_B64_EXCESS,         /* strict: anything after the pad sequence */
+    TOK_B64_NOT_ALPHABET,   /* strict: a character outside the alphabet */
+    TOK_B64_DISCONTINUOUS,  /* strict: a data character after a '=' */
+    TOK_B64_ONE_EXTRA,      /* a lone data character after the last full quad */
+    TOK_B64_BAD_PADDING,    /* two or three data characters and no pad sequence after them */
+    TOK_B64_EXCESS_PAD,     /* strict, Python 3.13+: a '=' right after a complete quad */
+};
+
+/* binascii's strict mode refuses a '=' right after a complete quad from Python 3.13 on;
+ * the caller says which behaviour the running Python has */
+enum { TOK_B64_NONSTRICT = 0, TOK_B64_STRICT = 1, TOK_B64_STRICT_NO_PAD_AFTER_QUAD = 3 };
+
+/* The exact path, binascii.a2b_base64's rules; mode is one of the TOK_B64_*STRICT* values.
+ * out holds (n + 3) / 4 * 3 bytes. Returns a TOK_B64_* status; *outlen is the decoded length
+ * (for TOK_B64_ONE_EXTRA: the number of data characters, which the error message quotes). */
+static int tok_b64_decode_exact(const unsigned char *src, size_t n, int mode,
+                                unsigned char *out, size_t *outlen) {
+    const int strict = mode & TOK_B64_STRICT;
+    const int no_pad_after_quad = mode == TOK_B64_STRICT_NO_PAD_AFTER_QUAD;
+    unsigned char *start = out;
+    int quad_pos = 0, pads = 0, padding_started = 0;
+    unsigned left = 0;
+    *outlen = 0;
+    if (strict && n > 0 && src[0] == '=') return TOK_B64_LEADING_PAD;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = src[i];
+        if (c == '=') {
+            if (no_pad_after_quad && quad_pos == 0) return TOK_B64_EXCESS_PAD;
+            padding_started = 1;
+            /* '=' counts only after two data characters of a quad; enough of them end it */
+            if (quad_pos >= 2 && quad_pos + ++pads >= 4) {
+                if (strict && i + 1 < n) return TOK_B64_EXCESS;
+                *outlen = (size_t)(out - start);
+                return TOK_B64_OK;
+            }
+            continue;
+        }
+        uint32_t v = tok_b64_dec[3][c];
+        if (v & TOK_B64_BAD) {
+            if (strict) return TOK_B64_NOT_ALPHABET;
+            continue;  /* skipped, and it does not break a pad sequence */
+        }
+        if (strict && padding_started) return TOK_B64_DISCONTINUOUS;
+        pads = 0;
+        switch (quad_pos) {
+        case 0: left = v; quad_pos = 1; break;
+        case 1: *out++ = (unsigned char)((left << 2) | (v >> 4)); left = v & 0x0f; quad_pos = 2;
+                break;
+        case 2: *out++ = (unsigned char)((left << 4) | (v >> 2)); left = v & 0x03; quad_pos = 3;
+                break;
+        default: *out++ = (unsigned char)((left << 6) | v); left = 0; quad_pos = 0; break;
+        }
+    }
+    if (quad_pos == 1) {
+        *outlen = (size_t)(out - start) / 3 * 4 + 1;
+        return TOK_B64_ONE_EXTRA;
+    }
+    if (quad_pos != 0) return TOK_B64_BAD_PADDING;
+    *outlen = (size_t)(out - start);
+    return TOK_B64_OK;
+}
+
+#endif

@@ -1,0 +1,148 @@
+"""Base64, and token ids <-> base64 text: the pure-Python reference twin.
+
+The six ``base64`` look-alikes follow the standard library step by step (``binascii`` does
+the work), so they accept, return and raise exactly what ``base64`` does. The argument
+handling here (str input, ``altchars``, buffers) is shared: the Cython twin imports it for
+everything off its fast path. The fused functions are the contract's definitions:
+``ids_to_b64(ids) == b64encode(pack_ids(ids)).decode("ascii")`` and
+``b64_to_ids(s) == unpack_ids(b64decode(s))``.
+"""
+
+from __future__ import annotations
+
+import binascii
+import re
+import sys
+from typing import Any
+
+from ._ids_py import IdsArg, pack_ids, unpack_ids
+
+#: what the stdlib raises for malformed base64 (a subclass of ValueError)
+Error = binascii.Error
+
+NOGIL_MIN_BYTES = 64 * 1024  # the Cython twin drops the GIL for inputs at least this big
+
+#: binascii.a2b_base64 has a strict mode from 3.11 on, which base64's validate=True uses;
+#: before that, validate=True was a regex check followed by a non-strict decode
+STRICT_MODE = sys.version_info >= (3, 11)
+_LEGACY_VALID = re.compile(b"[A-Za-z0-9+/]*={0,2}")
+
+
+def _strict_refuses_pad_after_quad() -> bool:
+    """Whether strict mode refuses a '=' right after a complete quad (it does from 3.13 on,
+    with "Excess padding not allowed"); asked of binascii itself, not of the version."""
+    if not STRICT_MODE:
+        return False
+    try:
+        binascii.a2b_base64(b"AAAA=", strict_mode=True)
+    except binascii.Error:
+        return True
+    return False
+
+
+#: the Cython twin's exact path follows this running Python's binascii on that point
+STRICT_PAD_AFTER_QUAD_ERROR = _strict_refuses_pad_after_quad()
+
+_URLSAFE_ENCODE = bytes.maketrans(b"+/", b"-_")
+_URLSAFE_DECODE = bytes.maketrans(b"-_", b"+/")
+
+
+# --- argument handling, shared by both twins -----------------------------------------------
+
+def decode_data(s: Any) -> bytes:
+    """``s`` (ASCII str or any bytes-like object) as bytes, with the stdlib's errors."""
+    if isinstance(s, str):
+        try:
+            return s.encode("ascii")
+        except UnicodeEncodeError:
+            raise ValueError("string argument should contain only ASCII characters") from None
+    if isinstance(s, (bytes, bytearray)):
+        return bytes(s) if type(s) is not bytes else s
+    try:
+        return memoryview(s).tobytes()
+    except TypeError:
+        raise TypeError(
+            "argument should be a bytes-like object or ASCII string, "
+            f"not {s.__class__.__name__!r}"
+        ) from None
+
+
+def apply_encode_altchars(encoded: bytes, altchars: Any) -> bytes:
+    """The standard alphabet's ``+/`` swapped for ``altchars`` (as ``base64.b64encode``)."""
+    assert len(altchars) == 2, repr(altchars)
+    return encoded.translate(bytes.maketrans(b"+/", altchars))
+
+
+def apply_decode_altchars(data: bytes, altchars: Any) -> bytes:
+    """``altchars`` mapped back onto ``+/`` before decoding (as ``base64.b64decode``)."""
+    altchars = decode_data(altchars)
+    assert len(altchars) == 2, repr(altchars)
+    return data.translate(bytes.maketrans(altchars, b"+/"))
+
+
+def check_legacy_validate(data: bytes) -> None:
+    """``validate=True`` before Python 3.11: only the alphabet, then at most two ``=``."""
+    if not _LEGACY_VALID.fullmatch(data):
+        raise Error("Non-base64 digit found")
+
+
+def urlsafe_to_standard(s: Any) -> bytes:
+    return decode_data(s).translate(_URLSAFE_DECODE)
+
+
+def standard_to_urlsafe(encoded: bytes) -> bytes:
+    return encoded.translate(_URLSAFE_ENCODE)
+
+
+# --- the base64 module's functions ---------------------------------------------------------
+
+def b64encode(s: Any, altchars: Any | None = None) -> bytes:
+    """Encode the bytes-like object ``s`` with Base64 (as ``base64.b64encode``)."""
+    encoded = binascii.b2a_base64(s, newline=False)
+    if altchars is not None:
+        return apply_encode_altchars(encoded, altchars)
+    return encoded
+
+
+def b64decode(s: Any, altchars: Any | None = None, validate: bool = False) -> bytes:
+    """Decode Base64 bytes or ASCII text (as ``base64.b64decode``)."""
+    data = decode_data(s)
+    if altchars is not None:
+        data = apply_decode_altchars(data, altchars)
+    if STRICT_MODE:
+        return binascii.a2b_base64(data, strict_mode=validate)
+    if validate:
+        check_legacy_validate(data)
+    return binascii.a2b_base64(data)
+
+
+def standard_b64encode(s: Any) -> bytes:
+    """Encode with the standard alphabet (as ``base64.standard_b64encode``)."""
+    return b64encode(s)
+
+
+def standard_b64decode(s: Any) -> bytes:
+    """Decode the standard alphabet (as ``base64.standard_b64decode``)."""
+    return b64decode(s)
+
+
+def urlsafe_b64encode(s: Any) -> bytes:
+    """Encode with ``-_`` instead of ``+/`` (as ``base64.urlsafe_b64encode``)."""
+    return standard_to_urlsafe(b64encode(s))
+
+
+def urlsafe_b64decode(s: Any) -> bytes:
+    """Decode ``-_`` (and ``+/``) Base64 (as ``base64.urlsafe_b64decode``)."""
+    return b64decode(urlsafe_to_standard(s))
+
+
+# --- fused: token ids <-> base64 text of their int32 bytes ----------------------------------
+
+def ids_to_b64(ids: IdsArg) -> str:
+    """Token ids -> the Base64 text of their little-endian int32 bytes."""
+    return binascii.b2a_base64(pack_ids(ids), newline=False).decode("ascii")
+
+
+def b64_to_ids(s: Any, *, validate: bool = False) -> list[int]:
+    """Base64 text (str or bytes-like) of little-endian int32 bytes -> token ids."""
+    return unpack_ids(b64decode(s, validate=validate))
