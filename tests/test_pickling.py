@@ -58,25 +58,27 @@ class Data:
     label: str = "x"
 
 
-@compact_ids("ids", "more")
-@dataclass(slots=True)
-class DataSlots:
-    ids: Any
-    more: Any = None
-    label: str = "x"
+SLOTTED_DATACLASSES = sys.version_info >= (3, 10)  # dataclass(slots=True) is 3.10+
+
+if SLOTTED_DATACLASSES:
+    @compact_ids("ids", "more")
+    @dataclass(slots=True)
+    class DataSlots:
+        ids: Any
+        more: Any = None
+        label: str = "x"
+
+    @compact_ids("ids", "more")
+    @dataclass(frozen=True, slots=True)  # dataclasses gives it a list-of-fields __getstate__
+    class DataFrozenSlots:
+        ids: Any
+        more: Any = None
+        label: str = "x"
 
 
 @compact_ids("ids", "more")
 @dataclass(frozen=True)
 class DataFrozen:
-    ids: Any
-    more: Any = None
-    label: str = "x"
-
-
-@compact_ids("ids", "more")
-@dataclass(frozen=True, slots=True)  # dataclasses gives it a list-of-fields __getstate__
-class DataFrozenSlots:
     ids: Any
     more: Any = None
     label: str = "x"
@@ -169,8 +171,10 @@ class InheritsDecorated(Plain):
     """Not decorated itself: it inherits the base's behaviour."""
 
 
-KINDS = [Plain, Data, DataSlots, DataFrozen, DataFrozenSlots, Slotted, SlotInherited,
-         SlotsAndDict, OwnState, OwnGetstateOnly, DecoratedTwice, InheritsDecorated]
+KINDS: list[type] = [Plain, Data, DataFrozen, Slotted, SlotInherited, SlotsAndDict, OwnState,
+                     OwnGetstateOnly, DecoratedTwice, InheritsDecorated]
+if SLOTTED_DATACLASSES:
+    KINDS[2:2] = [DataSlots, DataFrozenSlots]
 
 
 def referenced_globals(data: bytes) -> set[tuple[str, str]]:
@@ -354,18 +358,48 @@ def test_compact_names_accumulate() -> None:
     assert Plain.__compact_ids__ == ("ids", "more")
 
 
-@pytest.mark.parametrize("make", [
-    lambda: object.__new__(Plain), lambda: Plain([1]), lambda: Slotted([1], None, "y"),
-    lambda: SlotsAndDict([1], [2]), lambda: SlotInherited([1]), lambda: DataSlots([1]),
-], ids=["empty", "dict", "slots", "slots+dict", "inherited slots", "dataclass slots"])
-def test_default_state_rules_match_object_getstate(make: Any,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    obj = make()
-    if not hasattr(object, "__getstate__"):
-        pytest.skip("object.__getstate__ (the oracle) is Python 3.11+")
-    expected = object.__getstate__(obj)
-    monkeypatch.setattr(pickling, "_OBJECT_GETSTATE", None)  # the 3.9/3.10 rules
-    assert pickling.default_state(obj) == expected
+class UndecoratedPlain:
+    pass
+
+
+class UndecoratedSlots:
+    __slots__ = ("a", "b")
+
+
+class UndecoratedSlotsAndDict(SlotBase):
+    pass
+
+
+class UndecoratedInheritedSlots(SlotBase):
+    __slots__ = ("more",)
+
+
+def with_attributes(obj: Any, **values: Any) -> Any:
+    for name, value in values.items():
+        setattr(obj, name, value)
+    return obj
+
+
+DEFAULT_STATE_CASES = {
+    "empty": lambda: UndecoratedPlain(),
+    "dict": lambda: with_attributes(UndecoratedPlain(), ids=[1], x="y"),
+    "slots, one set": lambda: with_attributes(UndecoratedSlots(), b=2),
+    "slots, none set": lambda: UndecoratedSlots(),
+    "slots+dict": lambda: with_attributes(UndecoratedSlotsAndDict(), ids=[1], more=2),
+    "inherited slots": lambda: with_attributes(UndecoratedInheritedSlots(), ids=[1], more=2),
+}
+
+
+@pytest.mark.parametrize("emulate", [False, True], ids=["live", "3.9 rules"])
+@pytest.mark.parametrize("case", DEFAULT_STATE_CASES)
+def test_default_state_is_what_pickle_takes(case: str, emulate: bool,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    obj = DEFAULT_STATE_CASES[case]()
+    expected = object.__reduce_ex__(obj, 2)[2]  # the state pickle itself would save
+    if emulate:
+        monkeypatch.setattr(pickling, "_OBJECT_GETSTATE", None)  # Python 3.9/3.10's path
+    state = pickling.default_state(obj)
+    assert state == (expected or None)  # before 3.11 an empty __dict__ is {} rather than None
 
 
 # --- copy ------------------------------------------------------------------------------------
@@ -391,11 +425,12 @@ def test_state_outside_pickle_resolves_back() -> None:
     other = Slotted.__new__(Slotted)
     other.__setstate__(pair)
     assert other.ids == IDS
-    frozen = DataFrozenSlots(list(IDS)).__getstate__()
-    assert type(frozen[0]) is pickling._CompactIds
-    copy_ = DataFrozenSlots.__new__(DataFrozenSlots)
-    copy_.__setstate__(frozen)
-    assert copy_.ids == IDS
+    if SLOTTED_DATACLASSES:
+        frozen = DataFrozenSlots(list(IDS)).__getstate__()
+        assert type(frozen[0]) is pickling._CompactIds
+        copy_ = DataFrozenSlots.__new__(DataFrozenSlots)
+        copy_.__setstate__(frozen)
+        assert copy_.ids == IDS
 
 
 # --- errors ------------------------------------------------------------------------------------
