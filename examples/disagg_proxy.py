@@ -44,7 +44,7 @@ import sys
 import time
 import zlib
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 from urllib.parse import urlsplit
@@ -165,7 +165,6 @@ class ProxyState:
     plain: bool
     session: ClientSession | None = None
     requests: int = 0
-    events: dict[str, int] = field(default_factory=dict)
 
 
 def patch_usage_plain(message: dict[str, Any], prompt_tokens: int, cached_tokens: int) -> None:
