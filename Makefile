@@ -15,7 +15,8 @@ $(BIN)/python:
 
 $(VENV)/.deps-%: pyproject.toml | $(BIN)/python
 	$(PIP) install -U setuptools wheel "Cython>=3.0"
-	$(PIP) install $$($(BIN)/python -c "import tomllib,sys; d=tomllib.load(open('pyproject.toml','rb')); print(' '.join(repr(r)[1:-1] for r in d['project']['optional-dependencies']['$*']))")
+	$(BIN)/python tools/extra_requirements.py $* > $(VENV)/requirements-$*.txt
+	$(PIP) install -r $(VENV)/requirements-$*.txt
 	touch $@
 
 venv: $(VENV)/.deps-test
@@ -43,5 +44,5 @@ clean:
 
 lint: $(VENV)/.deps-test
 	$(PIP) install ruff mypy
-	$(BIN)/ruff check tokcore tests bench examples setup.py
+	$(BIN)/ruff check tokcore tests bench examples tools fuzz setup.py
 	$(BIN)/mypy

@@ -12,6 +12,7 @@ README = Path(__file__).resolve().parent.parent / "README.md"
 
 
 def test_readme_examples() -> None:
-    result = doctest.testfile(str(README), module_relative=False, optionflags=doctest.ELLIPSIS | doctest.IGNORE_EXCEPTION_DETAIL)
+    flags = doctest.ELLIPSIS | doctest.IGNORE_EXCEPTION_DETAIL
+    result = doctest.testfile(str(README), module_relative=False, optionflags=flags)
     assert result.attempted > 0
     assert result.failed == 0
