@@ -15,7 +15,8 @@ $(BIN)/python:
 
 $(VENV)/.deps-%: pyproject.toml | $(BIN)/python
 	$(PIP) install -U setuptools wheel "Cython>=3.0"
-	$(PIP) install $$($(BIN)/python -c "import tomllib,sys; d=tomllib.load(open('pyproject.toml','rb')); print(' '.join(repr(r)[1:-1] for r in d['project']['optional-dependencies']['$*']))")
+	$(BIN)/python tools/extra_requirements.py $* > $(VENV)/requirements-$*.txt
+	$(PIP) install -r $(VENV)/requirements-$*.txt
 	touch $@
 
 venv: $(VENV)/.deps-test
@@ -62,7 +63,7 @@ SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-fr
 
 sanitize: $(VENV)/.deps-test
 	rm -rf $(ASAN_DIR) && mkdir -p $(ASAN_DIR)
-	cp -r tokcore tests fuzz setup.py pyproject.toml README.md $(wildcard examples bench) $(ASAN_DIR)/
+	cp -r tokcore tests fuzz setup.py pyproject.toml README.md $(wildcard examples bench tools) $(ASAN_DIR)/
 	rm -f $(ASAN_DIR)/tokcore/*.so $(ASAN_DIR)/tokcore/_*_c.c
 	cd $(ASAN_DIR) && CFLAGS="$(SAN_FLAGS)" LDFLAGS="-fsanitize=address,undefined" \
 		TOKCORE_REQUIRE_EXTENSIONS=1 $(CURDIR)/$(BIN)/python setup.py -q build_ext --inplace -j 2
@@ -78,5 +79,5 @@ clean:
 
 lint: $(VENV)/.deps-test
 	$(PIP) install ruff mypy
-	$(BIN)/ruff check tokcore tests bench examples setup.py
+	$(BIN)/ruff check tokcore tests bench examples tools fuzz setup.py
 	$(BIN)/mypy

@@ -257,8 +257,11 @@ def test_large_inputs(kernel: ModuleType) -> None:
         kernel.b64decode(wrapped, validate=True)
     broken = encoded[:50_000] + b"*" + encoded[50_000:]
     assert kernel.b64decode(broken) == data
-    with pytest.raises(binascii.Error, match="Only base64 data"):
+    with pytest.raises(binascii.Error) as caught:
         kernel.b64decode(broken, validate=True)
+    with pytest.raises(binascii.Error) as expected:  # the message varies by Python version
+        base64.b64decode(broken, validate=True)
+    assert str(caught.value) == str(expected.value)
 
 
 # --- fused ids <-> base64 ------------------------------------------------------------------

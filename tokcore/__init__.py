@@ -16,6 +16,7 @@ from ._b64 import (
 from ._backend import backend_summary
 from ._ids import pack_ids, unpack_ids
 from ._sse import Event, EventDecoder, UsageRelay, find_usage, iter_events, rewrite_usage
+from .pickling import compact_ids
 from .relay import arelay_usage, relay_usage
 
 __version__ = "0.1.0"
@@ -33,6 +34,7 @@ __all__ = [
     "b64_to_ids",
     "b64decode",
     "b64encode",
+    "compact_ids",
     "find_usage",
     "ids_to_b64",
     "iter_events",

@@ -10,7 +10,7 @@ come from ``_sse_py``, so both twins give the same bytes.
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from libc.stdint cimport int64_t
-from libc.string cimport memchr, memcmp, memcpy, strlen
+from libc.string cimport memchr, memcmp, memcpy, memset, strlen
 
 from tokcore._sse_py import (
     DEFAULT_MAX_EVENT_BYTES, Event, check_counts,
@@ -40,7 +40,7 @@ cdef enum:
     C_QUOTE = 3
 
 cdef unsigned char BYTE_CLASS[256]
-BYTE_CLASS[:] = [C_OTHER] * 256
+memset(BYTE_CLASS, C_OTHER, sizeof(BYTE_CLASS))
 for _b in bytearray(b" \t\n\r"):
     BYTE_CLASS[_b] = C_WS
 for _b in bytearray(b"{}[]:,"):

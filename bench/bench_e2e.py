@@ -1,0 +1,179 @@
+"""End to end: examples/disagg_proxy.py under load, tokcore mode against --plain mode.
+
+Not a pyperf script (``RUNNER = "plain"``): it starts the two fake workers and, for each
+mode, the proxy, each in its own process on loopback, drives the proxy with concurrent
+streaming requests (40k-token prompts, a few hundred output tokens) and prints, per mode, the
+proxy process's CPU seconds per request and per relayed token (read from the proxy's
+``/stats``, i.e. its own ``os.times()``, so the workers and this client are not counted),
+requests per second, and time to first streamed event (p50, p95). Every response is checked:
+all events there, the usage rewritten with the context worker's counts.
+
+Usage: python bench/bench_e2e.py [--rounds N] [--requests N] [--concurrency N]
+       [--output-tokens N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.util
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import Any, NamedTuple
+
+RUNNER = "plain"  # bench/report.py runs this script as it is and shows what it prints
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "disagg_proxy.py"
+PROMPT_TOKENS = 40_000
+GOAL = 1 / 3  # tokcore-mode proxy CPU per request at most this fraction of plain mode's
+
+
+def load_example() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("disagg_proxy", EXAMPLE)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+class Figures(NamedTuple):
+    mode: str
+    requests: int
+    tokens: int
+    cpu_seconds: float
+    system_seconds: float
+    wall_seconds: float
+    ttfts: list[float]
+
+    def row(self) -> str:
+        cut = statistics.quantiles(self.ttfts, n=20)  # cut[9] is p50, cut[18] p95
+        return (f"  {self.mode:<8} {self.cpu_seconds / self.requests * 1e3:12.2f} ms "
+                f"{self.cpu_seconds / self.tokens * 1e6:12.2f} us "
+                f"{self.requests / self.wall_seconds:10.1f} "
+                f"{cut[9] * 1e3:10.1f} ms {cut[18] * 1e3:10.1f} ms "
+                f"{self.system_seconds / self.cpu_seconds:10.0%}")
+
+
+async def one_request(session: Any, url: str, number: int, output_tokens: int,
+                      expected_usage: dict[str, Any]) -> float:
+    """Stream one chat completion; check it; return the time to the first streamed event."""
+    body = {"model": "fake-model", "max_tokens": output_tokens, "stream": True,
+            "stream_options": {"include_usage": True}, "fake_prompt_tokens": PROMPT_TOKENS,
+            "messages": [{"role": "user", "content": f"prompt number {number % 8}"}]}
+    start = time.perf_counter()
+    first = 0.0
+    parts = []
+    async with session.post(f"{url}/v1/chat/completions", json=body) as response:
+        response.raise_for_status()
+        async for chunk in response.content.iter_any():
+            if not first:
+                first = time.perf_counter() - start
+            parts.append(chunk)
+    events = b"".join(parts).split(b"\n\n")
+    # role event, the tokens, the usage event, [DONE], and the empty text after the last \n\n
+    if len(events) != output_tokens + 4 or events[-2] != b"data: [DONE]":
+        raise AssertionError(f"request {number}: {len(events)} events, ending {events[-2:]!r}")
+    usage = json.loads(events[-3][len(b"data: "):])["usage"]
+    if usage != expected_usage:
+        raise AssertionError(f"request {number}: usage {usage} != {expected_usage}")
+    return first
+
+
+async def drive(example: ModuleType, urls: dict[str, str], rounds: int, requests: int,
+                concurrency: int, output_tokens: int) -> dict[str, Figures]:
+    """``rounds`` rounds of ``requests`` requests to each proxy in turn, so both modes see the
+    same background load; the figures add the rounds up."""
+    from aiohttp import ClientSession, ClientTimeout, TCPConnector
+
+    cached = example.cached_prompt_tokens(PROMPT_TOKENS)
+    expected = {"prompt_tokens": PROMPT_TOKENS, "completion_tokens": output_tokens,
+                "total_tokens": PROMPT_TOKENS + output_tokens,
+                "prompt_tokens_details": {"cached_tokens": cached}}
+    totals = {mode: Figures(mode, 0, 0, 0.0, 0.0, 0.0, []) for mode in urls}
+    async with ClientSession(connector=TCPConnector(limit=0),
+                             timeout=ClientTimeout(total=120)) as session:
+
+        async def stats(url: str) -> dict[str, Any]:
+            async with session.get(f"{url}/stats") as response:
+                return await response.json()  # type: ignore[no-any-return]
+
+        async def run(url: str, count: int) -> list[float]:
+            numbers = iter(range(count))
+            ttfts: list[float] = []
+
+            async def client() -> None:
+                for number in numbers:
+                    ttfts.append(await one_request(session, url, number, output_tokens, expected))
+
+            await asyncio.gather(*(client() for _ in range(concurrency)))
+            return ttfts
+
+        for url in urls.values():  # warm-up: connections, caches, the workers' fake prompts
+            await run(url, 2 * concurrency)
+        for _ in range(rounds):
+            for mode, url in urls.items():
+                before = await stats(url)
+                start = time.perf_counter()
+                ttfts = await run(url, requests)
+                wall = time.perf_counter() - start
+                after = await stats(url)
+                assert after["plain"] == (mode == "plain")
+                total = totals[mode]
+                totals[mode] = Figures(
+                    mode, total.requests + requests, total.tokens + requests * output_tokens,
+                    total.cpu_seconds + after["cpu_seconds"] - before["cpu_seconds"],
+                    total.system_seconds + after["system_seconds"] - before["system_seconds"],
+                    total.wall_seconds + wall, total.ttfts + ttfts)
+    return totals
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=4, help="alternations of the two modes")
+    parser.add_argument("--requests", type=int, default=300, help="requests per mode and round")
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--output-tokens", type=int, default=300)
+    args = parser.parse_args()
+    example = load_example()
+    started = time.perf_counter()
+    processes = []
+    try:
+        context, context_url = example.spawn("context")
+        processes.append(context)
+        generation, generation_url = example.spawn("generation")
+        processes.append(generation)
+        urls = {}
+        for mode in ("plain", "tokcore"):
+            flags = ["--plain"] if mode == "plain" else []
+            proxy, urls[mode] = example.spawn("proxy", "--context-url", context_url,
+                                              "--generation-url", generation_url, *flags)
+            processes.append(proxy)
+        figures = asyncio.run(drive(example, urls, args.rounds, args.requests,
+                                    args.concurrency, args.output_tokens))
+    finally:
+        for process in processes:
+            process.terminate()
+            process.wait(timeout=10)
+
+    print(f"examples/disagg_proxy.py on loopback: {PROMPT_TOKENS}-token prompts, "
+          f"{args.output_tokens} output tokens, {args.concurrency} concurrent streams, "
+          f"{args.rounds} x {args.requests} timed requests per mode, alternating "
+          f"({time.perf_counter() - started:.0f} s)")
+    print(f"  {'mode':<8} {'proxy CPU/req':>15} {'CPU/token':>15} {'req/s':>10} "
+          f"{'TTFT p50':>13} {'TTFT p95':>13} {'kernel':>10}")
+    for mode in ("plain", "tokcore"):
+        print(figures[mode].row())
+    plain, fast = (figures[m].cpu_seconds / figures[m].requests for m in ("plain", "tokcore"))
+    ratio = fast / plain
+    verdict = "ok  " if ratio <= GOAL else "MISS"
+    print(f"  {verdict} proxy CPU per request, tokcore/plain: {ratio:.3f} "
+          f"({plain / fast:.1f}x less; goal <= {GOAL:.3f})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,500 @@
+"""compact_ids: round trips for every kind of class and every pickle protocol, copy, errors.
+
+Oracles: pickle itself on the undecorated twin of each class (same state, same behaviour),
+``struct`` for the int32 bytes in the stream, and an Unpickler that records every global a
+pickle references (the compact form is a call to ``tokcore.pickling._ids_from_int32``).
+"""
+
+from __future__ import annotations
+
+import array
+import copy
+import io
+import pickle
+import struct
+import sys
+import threading
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tokcore
+from tokcore import compact_ids, pickling
+
+PROTOCOLS = range(pickle.HIGHEST_PROTOCOL + 1)
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+MARKER = ("tokcore.pickling", "_ids_from_int32")
+IDS = [151644, 872, 198, 0, INT32_MAX, INT32_MIN, 7]
+
+
+@pytest.fixture(params=["c", "py"])
+def codec(request: pytest.FixtureRequest, ids_twin: ModuleType,
+          monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    """compact_ids running on one twin of the token-id codec."""
+    monkeypatch.setattr(pickling, "_codec", ids_twin)
+    return ids_twin
+
+
+# --- every kind of class, decorated (module level: pickle finds classes by name) -------------
+
+@compact_ids("ids", "more")
+class Plain:
+    def __init__(self, ids: Any, more: Any = None, label: str = "x") -> None:
+        self.ids = ids
+        self.more = more
+        self.label = label
+
+
+@compact_ids("ids", "more")
+@dataclass
+class Data:
+    ids: Any
+    more: Any = None
+    label: str = "x"
+
+
+SLOTTED_DATACLASSES = sys.version_info >= (3, 10)  # dataclass(slots=True) is 3.10+
+
+if SLOTTED_DATACLASSES:
+    @compact_ids("ids", "more")
+    @dataclass(slots=True)
+    class DataSlots:
+        ids: Any
+        more: Any = None
+        label: str = "x"
+
+    @compact_ids("ids", "more")
+    @dataclass(frozen=True, slots=True)  # dataclasses gives it a list-of-fields __getstate__
+    class DataFrozenSlots:
+        ids: Any
+        more: Any = None
+        label: str = "x"
+
+
+@compact_ids("ids", "more")
+@dataclass(frozen=True)
+class DataFrozen:
+    ids: Any
+    more: Any = None
+    label: str = "x"
+
+
+@compact_ids("ids", "more")
+class Slotted:
+    __slots__ = ("ids", "more", "label")
+
+    def __init__(self, ids: Any, more: Any = None, label: str = "x") -> None:
+        self.ids = ids
+        self.more = more
+        self.label = label
+
+
+class SlotBase:
+    __slots__ = ("ids",)
+
+
+@compact_ids("ids", "more")
+class SlotInherited(SlotBase):
+    __slots__ = ("more", "label")
+
+    def __init__(self, ids: Any, more: Any = None, label: str = "x") -> None:
+        self.ids = ids
+        self.more = more
+        self.label = label
+
+
+@compact_ids("ids", "more")
+class SlotsAndDict(SlotBase):  # ids in a slot, the rest in __dict__
+    def __init__(self, ids: Any, more: Any = None, label: str = "x") -> None:
+        self.ids = ids
+        self.more = more
+        self.label = label
+
+
+@compact_ids("ids", "more")
+class OwnState:
+    """Its own __getstate__/__setstate__ (dict state) must still run, on lists."""
+
+    def __init__(self, ids: Any, more: Any = None, label: str = "x") -> None:
+        self.ids = ids
+        self.more = more
+        self.label = label
+        self.cache = object()  # not picklable: __getstate__ drops it
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        del state["cache"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        assert all(type(state[k]) is not pickling._CompactIds for k in ("ids", "more"))
+        self.__dict__.update(state)
+        self.cache = object()
+        self.restored = True
+
+
+@compact_ids("ids", "more")
+class OwnGetstateOnly:
+    """Its own __getstate__ (a dict) and pickle's default way of setting it back."""
+
+    def __init__(self, ids: Any, more: Any = None, label: str = "x") -> None:
+        self.ids = ids
+        self.more = more
+        self.label = label
+        self.lock = threading.Lock()  # not picklable: __getstate__ drops it
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "lock"}
+
+
+class DecoratedBase:
+    def __init__(self, ids: Any, more: Any = None, label: str = "x") -> None:
+        self.ids = ids
+        self.more = more
+        self.label = label
+
+
+compact_ids("ids")(DecoratedBase)
+
+
+@compact_ids("more")
+class DecoratedTwice(DecoratedBase):
+    """Decorated on top of a decorated base: both names travel compact."""
+
+
+class InheritsDecorated(Plain):
+    """Not decorated itself: it inherits the base's behaviour."""
+
+
+KINDS: list[type] = [Plain, Data, DataFrozen, Slotted, SlotInherited, SlotsAndDict, OwnState,
+                     OwnGetstateOnly, DecoratedTwice, InheritsDecorated]
+if SLOTTED_DATACLASSES:
+    KINDS[2:2] = [DataSlots, DataFrozenSlots]
+
+
+def referenced_globals(data: bytes) -> set[tuple[str, str]]:
+    found: set[tuple[str, str]] = set()
+
+    class Recorder(pickle.Unpickler):
+        def find_class(self, module: str, name: str) -> Any:
+            found.add((module, name))
+            return super().find_class(module, name)
+
+    Recorder(io.BytesIO(data)).load()
+    return found
+
+
+def int32_bytes(ids: list[int]) -> bytes:
+    return struct.pack(f"<{len(ids)}i", *ids)
+
+
+# --- round trips ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.__name__)
+def test_round_trip_every_kind_and_protocol(kind: type, protocol: int, codec: ModuleType) -> None:
+    more = tuple(range(-5, 300, 7))
+    obj = kind(list(IDS), more, label="req-1")
+    data = pickle.dumps(obj, protocol)
+    back = pickle.loads(data)
+    assert type(back) is kind
+    assert type(back.ids) is list and back.ids == IDS
+    assert type(back.more) is list and back.more == list(more)  # a tuple comes back a list
+    assert back.label == "req-1"
+    assert MARKER in referenced_globals(data)
+    if protocol >= 3:  # raw bytes in the stream (0-2 spell bytes through _codecs.encode)
+        assert int32_bytes(IDS) in data and int32_bytes(list(more)) in data
+    assert obj.ids == IDS and obj.more == more  # the original is untouched
+    if kind is OwnState:
+        assert back.restored
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.__name__)
+def test_values_that_are_not_int32_id_sequences_travel_unchanged(kind: type) -> None:
+    odd_values: list[Any] = [
+        None, [], (), [[1, 2], [3]], [1, 2.0], [1, "2"], [INT32_MAX + 1], [INT32_MIN - 1],
+        [2**70], np.arange(5, dtype=np.int32), array.array("i", [1, 2]), "123", b"\x01\x00",
+        {"a": 1}, {1, 2}, range(3), 17,
+    ]
+    for value in odd_values:
+        for protocol in PROTOCOLS:
+            back = pickle.loads(pickle.dumps(kind(value, value), protocol))
+            if isinstance(value, np.ndarray):
+                assert type(back.ids) is np.ndarray and np.array_equal(back.ids, value)
+            elif value == [] or value == ():
+                assert back.ids == [] and type(back.ids) is list  # empty: compact, a list
+            else:
+                assert type(back.ids) is type(value) and back.ids == value
+
+
+def test_unchanged_values_leave_no_marker() -> None:
+    data = pickle.dumps(Plain([1, 2**40], None, "x"))
+    assert MARKER not in referenced_globals(data)
+    assert pickle.dumps(Plain([1, 2**40], None, "x")) == data
+
+
+def test_list_subclass_keeps_its_type() -> None:
+    class Ids(list):  # type: ignore[type-arg]
+        pass
+
+    obj = Plain(Ids([1, 2, 3]))
+    state = obj.__getstate__()
+    assert state["ids"] is obj.ids  # not compacted: the subclass would be lost
+
+
+def test_integer_like_items_come_back_as_ints() -> None:
+    back = pickle.loads(pickle.dumps(Plain([True, False, np.int64(7), np.int32(-3)])))
+    assert back.ids == [1, 0, 7, -3] and all(type(x) is int for x in back.ids)
+
+
+def test_shared_list_becomes_two_equal_lists() -> None:
+    obj = Plain([1, 2, 3])
+    obj.label = obj.ids  # not a named attribute: pickled as usual
+    back = pickle.loads(pickle.dumps(obj))
+    assert back.ids == back.label == [1, 2, 3]
+
+
+def test_unnamed_attributes_stay_ordinary() -> None:
+    obj = Plain([1, 2], None, label=[3, 4])  # type: ignore[arg-type]
+    state = obj.__getstate__()
+    assert state["label"] is obj.label and type(state["ids"]) is pickling._CompactIds
+
+
+def test_missing_attributes_are_fine() -> None:
+    obj = Slotted.__new__(Slotted)
+    obj.label = "only this"
+    back = pickle.loads(pickle.dumps(obj))
+    assert back.label == "only this" and not hasattr(back, "ids")
+
+
+def test_state_of_the_object_is_not_mutated() -> None:
+    obj = Plain(list(IDS))
+    own_dict = obj.__dict__
+    pickle.dumps(obj)
+    assert obj.__dict__ is own_dict and type(own_dict["ids"]) is list
+
+
+def test_large_round_trip(codec: ModuleType) -> None:
+    ids = list(range(-70_000, 130_000, 3))
+    data = pickle.dumps(Data(ids), pickle.HIGHEST_PROTOCOL)
+    assert len(data) < 4 * len(ids) + 200
+    assert pickle.loads(data).ids == ids
+
+
+# --- compatibility: before and after decoration, other states ----------------------------------
+
+def make_class(name: str) -> type:
+    def __init__(self: Any, ids: Any) -> None:
+        self.ids = ids
+
+    cls = type(name, (), {"__init__": __init__, "__module__": __name__})
+    setattr(sys.modules[__name__], name, cls)
+    return cls
+
+
+def test_pickles_made_before_decoration_still_load() -> None:
+    cls = make_class("Legacy")
+    try:
+        old = [pickle.dumps(cls(list(IDS)), protocol) for protocol in PROTOCOLS]
+        compact_ids("ids")(cls)
+        for data in old:
+            back = pickle.loads(data)
+            assert back.ids == IDS and type(back).__getstate__ is cls.__getstate__
+    finally:
+        delattr(sys.modules[__name__], "Legacy")
+
+
+def test_compact_pickles_load_into_an_undecorated_class() -> None:
+    cls = make_class("Later")
+    try:
+        compact_ids("ids")(cls)
+        data = pickle.dumps(cls(list(IDS)))
+        make_class("Later")  # the class as a reader without the decorator defines it
+        back = pickle.loads(data)
+        assert back.ids == IDS and "__getstate__" not in type(back).__dict__
+    finally:
+        delattr(sys.modules[__name__], "Later")
+
+
+@compact_ids("ids")
+class OpaqueState:
+    """A __getstate__ of a shape compact_ids does not know: pickling works as before."""
+
+    def __init__(self, ids: Any) -> None:
+        self.ids = ids
+
+    def __getstate__(self) -> tuple[str, list[int]]:
+        return ("v1", self.ids)
+
+    def __setstate__(self, state: tuple[str, list[int]]) -> None:
+        version, self.ids = state
+
+
+@compact_ids("ids")
+class OnlySetstate:
+    def __init__(self, ids: Any) -> None:
+        self.ids = ids
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.seen = type(state["ids"])
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_unknown_state_shapes_pickle_as_before(protocol: int) -> None:
+    data = pickle.dumps(OpaqueState([1, 2, 3]), protocol)
+    assert pickle.loads(data).ids == [1, 2, 3] and MARKER not in referenced_globals(data)
+    back = pickle.loads(pickle.dumps(OnlySetstate([4, 5]), protocol))
+    assert back.ids == [4, 5] and back.seen is list
+
+
+def test_compact_names_accumulate() -> None:
+    assert DecoratedTwice.__compact_ids__ == ("ids", "more")
+    assert Plain.__compact_ids__ == ("ids", "more")
+
+
+class UndecoratedPlain:
+    pass
+
+
+class UndecoratedSlots:
+    __slots__ = ("a", "b")
+
+
+class UndecoratedSlotsAndDict(SlotBase):
+    pass
+
+
+class UndecoratedInheritedSlots(SlotBase):
+    __slots__ = ("more",)
+
+
+def with_attributes(obj: Any, **values: Any) -> Any:
+    for name, value in values.items():
+        setattr(obj, name, value)
+    return obj
+
+
+DEFAULT_STATE_CASES = {
+    "empty": lambda: UndecoratedPlain(),
+    "dict": lambda: with_attributes(UndecoratedPlain(), ids=[1], x="y"),
+    "slots, one set": lambda: with_attributes(UndecoratedSlots(), b=2),
+    "slots, none set": lambda: UndecoratedSlots(),
+    "slots+dict": lambda: with_attributes(UndecoratedSlotsAndDict(), ids=[1], more=2),
+    "inherited slots": lambda: with_attributes(UndecoratedInheritedSlots(), ids=[1], more=2),
+}
+
+
+@pytest.mark.parametrize("emulate", [False, True], ids=["live", "3.9 rules"])
+@pytest.mark.parametrize("case", DEFAULT_STATE_CASES)
+def test_default_state_is_what_pickle_takes(case: str, emulate: bool,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    obj = DEFAULT_STATE_CASES[case]()
+    expected = object.__reduce_ex__(obj, 2)[2]  # the state pickle itself would save
+    if emulate:
+        monkeypatch.setattr(pickling, "_OBJECT_GETSTATE", None)  # Python 3.9/3.10's path
+    state = pickling.default_state(obj)
+    assert state == (expected or None)  # before 3.11 an empty __dict__ is {} rather than None
+
+
+# --- copy ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.__name__)
+def test_copy_and_deepcopy(kind: type) -> None:
+    obj = kind(list(IDS), (1, 2), label="c")
+    shallow = copy.copy(obj)
+    assert shallow.ids is obj.ids and shallow.more is obj.more  # as without the decorator
+    deep = copy.deepcopy(obj)
+    assert deep.ids == IDS and deep.ids is not obj.ids and deep.more == (1, 2)
+    assert deep.label == "c"
+
+
+def test_state_outside_pickle_resolves_back() -> None:
+    obj = Plain(list(IDS))
+    state = obj.__getstate__()
+    assert "7 ids" in repr(state["ids"])
+    twin = Plain.__new__(Plain)
+    twin.__setstate__(state)
+    assert twin.ids is obj.ids
+    pair = Slotted(list(IDS)).__getstate__()
+    other = Slotted.__new__(Slotted)
+    other.__setstate__(pair)
+    assert other.ids == IDS
+    if SLOTTED_DATACLASSES:
+        frozen = DataFrozenSlots(list(IDS)).__getstate__()
+        assert type(frozen[0]) is pickling._CompactIds
+        copy_ = DataFrozenSlots.__new__(DataFrozenSlots)
+        copy_.__setstate__(frozen)
+        assert copy_.ids == IDS
+
+
+# --- errors ------------------------------------------------------------------------------------
+
+def test_errors() -> None:
+    with pytest.raises(TypeError, match="at least one"):
+        compact_ids()
+    with pytest.raises(TypeError, match=r"must be str, not int \(argument 1\)"):
+        compact_ids("ids", 3)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="'a-b'"):
+        compact_ids("a-b")
+    with pytest.raises(TypeError, match="decorates classes"):
+        compact_ids("ids")(lambda: None)  # type: ignore[type-var]
+
+    class Reduces:
+        def __reduce__(self) -> Any:
+            return (Reduces, ())
+
+    with pytest.raises(TypeError, match="defines __reduce__"):
+        compact_ids("ids")(Reduces)
+
+    class ReducesEx:
+        def __reduce_ex__(self, protocol: Any) -> Any:
+            return (ReducesEx, ())
+
+    with pytest.raises(TypeError, match="defines __reduce_ex__"):
+        compact_ids("ids")(ReducesEx)
+
+
+def test_unpicklable_values_still_fail_as_usual() -> None:
+    with pytest.raises((TypeError, pickle.PicklingError, AttributeError)):
+        pickle.dumps(Plain(lambda: 1))
+
+
+def test_exported() -> None:
+    assert tokcore.compact_ids is compact_ids and "compact_ids" in tokcore.__all__
+
+
+# --- properties ---------------------------------------------------------------------------------
+
+int32s = st.integers(INT32_MIN, INT32_MAX)
+values = st.one_of(
+    st.lists(int32s, max_size=50),
+    st.lists(int32s, max_size=50).map(tuple),
+    st.lists(st.integers(), max_size=20),
+    st.lists(st.one_of(int32s, st.floats(allow_nan=False), st.text(max_size=3)), max_size=10),
+    st.lists(st.lists(int32s, max_size=3), max_size=5),
+    st.none(),
+)
+
+
+def expected_back(value: Any) -> Any:
+    if isinstance(value, (list, tuple)) and all(
+        type(x) is int and INT32_MIN <= x <= INT32_MAX for x in value
+    ):
+        return list(value)
+    return value
+
+
+@settings(max_examples=150, deadline=None)
+@given(value=values, more=values, protocol=st.sampled_from(PROTOCOLS),
+       kind=st.sampled_from(KINDS))
+def test_round_trip_property(value: Any, more: Any, protocol: int, kind: type) -> None:
+    back = pickle.loads(pickle.dumps(kind(value, more), protocol))
+    for got, sent in ((back.ids, value), (back.more, more)):
+        want = expected_back(sent)
+        assert got == want and type(got) is type(want)
