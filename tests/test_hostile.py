@@ -476,3 +476,25 @@ def test_b64_validate_of_every_type(validate: Any) -> None:
         assert same_everywhere("b64", lambda m, d=data: m.b64_to_ids(d.decode(),
                                                                        validate=validate),
                                (TypeError, ValueError, OverflowError)) == composed, data
+
+
+# --- compact_ids: a pickle whose compact value is damaged ----------------------------------
+
+@pytest.mark.parametrize("data", [b"", b"\0", b"\0" * 5, b"\xff" * 4003, "text", None])
+def test_compact_pickle_with_damaged_ids(data: Any) -> None:
+    """The compact value's loader gets whatever a damaged (or hand-made) pickle holds: the
+    contract's error (or the ids, for a valid length), never a crash."""
+    import pickle
+
+    from tokcore import pickling
+
+    class Damaged:
+        def __reduce__(self) -> Any:
+            return pickling._ids_from_int32, (data,)
+
+    blob = pickle.dumps(Damaged())
+    result = outcome(lambda: pickle.loads(blob))
+    if isinstance(data, bytes) and len(data) % 4 == 0:
+        assert result == [0] * (len(data) // 4)
+    else:
+        assert result in (ValueError, TypeError)

@@ -16,6 +16,7 @@ import array
 import gc
 import importlib
 import os
+import pickle
 import sys
 import tracemalloc
 from collections.abc import Callable, Iterator
@@ -26,6 +27,7 @@ import numpy as np
 import pytest
 from _twins import KINDS, report, twin
 
+from tokcore import compact_ids
 from tokcore._backend import NO_EXTENSIONS
 
 CALLS = 6_000                  # per case; ~65 cases a twin: ~400k calls a twin in all
@@ -308,3 +310,27 @@ def test_stream_helpers_memory_is_flat(record: list[str]) -> None:
             check(record, tokcore, label, call, None)
     finally:
         loop.close()
+
+
+# --- compact_ids pickling ------------------------------------------------------------------
+
+@compact_ids("prompt_token_ids", "output_ids")
+class Request:
+    def __init__(self, prompt: Any, output: Any) -> None:
+        self.prompt_token_ids, self.output_ids, self.rid = prompt, output, "r-1"
+
+
+@pytest.mark.parametrize("label, request_", [
+    ("compact_ids: list + tuple", Request(IDS, tuple(SMALL_IDS))),
+    ("compact_ids: value out of int32 (as is)", Request([1, 2**40], None)),
+    ("compact_ids: numpy (as is)", Request(np.array(IDS), [1.5])),
+], ids=lambda v: v if isinstance(v, str) else "")
+def test_compact_ids_memory_is_flat(record: list[str], label: str, request_: Request) -> None:
+    import tokcore
+
+    def round_trip() -> Any:
+        return pickle.loads(pickle.dumps(request_, protocol=5))
+
+    back = round_trip()
+    assert back.rid == "r-1" and back.prompt_token_ids is not request_.prompt_token_ids
+    check(record, tokcore, label, round_trip, None)

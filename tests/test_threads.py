@@ -9,6 +9,7 @@ it never crashes and never holds a byte that was in neither.
 from __future__ import annotations
 
 import array
+import pickle
 import struct
 import sys
 import threading
@@ -18,6 +19,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+
+from tokcore import compact_ids
 
 THREADS = 6
 ROUNDS = 40
@@ -320,5 +323,25 @@ def test_relay_usage_shared_stream() -> None:
             assert b"".join(tokcore.relay_usage(pieces, 70, 8)) == SSE_RELAYED
             del pieces
             view.release()
+
+    run_together(*[worker] * THREADS)
+
+
+@compact_ids("ids")
+class Holder:
+    def __init__(self, ids: Any) -> None:
+        self.ids = ids
+
+
+def test_compact_ids_pickling_shared_objects() -> None:
+    ids = list(range(100_000, 120_000))
+    shared = [Holder(ids), Holder(tuple(ids)), Holder([1, 2**40]), Holder(None)]
+
+    def worker() -> None:
+        for _ in range(ROUNDS // 2):
+            for holder in shared:
+                back = pickle.loads(pickle.dumps(holder))
+                expected = list(holder.ids) if isinstance(holder.ids, tuple) else holder.ids
+                assert back.ids == expected
 
     run_together(*[worker] * THREADS)
