@@ -37,9 +37,21 @@ def twins(name: str) -> list[ModuleType]:
     return [twin(name, "py")] + ([] if NO_EXTENSIONS else [twin(name, "c")])
 
 
+_printed: dict[str, int] = {}
+
+
 def report(config: pytest.Config, filename: str, header: str, lines: list[str]) -> None:
-    """Print measured figures at the end of a module (capture off) and keep them in build/."""
-    if not lines:
+    """Print the figures measured since the last call (capture off) and keep all of them in
+    build/<filename> (``-python-only`` added to the name under TOKCORE_NO_EXTENSIONS).
+
+    ``lines`` is a list that lives as long as the session: pytest may tear a module's
+    fixtures down more than once when parametrised session fixtures reorder its tests.
+    """
+    if NO_EXTENSIONS:
+        filename = filename.replace(".txt", "-python-only.txt")
+    new = lines[_printed.get(filename, 0):]
+    _printed[filename] = len(lines)
+    if not new:
         return
     path = PACKAGE.parent / "build" / filename
     path.parent.mkdir(exist_ok=True)
@@ -49,5 +61,5 @@ def report(config: pytest.Config, filename: str, header: str, lines: list[str]) 
     if reporter is not None and capture is not None:
         with capture.global_and_fixture_disabled():
             reporter.write_line("")
-            for line in (header, *lines):
+            for line in (header, *new):
                 reporter.write_line(line)

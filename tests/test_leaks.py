@@ -28,14 +28,12 @@ import pytest
 from _twins import KINDS, report, twin
 
 from tokcore import compact_ids
-from tokcore._backend import NO_EXTENSIONS
 
 CALLS = 6_000                  # per case; ~65 cases a twin: ~400k calls a twin in all
 WARM_UP = 600
 HEAP_LIMIT = 64 * 1024         # bytes; one leaked int a call would be 6_000 * 28 = 168 KB
 RSS_LIMIT = 1024 * 1024        # bytes; one leaked 64-id result a call would be 1.6 MB
 SANITIZED = os.environ.get("TOKCORE_SANITIZE", "") not in ("", "0")
-REPORT = "leak-deltas-python-only.txt" if NO_EXTENSIONS else "leak-deltas.txt"
 
 Case = tuple[str, Callable[[ModuleType], Any], "type[BaseException] | None"]
 
@@ -75,12 +73,14 @@ def measure(call: Callable[[], Any], error: type[BaseException] | None,
     return heap_after - heap_before, rss
 
 
+RECORDED: list[str] = []  # every case's figures, for the whole session
+
+
 @pytest.fixture(scope="module")
 def record(pytestconfig: pytest.Config) -> Iterator[list[str]]:
-    lines: list[str] = []
-    yield lines
-    report(pytestconfig, REPORT, f"leak deltas over {CALLS} calls a case "
-           "(heap = tracemalloc, rss = resident)", lines)
+    yield RECORDED
+    report(pytestconfig, "leak-deltas.txt", f"leak deltas over {CALLS} calls a case "
+           "(heap = tracemalloc, rss = resident)", RECORDED)
 
 
 def check(record: list[str], twin: ModuleType, label: str, call: Callable[[], Any],
@@ -92,9 +92,9 @@ def check(record: list[str], twin: ModuleType, label: str, call: Callable[[], An
     else:
         assert error is None, f"{label}: should raise {error.__name__}"
     heap, rss = measure(call, error)
-    kind = twin.__name__.rsplit("_", 1)[-1]
+    kind = twin.__name__.rsplit("_", 1)[-1] if twin.__name__ != "tokcore" else "live"
     rss_text = "n/a" if rss is None else f"{rss / 1024:+.0f} KiB"
-    record.append(f"  {kind:>2} {label:<44} heap {heap / 1024:+8.1f} KiB   rss {rss_text}")
+    record.append(f"  {kind:>4} {label:<44} heap {heap / 1024:+8.1f} KiB   rss {rss_text}")
     assert heap < HEAP_LIMIT, f"{label}: the heap grew by {heap} bytes over {CALLS} calls"
     if rss is not None and not SANITIZED:
         assert rss < RSS_LIMIT, f"{label}: RSS grew by {rss} bytes over {CALLS} calls"
