@@ -1,8 +1,7 @@
-"""Twin lookup for the reliability tests (leaks, threads, hostile input, fuzz corpus).
+"""Twin lookup for every test: the conftest fixtures and the reliability tests.
 
-These tests cover every hot path; a hot path whose Python twin is not in the tree yet (it
-lands from another branch) is skipped with that reason. Once its ``_py`` twin is there, a
-missing or broken Cython twin fails, as everywhere else.
+A missing or broken Cython twin fails the tests; only an explicit TOKCORE_NO_EXTENSIONS run
+leaves the Cython twins out, and pytest reports those tests as skipped.
 """
 
 from __future__ import annotations
@@ -15,18 +14,12 @@ import pytest
 
 from tokcore._backend import NO_EXTENSIONS
 
-PACKAGE = Path(__file__).resolve().parent.parent / "tokcore"
+ROOT = Path(__file__).resolve().parent.parent
 KINDS = ("c", "py")
 
 
-def landed(name: str) -> bool:
-    return (PACKAGE / f"_{name}_py.py").exists()
-
-
 def twin(name: str, kind: str) -> ModuleType:
-    """``tokcore._<name>_<kind>``; skips only for a hot path not in the tree or NO_EXTENSIONS."""
-    if not landed(name):
-        pytest.skip(f"tokcore/_{name}_py.py is not in this tree")
+    """``tokcore._<name>_<kind>``; the Cython twin is skipped only under NO_EXTENSIONS."""
     if kind == "c" and NO_EXTENSIONS:
         pytest.skip("TOKCORE_NO_EXTENSIONS is set: the Cython twins are not under test")
     return importlib.import_module(f"tokcore._{name}_{kind}")
@@ -53,7 +46,7 @@ def report(config: pytest.Config, filename: str, header: str, lines: list[str]) 
     _printed[filename] = len(lines)
     if not new:
         return
-    path = PACKAGE.parent / "build" / filename
+    path = ROOT / "build" / filename
     path.parent.mkdir(exist_ok=True)
     path.write_text("\n".join([header, *lines]) + "\n")
     reporter = config.pluginmanager.getplugin("terminalreporter")

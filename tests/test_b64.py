@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _twins import twin
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -59,16 +60,17 @@ def scalar_only(twin: ModuleType) -> Iterator[None]:
         use_simd(before)
 
 
-@pytest.fixture(params=("simd", "scalar"))
-def kernel(request: pytest.FixtureRequest, b64_twin: ModuleType) -> Iterator[ModuleType]:
-    """The twin with its best kernels, then with the portable scalar ones only."""
-    if request.param == "scalar":
-        if not hasattr(b64_twin, "_use_simd"):
-            pytest.skip("the Python twin has a single path")
-        with scalar_only(b64_twin):
-            yield b64_twin
+@pytest.fixture(params=("c", "c-scalar", "py"))
+def kernel(request: pytest.FixtureRequest) -> Iterator[ModuleType]:
+    """The Cython twin with its best kernels, then with the portable scalar ones only; the
+    Python twin (it has a single path)."""
+    kind, _, mode = request.param.partition("-")
+    module = twin("b64", kind)
+    if mode == "scalar":
+        with scalar_only(module):
+            yield module
     else:
-        yield b64_twin
+        yield module
 
 
 def test_dispatch() -> None:
