@@ -14,6 +14,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from _usage import expected_usage
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -34,15 +35,7 @@ def twins() -> list[ModuleType]:
 
 
 def new_usage(usage: dict[str, Any], cached: int | None = CACHED) -> bytes:
-    usage = json.loads(json.dumps(usage))
-    completion = usage.get("completion_tokens")
-    usage["prompt_tokens"] = PROMPT
-    usage["total_tokens"] = PROMPT + (completion if type(completion) is int else 0)
-    if cached is not None:
-        if not isinstance(usage.get("prompt_tokens_details"), dict):
-            usage["prompt_tokens_details"] = {}
-        usage["prompt_tokens_details"]["cached_tokens"] = cached
-    return json.dumps(usage, separators=COMPACT).encode()
+    return json.dumps(expected_usage(usage, PROMPT, cached), separators=COMPACT).encode()
 
 
 def chunk_object(content: str, index: int, **extra: Any) -> dict[str, Any]:

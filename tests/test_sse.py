@@ -7,6 +7,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from _usage import expected_usage
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -39,18 +40,6 @@ def check_span(payload: bytes, span: tuple[int, int] | None) -> None:
     assert json.loads(payload[start:end]) == expected
     marked = json.loads(payload[:start] + MARK + payload[end:])
     assert marked["usage"] == json.loads(MARK)
-
-
-def expected_usage(usage: dict[str, Any], prompt: int, cached: int | None) -> dict[str, Any]:
-    usage = json.loads(json.dumps(usage))  # a copy, key order kept
-    completion = usage.get("completion_tokens")
-    usage["prompt_tokens"] = prompt
-    usage["total_tokens"] = prompt + (completion if type(completion) is int else 0)
-    if cached is not None:
-        if not isinstance(usage.get("prompt_tokens_details"), dict):
-            usage["prompt_tokens_details"] = {}
-        usage["prompt_tokens_details"]["cached_tokens"] = cached
-    return usage
 
 
 def check_rewrite(twin: ModuleType, payload: bytes, prompt: int, cached: int | None) -> None:

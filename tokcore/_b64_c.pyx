@@ -171,6 +171,15 @@ cdef unsigned char *_decode_exact(const unsigned char *src, Py_ssize_t n, bint s
 
 # --- the base64 module's functions ---------------------------------------------------------
 
+cdef void _encode_buffer(Py_buffer *buf, unsigned char *out) noexcept:
+    """Encode a whole buffer into ``out``, without the GIL when it is large."""
+    if buf.len >= NOGIL_MIN_BYTES:
+        with nogil:
+            tok_b64_encode(<const unsigned char *>buf.buf, <size_t>buf.len, out)
+    else:
+        tok_b64_encode(<const unsigned char *>buf.buf, <size_t>buf.len, out)
+
+
 cdef bytes _encode(object s):
     cdef Py_buffer buf
     cdef bytes result
@@ -181,11 +190,7 @@ cdef bytes _encode(object s):
             raise Error("Too much data for base64 line")
         result = PyBytes_FromStringAndSize(NULL, (buf.len + 2) // 3 * 4)
         out = <unsigned char *>PyBytes_AS_STRING(result)
-        if buf.len >= NOGIL_MIN_BYTES:
-            with nogil:
-                tok_b64_encode(<const unsigned char *>buf.buf, <size_t>buf.len, out)
-        else:
-            tok_b64_encode(<const unsigned char *>buf.buf, <size_t>buf.len, out)
+        _encode_buffer(&buf, out)
     finally:
         PyBuffer_Release(&buf)
     return result
@@ -299,11 +304,7 @@ cdef str _encode_bytes_like(object data):
     PyObject_GetBuffer(data, &buf, PyBUF_SIMPLE)
     try:
         text = _new_text(buf.len, &out)
-        if buf.len >= NOGIL_MIN_BYTES:
-            with nogil:
-                tok_b64_encode(<const unsigned char *>buf.buf, <size_t>buf.len, out)
-        else:
-            tok_b64_encode(<const unsigned char *>buf.buf, <size_t>buf.len, out)
+        _encode_buffer(&buf, out)
     finally:
         PyBuffer_Release(&buf)
     return text

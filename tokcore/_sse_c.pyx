@@ -120,32 +120,34 @@ cdef bint _is_usage_key(const unsigned char *s, Py_ssize_t n) noexcept nogil:
     return k == 5
 
 
+cdef inline Py_ssize_t _back_over_ws(const unsigned char *d, Py_ssize_t i) noexcept nogil:
+    """The index of the last non-whitespace byte at or before ``i`` (-1 if none)."""
+    while i >= 0 and _is_ws(d[i]):
+        i -= 1
+    return i
+
+
 cdef bint _ends_with_null_usage(const unsigned char *d, Py_ssize_t n) noexcept nogil:
     """Backwards: ``[,{] ws "usage" ws : ws null ws } ws END`` within the last 64 bytes."""
     cdef Py_ssize_t i = n - 1
     cdef Py_ssize_t lowest = n - NULL_TAIL_WINDOW if n > NULL_TAIL_WINDOW else 0
-    while i >= 0 and _is_ws(d[i]):
-        i -= 1
+    i = _back_over_ws(d, i)
     if i < 0 or d[i] != 125:  # }
         return False
     i -= 1
-    while i >= 0 and _is_ws(d[i]):
-        i -= 1
+    i = _back_over_ws(d, i)
     if i < 3 or memcmp(d + i - 3, b"null", 4) != 0:
         return False
     i -= 4
-    while i >= 0 and _is_ws(d[i]):
-        i -= 1
+    i = _back_over_ws(d, i)
     if i < 0 or d[i] != 58:  # :
         return False
     i -= 1
-    while i >= 0 and _is_ws(d[i]):
-        i -= 1
+    i = _back_over_ws(d, i)
     if i < 6 or memcmp(d + i - 6, b'"usage"', 7) != 0:
         return False
     i -= 7
-    while i >= 0 and _is_ws(d[i]):
-        i -= 1
+    i = _back_over_ws(d, i)
     return i >= lowest and (d[i] == 44 or d[i] == 123)
 
 
