@@ -32,7 +32,6 @@ from tokcore._ids_py import buffer_layout, coerce_ids, length_error
 cdef extern from "Python.h":
     PyObject **PySequence_Fast_ITEMS_PTR "PySequence_Fast_ITEMS"(object o)
     Py_ssize_t PySequence_Fast_GET_SIZE(object o)
-    void PyList_SET_ITEM_PTR "PyList_SET_ITEM"(object lst, Py_ssize_t i, PyObject *item)
     object PyUnicode_New(Py_ssize_t size, Py_UCS4 maxchar)
     int PyUnicode_READY(object o) except -1
     bint PyUnicode_IS_ASCII(object o)
@@ -45,7 +44,8 @@ cdef extern from "_intfast.h":
                                 unsigned char *out) noexcept
     void tok_store_le32(unsigned char *p, int32_t v) noexcept nogil
     int32_t tok_load_le32(const unsigned char *p) noexcept nogil
-    PyObject *tok_id_object(PyObject **table, int32_t value) except NULL
+    int tok_fill_ids(PyObject **table, const unsigned char *src, Py_ssize_t n,
+                     PyObject **items) except -1
 
 cdef extern from "_b64_core.h":
     void tok_b64_init() noexcept
@@ -328,11 +328,9 @@ def ids_to_b64(ids):
 cdef list _ids_from_bytes(const unsigned char *data, Py_ssize_t nbytes):
     if nbytes % ID_BYTES:
         raise length_error(nbytes)
-    cdef Py_ssize_t i, size = nbytes // ID_BYTES
+    cdef Py_ssize_t size = nbytes // ID_BYTES
     result = PyList_New(size)
-    for i in range(size):
-        PyList_SET_ITEM_PTR(result, i, tok_id_object(_id_objects,
-                                                     tok_load_le32(data + i * ID_BYTES)))
+    tok_fill_ids(_id_objects, data, size, PySequence_Fast_ITEMS_PTR(result))
     return result
 
 
@@ -342,7 +340,7 @@ cdef object _ids_fast(const unsigned char *src, Py_ssize_t n):
     cdef int pads = tok_b64_pads(src, <size_t>n)
     cdef Py_ssize_t nbytes = n // 4 * 3 - pads
     cdef Py_ssize_t plain = n // 4 - (1 if pads else 0)
-    cdef Py_ssize_t quad = 0, count, got, k = 0, j
+    cdef Py_ssize_t quad = 0, count, got, k = 0
     cdef unsigned char block[BLOCK_BYTES]
     if nbytes % ID_BYTES or plain < 0:
         return None
@@ -357,10 +355,8 @@ cdef object _ids_fast(const unsigned char *src, Py_ssize_t n):
             if tok_b64_decode_padded(src + quad * 4, pads, block + got) < 0:
                 return None
             got += 3 - pads
-        for j in range(got // ID_BYTES):
-            PyList_SET_ITEM_PTR(result, k, tok_id_object(_id_objects,
-                                                         tok_load_le32(block + j * ID_BYTES)))
-            k += 1
+        tok_fill_ids(_id_objects, block, got // ID_BYTES, PySequence_Fast_ITEMS_PTR(result) + k)
+        k += got // ID_BYTES
         if quad == plain:
             return result
 

@@ -25,7 +25,6 @@ from tokcore._ids_py import (
 cdef extern from "Python.h":
     PyObject **PySequence_Fast_ITEMS_PTR "PySequence_Fast_ITEMS"(object o)
     Py_ssize_t PySequence_Fast_GET_SIZE(object o)
-    void PyList_SET_ITEM_PTR "PyList_SET_ITEM"(object lst, Py_ssize_t i, PyObject *item)
     long long PyLong_AsLongLongAndOverflow(object o, int *overflow) except? -1
 
 cdef extern from "_intfast.h":
@@ -36,7 +35,8 @@ cdef extern from "_intfast.h":
     int32_t tok_load_le32(const unsigned char *p) noexcept nogil
     enum: TOK_ID_CACHE_LIMIT
     enum: TOK_ID_CACHE_ENABLED
-    PyObject *tok_id_object(PyObject **table, int32_t value) except NULL
+    int tok_fill_ids(PyObject **table, const unsigned char *src, Py_ssize_t n,
+                     PyObject **items) except -1
 
 cdef enum:
     ID_BYTES = 4
@@ -192,7 +192,7 @@ def unpack_ids(data):
     if isinstance(data, str):
         raise TypeError("int32 data must be a bytes-like object, not str")
     cdef Py_buffer buf
-    cdef Py_ssize_t i, size
+    cdef Py_ssize_t size
     cdef const unsigned char *src
     PyObject_GetBuffer(data, &buf, PyBUF_RECORDS_RO)
     try:
@@ -203,9 +203,7 @@ def unpack_ids(data):
         size = buf.len // ID_BYTES
         src = <const unsigned char *>buf.buf
         result = PyList_New(size)
-        for i in range(size):
-            PyList_SET_ITEM_PTR(
-                result, i, tok_id_object(_id_objects, tok_load_le32(src + i * ID_BYTES)))
+        tok_fill_ids(_id_objects, src, size, PySequence_Fast_ITEMS_PTR(result))
     finally:
         PyBuffer_Release(&buf)
     return result

@@ -64,6 +64,14 @@ static inline PyObject *tok_id_object(PyObject **table, int32_t value) {
     return PyLong_FromLong(value);
 }
 
+#if defined(__GNUC__) || defined(__clang__)
+#  define TOK_PREFETCH_READ(p) __builtin_prefetch((p), 0, 3)
+#  define TOK_PREFETCH_WRITE(p) __builtin_prefetch((p), 1, 3)
+#else
+#  define TOK_PREFETCH_READ(p) ((void)(p))
+#  define TOK_PREFETCH_WRITE(p) ((void)(p))
+#endif
+
 /* Little-endian int32 load and store on any host; compilers turn these into one move. */
 static inline void tok_store_le32(unsigned char *p, int32_t v) {
     uint32_t u = (uint32_t)v;
@@ -89,6 +97,35 @@ static inline Py_ssize_t tok_pack_compact(PyObject *const *items, Py_ssize_t sta
         tok_store_le32(out + 4 * i, (int32_t)v);
     }
     return i;
+}
+
+/* items[i] = the int object for the i-th little-endian int32 at src, for i < n; 0, or -1
+ * with an exception set (the items made so far are set, the rest left as they were).
+ * Random ids make this loop wait on memory twice per id: for the table slot and for the
+ * int's refcount. Both are asked for ahead (the slot TOK_AHEAD_SLOT ids ahead, the int
+ * TOK_AHEAD_INT ids ahead, once its slot has arrived) so that the misses overlap. */
+#define TOK_AHEAD_SLOT 64
+#define TOK_AHEAD_INT 32
+static inline int tok_fill_ids(PyObject **table, const unsigned char *src, Py_ssize_t n,
+                               PyObject **items) {
+    Py_ssize_t i;
+    for (i = 0; i < n; i++) {
+        if (TOK_ID_CACHE_ENABLED) {
+            if (i + TOK_AHEAD_SLOT < n) {
+                uint32_t ahead = (uint32_t)tok_load_le32(src + 4 * (i + TOK_AHEAD_SLOT));
+                if (ahead < (uint32_t)TOK_ID_CACHE_LIMIT) TOK_PREFETCH_READ(table + ahead);
+            }
+            if (i + TOK_AHEAD_INT < n) {
+                uint32_t ahead = (uint32_t)tok_load_le32(src + 4 * (i + TOK_AHEAD_INT));
+                if (ahead < (uint32_t)TOK_ID_CACHE_LIMIT && table[ahead] != NULL)
+                    TOK_PREFETCH_WRITE(table[ahead]);
+            }
+        }
+        PyObject *obj = tok_id_object(table, tok_load_le32(src + 4 * i));
+        if (obj == NULL) return -1;
+        items[i] = obj;
+    }
+    return 0;
 }
 
 #endif
