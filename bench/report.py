@@ -53,12 +53,12 @@ def table(means: dict[str, float]) -> list[str]:
     for full, mean in means.items():
         case, _, impl = full.partition(SEP)
         cases.setdefault(case, {})[impl] = mean
-    lines = [f"  {'case':<34} {'impl':<34} {'mean':>11}  {FAST} is"]
+    lines = [f"  {'case':<44} {'impl':<34} {'mean':>11}  {FAST} is"]
     for case, impls in cases.items():
         fast = impls.get(FAST)
         for impl, mean in impls.items():
             ratio = f"{mean / fast:7.2f}x faster" if fast and impl != FAST else ""
-            lines.append(f"  {case:<34} {impl:<34} {fmt_time(mean)}  {ratio}")
+            lines.append(f"  {case:<44} {impl:<34} {fmt_time(mean)}  {ratio}")
     return lines
 
 
