@@ -76,6 +76,15 @@ def test_unpack_ids_above_and_below_the_int_cache(ids_twin: ModuleType, ids: lis
     assert first == second == ids
 
 
+def test_unpack_ids_every_length_around_the_read_ahead(ids_twin: ModuleType) -> None:
+    # the Cython twin asks for ids up to 64 places ahead: each length up to twice that, with
+    # ids inside the int cache, past it and negative, ends the look-ahead at a new place
+    pattern = [5, 2**18 - 1, 2**18, -1, 151_999, 0, INT32_MAX, 300]
+    for n in range(130):
+        ids = [pattern[(i * 3 + n) % len(pattern)] for i in range(n)]
+        assert ids_twin.unpack_ids(oracle_pack(ids)) == ids
+
+
 def test_limits_and_specials(ids_twin: ModuleType) -> None:
     ids = [0, 1, -1, 255, 256, 257, -5, -6, 2**15, 2**16, 2**18 - 1, 2**18, 2**30 - 1, 2**30,
            -(2**30), -(2**30) - 1, INT32_MAX, INT32_MIN]
