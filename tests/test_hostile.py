@@ -461,12 +461,22 @@ class IntOnly:
         return 1
 
 
+class Unreadable:
+    def __index__(self) -> int:
+        raise ValueError("no index")
+
+    def __bool__(self) -> bool:
+        raise ValueError("no truth")
+
+
 @pytest.mark.parametrize("validate", [False, True, 0, 2, -1, 2**40, None, "yes", 1.5,
-                                      np.True_, np.int64(1), IndexOne(), IntOnly()],
+                                      np.True_, np.int64(1), IndexOne(), IntOnly(),
+                                      Unreadable()],
                          ids=repr)
 def test_b64_validate_of_every_type(validate: Any) -> None:
-    """binascii reads validate as a C int through __index__; so must both twins, in
-    b64decode and in b64_to_ids, before looking at the data (empty data included)."""
+    """binascii reads validate as a C int through __index__ on 3.11 and 3.12, and as any
+    object's truth from 3.13 on; so must both twins, in b64decode and in b64_to_ids, before
+    looking at the data (empty data included)."""
     unpack = twins("ids")[0].unpack_ids
     for data in (b"", b"QQ==", b"Q*Q==", b"AAAAAAA="):
         expected = outcome(lambda d=data: base64.b64decode(d, validate=validate))

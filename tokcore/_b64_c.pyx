@@ -22,7 +22,7 @@ from binascii import a2b_base64 as _a2b_base64
 from operator import index as _index
 
 from tokcore._b64_py import (
-    STRICT_MODE, STRICT_PAD_AFTER_QUAD_ERROR, Error, apply_decode_altchars,
+    STRICT_MODE, STRICT_MODE_BY_TRUTH, STRICT_PAD_AFTER_QUAD_ERROR, Error, apply_decode_altchars,
     apply_encode_altchars, check_legacy_validate, decode_data, standard_to_urlsafe,
     urlsafe_to_standard,
 )
@@ -130,10 +130,11 @@ cdef bint _strict(object text, object validate) except -1:
     if STRICT_MODE:
         if validate is True or validate is False:
             return validate
-        # anything else is read as binascii reads strict_mode (a C int through __index__
-        # on 3.11): the same TypeError for None, str or float, OverflowError past int
+        # anything else is read as binascii reads strict_mode: a C int through __index__
+        # on 3.11 and 3.12 (the same TypeError for None, str or float, OverflowError past
+        # int), any object's truth from 3.13 on (the same error from a raising __bool__)
         _a2b_base64(b"", strict_mode=validate)
-        return _index(validate) != 0
+        return bool(validate) if STRICT_MODE_BY_TRUTH else _index(validate) != 0
     if not validate:
         return False
     check_legacy_validate(text.encode("ascii") if type(text) is str else text)

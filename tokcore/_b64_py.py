@@ -43,6 +43,22 @@ def _strict_refuses_pad_after_quad() -> bool:
 #: the Cython twin's exact path follows this running Python's binascii on that point
 STRICT_PAD_AFTER_QUAD_ERROR = _strict_refuses_pad_after_quad()
 
+
+def _strict_mode_by_truth() -> bool:
+    """Whether binascii reads ``strict_mode`` as any object's truth (3.13 on) rather than as a
+    C int through ``__index__`` (3.11, 3.12); asked of binascii itself, not of the version."""
+    if not STRICT_MODE:
+        return False
+    try:
+        binascii.a2b_base64(b"", strict_mode=None)
+    except TypeError:
+        return False
+    return True
+
+
+#: how the Cython twin reads a ``validate`` that is neither True nor False
+STRICT_MODE_BY_TRUTH = _strict_mode_by_truth()
+
 _URLSAFE_ENCODE = bytes.maketrans(b"+/", b"-_")
 _URLSAFE_DECODE = bytes.maketrans(b"-_", b"+/")
 
