@@ -50,7 +50,7 @@ def _strict_mode_by_truth() -> bool:
     if not STRICT_MODE:
         return False
     try:
-        binascii.a2b_base64(b"", strict_mode=None)
+        binascii.a2b_base64(b"", strict_mode=None)  # type: ignore[arg-type]
     except TypeError:
         return False
     return True
