@@ -9,23 +9,21 @@ from __future__ import annotations
 from types import ModuleType
 
 import pytest
-from _twins import twin
+from _twins import KINDS, twin
 from hypothesis import settings
 
 # A shared 2-core machine makes per-example timings meaningless: no deadline.
 settings.register_profile("tokcore", deadline=None, max_examples=150)
 settings.load_profile("tokcore")
 
-TWINS = ("c", "py")
 
-
-@pytest.fixture(params=TWINS, scope="session")  # session: usable under @given
+@pytest.fixture(params=KINDS, scope="session")  # session: usable under @given
 def ids_twin(request: pytest.FixtureRequest) -> ModuleType:
     """``tokcore._ids_c`` or ``tokcore._ids_py``."""
     return twin("ids", request.param)
 
 
-@pytest.fixture(params=TWINS, scope="session")
+@pytest.fixture(params=KINDS, scope="session")
 def sse_twin(request: pytest.FixtureRequest) -> ModuleType:
     """``tokcore._sse_c`` or ``tokcore._sse_py``."""
     return twin("sse", request.param)
@@ -37,7 +35,7 @@ def ids_pair() -> tuple[ModuleType, ModuleType]:
     return twin("ids", "c"), twin("ids", "py")
 
 
-@pytest.fixture(params=TWINS, scope="session")  # session: usable under @given
+@pytest.fixture(params=KINDS, scope="session")  # session: usable under @given
 def b64_twin(request: pytest.FixtureRequest) -> ModuleType:
     """``tokcore._b64_c`` or ``tokcore._b64_py``."""
     return twin("b64", request.param)

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _index_objects import Index, Resizer
 from _twins import twin
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -353,33 +354,11 @@ def test_fused_pack_errors(b64_twin: ModuleType, ids: Any) -> None:
         assert str(ours.value) == str(reference.value)
 
 
-class Index:
-    def __init__(self, value: int) -> None:
-        self.value = value
-
-    def __index__(self) -> int:
-        return self.value
-
-
 def test_fused_index_objects(b64_twin: ModuleType) -> None:
     ids = [Index(5), 6, Index(-7)] * 400
     assert b64_twin.ids_to_b64(ids) == numpy_ids_to_b64([5, 6, -7] * 400)
     with pytest.raises(OverflowError, match=r"ids\[1\]"):
         b64_twin.ids_to_b64([1, Index(2**31)])
-
-
-class Resizer:
-    """An __index__ that shrinks or grows (moving its storage) the list being encoded."""
-
-    def __init__(self, victim: list[Any], grow: bool) -> None:
-        self.victim, self.grow = victim, grow
-
-    def __index__(self) -> int:
-        if self.grow:
-            self.victim.extend(range(10_000))
-        else:
-            self.victim.clear()
-        return 1
 
 
 @pytest.mark.parametrize("grow", (False, True))

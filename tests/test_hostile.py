@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _index_objects import Index
 from _twins import report, twin, twins
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
@@ -451,11 +452,6 @@ def test_b64_to_ids_on_garbage(text: Any, validate: bool) -> None:
                            (ValueError, TypeError)) == outcome(composed)
 
 
-class IndexOne:
-    def __index__(self) -> int:
-        return 1
-
-
 class IntOnly:
     def __int__(self) -> int:
         return 1
@@ -470,7 +466,7 @@ class Unreadable:
 
 
 @pytest.mark.parametrize("validate", [False, True, 0, 2, -1, 2**40, None, "yes", 1.5,
-                                      np.True_, np.int64(1), IndexOne(), IntOnly(),
+                                      np.True_, np.int64(1), Index(1), IntOnly(),
                                       Unreadable()],
                          ids=repr)
 def test_b64_validate_of_every_type(validate: Any) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _index_objects import Index, Resizer
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -25,16 +26,6 @@ def oracle_pack(ids: list[int]) -> bytes:
 
 def oracle_unpack(data: bytes) -> list[int]:
     return list(struct.unpack(f"<{len(data) // 4}i", data))
-
-
-class Index:
-    """Not an int, but usable as one."""
-
-    def __init__(self, value: int) -> None:
-        self.value = value
-
-    def __index__(self) -> int:
-        return self.value
 
 
 class Colour(enum.IntEnum):
@@ -245,31 +236,11 @@ def test_unpack_bytes_like(ids_twin: ModuleType, make: Any) -> None:
 
 # --- mutation during packing cannot crash --------------------------------------------------
 
-class Shrinker:
-    """An __index__ that empties the list being packed."""
-
-    def __init__(self, victim: list[Any]) -> None:
-        self.victim = victim
-
-    def __index__(self) -> int:
-        self.victim.clear()
-        return 1
-
-
-class Grower:
-    def __init__(self, victim: list[Any]) -> None:
-        self.victim = victim
-
-    def __index__(self) -> int:
-        self.victim.extend(range(10_000))  # forces the list's storage to move
-        return 1
-
-
-@pytest.mark.parametrize("mutator", [Shrinker, Grower])
+@pytest.mark.parametrize("grow", [False, True])
 @pytest.mark.parametrize("where", [0, 5, 9])
-def test_list_mutated_by_index(ids_twin: ModuleType, mutator: Any, where: int) -> None:
+def test_list_mutated_by_index(ids_twin: ModuleType, grow: bool, where: int) -> None:
     victim: list[Any] = list(range(10))
-    victim[where] = mutator(victim)
+    victim[where] = Resizer(victim, grow)
     with pytest.raises(RuntimeError, match="changed size"):
         ids_twin.pack_ids(victim)
 

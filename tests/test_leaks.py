@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _index_objects import Resizer
 from _twins import KINDS, report, twin
 
 from tokcore import compact_ids
@@ -119,18 +120,9 @@ class Raiser:
         raise KeyError("boom")
 
 
-class Shrinker:
-    def __init__(self, victim: list[Any]) -> None:
-        self.victim = victim
-
-    def __index__(self) -> int:
-        self.victim.clear()
-        return 1
-
-
 def resized() -> list[Any]:
     victim: list[Any] = [1, 2, 3]
-    victim.append(Shrinker(victim))
+    victim.append(Resizer(victim, grow=False))
     return victim
 
 

@@ -9,6 +9,7 @@ it never crashes and never holds a byte that was in neither.
 from __future__ import annotations
 
 import array
+import base64
 import pickle
 import struct
 import sys
@@ -19,7 +20,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _index_objects import Index
 
+import tokcore
 from tokcore import compact_ids
 
 THREADS = 6
@@ -54,6 +57,36 @@ def run_together(*workers: Callable[[], None]) -> None:
     assert not any(t.is_alive() for t in threads), "a worker hung"
     if errors:
         raise errors[0]
+
+
+def race(write: Callable[[], None], read: Callable[[], None], rounds: int) -> None:
+    """One thread calls ``write`` over and over while the others call ``read`` ``rounds``
+    times each; the first to stop, or to fail, stops the writer."""
+    stop = threading.Event()
+
+    def writer() -> None:
+        try:
+            while not stop.is_set():
+                write()
+        finally:
+            stop.set()
+
+    def reader() -> None:
+        try:
+            for _ in range(rounds):
+                read()
+        finally:
+            stop.set()
+
+    run_together(writer, *[reader] * (THREADS - 1))
+
+
+def flip(shared: Any, first: Any, second: Any) -> Callable[[], None]:
+    """A writer that rewrites ``shared`` in place with ``first``, then ``second``."""
+    def write() -> None:
+        shared[:] = first
+        shared[:] = second
+    return write
 
 
 def le32(values: Any) -> bytes:
@@ -108,91 +141,42 @@ def check_race(got: Any) -> None:
 
 def test_pack_ids_of_an_array_another_thread_writes(ids_twin: ModuleType) -> None:
     shared = RACE_IDS.copy()  # 320 KB of int64: packed with the GIL released
-    stop = threading.Event()
-
-    def writer() -> None:
-        try:
-            while not stop.is_set():
-                shared[:] = RACE_NEW
-                shared[:] = RACE_IDS
-        finally:
-            stop.set()
-
-    def reader() -> None:
-        try:
-            for _ in range(ROUNDS):
-                check_race(np.frombuffer(ids_twin.pack_ids(shared[::-1]), "<i4")[::-1])
-        finally:
-            stop.set()
-
-    run_together(writer, *[reader] * (THREADS - 1))
+    race(flip(shared, RACE_NEW, RACE_IDS),
+         lambda: check_race(np.frombuffer(ids_twin.pack_ids(shared[::-1]), "<i4")[::-1]),
+         ROUNDS)
 
 
 def test_unpack_ids_of_a_bytearray_another_thread_writes(ids_twin: ModuleType) -> None:
     old, new = le32(RACE_IDS), le32(RACE_NEW)
-    shared = bytearray(old)
-    stop = threading.Event()
-
-    def writer() -> None:
-        try:
-            while not stop.is_set():
-                shared[:] = new  # same size: allowed while another thread holds a view
-                shared[:] = old
-        finally:
-            stop.set()
-
-    def reader() -> None:
-        try:
-            for _ in range(ROUNDS // 2):
-                check_race(ids_twin.unpack_ids(shared))
-        finally:
-            stop.set()
-
-    run_together(writer, *[reader] * (THREADS - 1))
-
-
-class Index:
-    def __init__(self, value: int) -> None:
-        self.value = value
-
-    def __index__(self) -> int:
-        return self.value
+    shared = bytearray(old)  # rewritten at the same size: allowed while a view is held
+    race(flip(shared, new, old), lambda: check_race(ids_twin.unpack_ids(shared)), ROUNDS // 2)
 
 
 def test_pack_ids_of_a_list_another_thread_resizes(ids_twin: ModuleType) -> None:
     """``__index__`` runs Python code, so other threads get in mid-call and resize the list:
     the outcome is the packing of some state of the list, or the contract's RuntimeError."""
     shared: list[Any] = [Index(i) for i in range(2000)]
-    stop = threading.Event()
     outcomes: list[str] = []  # list.append is atomic; `counts[key] += 1` from threads is not
 
-    def mutator() -> None:
-        try:
-            while not stop.is_set():
-                shared.append(Index(len(shared)))
-                shared.pop()
-                shared.extend([Index(1), Index(2)])
-                del shared[-2:]
-        finally:
-            stop.set()
+    def mutate() -> None:
+        shared.append(Index(len(shared)))
+        shared.pop()
+        shared.extend([Index(1), Index(2)])
+        del shared[-2:]
 
-    def reader() -> None:
+    def read() -> None:
         try:
-            for _ in range(ROUNDS):
-                try:
-                    got = ids_twin.pack_ids(shared)
-                except RuntimeError as exc:
-                    assert "changed size" in str(exc)
-                    outcomes.append("resized")
-                else:
-                    ids = struct.unpack(f"<{len(got) // 4}i", got)
-                    assert list(ids[:2000]) == list(range(2000))
-                    assert set(ids[2000:]) <= {1, 2, 2000, 2001}
-                    outcomes.append("packed")
-        finally:
-            stop.set()
+            got = ids_twin.pack_ids(shared)
+        except RuntimeError as exc:
+            assert "changed size" in str(exc)
+            outcomes.append("resized")
+        else:
+            ids = struct.unpack(f"<{len(got) // 4}i", got)
+            assert list(ids[:2000]) == list(range(2000))
+            assert set(ids[2000:]) <= {1, 2, 2000, 2001}
+            outcomes.append("packed")
 
-    run_together(mutator, *[reader] * (THREADS - 1))
+    race(mutate, read, ROUNDS)
     assert len(outcomes) == ROUNDS * (THREADS - 1)
 
 
@@ -208,11 +192,8 @@ SSE_STREAM = TOKEN_EVENT * 50 + b"data: " + USAGE_PAYLOAD + b"\n\ndata: [DONE]\n
 SSE_RELAYED = TOKEN_EVENT * 50 + b"data: " + REWRITTEN_PAYLOAD + b"\n\ndata: [DONE]\n\n"
 
 
-@pytest.mark.parametrize("kind", ["c", "py"])
-def test_sse_shared_inputs(kind: str) -> None:
-    from _twins import twin
-
-    sse = twin("sse", kind)
+def test_sse_shared_inputs(sse_twin: ModuleType) -> None:
+    sse = sse_twin
     payloads = [USAGE_PAYLOAD, bytearray(USAGE_PAYLOAD), memoryview(USAGE_PAYLOAD)]
     span = (USAGE_PAYLOAD.index(b'{"prompt'), len(USAGE_PAYLOAD) - 1)
     shared_stream = bytearray(SSE_STREAM)  # every thread reads it, in its own cut
@@ -246,13 +227,8 @@ def test_sse_shared_inputs(kind: str) -> None:
 
 # --- base64 and the fused pair -------------------------------------------------------------
 
-@pytest.mark.parametrize("kind", ["c", "py"])
-def test_b64_shared_inputs(kind: str) -> None:
-    import base64
-
-    from _twins import twin
-
-    b64 = twin("b64", kind)
+def test_b64_shared_inputs(b64_twin: ModuleType) -> None:
+    b64 = b64_twin
     raw = bytes(np.random.default_rng(2).integers(0, 256, 200_000, dtype=np.uint8))
     encoded = base64.b64encode(raw)
     urlsafe = base64.urlsafe_b64encode(raw)
@@ -277,42 +253,21 @@ def test_b64_shared_inputs(kind: str) -> None:
     run_together(*[worker] * THREADS)
 
 
-@pytest.mark.parametrize("kind", ["c", "py"])
-def test_b64_of_a_buffer_another_thread_writes(kind: str) -> None:
+def test_b64_of_a_buffer_another_thread_writes(b64_twin: ModuleType) -> None:
     """Encoding a bytearray while another thread rewrites it in place: the output is the
     encoding of some mix of the two contents, byte by byte (no crash, no stray bytes)."""
-    import base64
-
-    from _twins import twin
-
-    b64 = twin("b64", kind)
     old, new = bytes(300_000), b"\xff" * 300_000
     shared = bytearray(old)
-    stop = threading.Event()
 
-    def writer() -> None:
-        try:
-            while not stop.is_set():
-                shared[:] = new
-                shared[:] = old
-        finally:
-            stop.set()
+    def read() -> None:
+        got = base64.b64decode(b64_twin.b64encode(shared), validate=True)
+        assert len(got) == len(old) and set(got) <= {0x00, 0xFF}
 
-    def reader() -> None:
-        try:
-            for _ in range(ROUNDS // 2):
-                got = base64.b64decode(b64.b64encode(shared), validate=True)
-                assert len(got) == len(old) and set(got) <= {0x00, 0xFF}
-        finally:
-            stop.set()
-
-    run_together(writer, *[reader] * (THREADS - 1))
+    race(flip(shared, new, old), read, ROUNDS // 2)
 
 
 def test_relay_usage_shared_stream() -> None:
     """The stream helper (live backend) from every thread over one shared bytearray."""
-    import tokcore
-
     shared = bytearray(SSE_STREAM)
 
     def worker() -> None:

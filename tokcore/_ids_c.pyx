@@ -32,7 +32,6 @@ cdef extern from "_intfast.h":
     Py_ssize_t tok_pack_compact(PyObject **items, Py_ssize_t start, Py_ssize_t n,
                                 unsigned char *out) noexcept
     void tok_store_le32(unsigned char *p, int32_t v) noexcept nogil
-    int32_t tok_load_le32(const unsigned char *p) noexcept nogil
     enum: TOK_ID_CACHE_LIMIT
     enum: TOK_ID_CACHE_ENABLED
     int tok_fill_ids(PyObject **table, const unsigned char *src, Py_ssize_t n,

@@ -127,26 +127,23 @@ cdef inline Py_ssize_t _back_over_ws(const unsigned char *d, Py_ssize_t i) noexc
     return i
 
 
+cdef inline Py_ssize_t _back_over_token(const unsigned char *d, Py_ssize_t i,
+                                        const char *token, Py_ssize_t length) noexcept nogil:
+    """Backwards over ``ws token`` from ``i``: the index just before the token, or -2 when
+    the bytes there are not that token (-2 then fails every later step too)."""
+    i = _back_over_ws(d, i)
+    if i < length - 1 or memcmp(d + i - length + 1, token, length) != 0:
+        return -2
+    return i - length
+
+
 cdef bint _ends_with_null_usage(const unsigned char *d, Py_ssize_t n) noexcept nogil:
     """Backwards: ``[,{] ws "usage" ws : ws null ws } ws END`` within the last 64 bytes."""
-    cdef Py_ssize_t i = n - 1
     cdef Py_ssize_t lowest = n - NULL_TAIL_WINDOW if n > NULL_TAIL_WINDOW else 0
-    i = _back_over_ws(d, i)
-    if i < 0 or d[i] != 125:  # }
-        return False
-    i -= 1
-    i = _back_over_ws(d, i)
-    if i < 3 or memcmp(d + i - 3, b"null", 4) != 0:
-        return False
-    i -= 4
-    i = _back_over_ws(d, i)
-    if i < 0 or d[i] != 58:  # :
-        return False
-    i -= 1
-    i = _back_over_ws(d, i)
-    if i < 6 or memcmp(d + i - 6, b'"usage"', 7) != 0:
-        return False
-    i -= 7
+    cdef Py_ssize_t i = _back_over_token(d, n - 1, b"}", 1)
+    i = _back_over_token(d, i, b"null", 4)
+    i = _back_over_token(d, i, b":", 1)
+    i = _back_over_token(d, i, b'"usage"', 7)
     i = _back_over_ws(d, i)
     return i >= lowest and (d[i] == 44 or d[i] == 123)
 
