@@ -25,8 +25,26 @@ def ids_twin(request: pytest.FixtureRequest) -> ModuleType:
 
 @pytest.fixture(params=KINDS, scope="session")
 def sse_twin(request: pytest.FixtureRequest) -> ModuleType:
-    """``tokcore._sse_c`` or ``tokcore._sse_py``."""
+    """``tokcore._sse_c`` or ``tokcore._sse_py`` (UsageRelay)."""
     return twin("sse", request.param)
+
+
+@pytest.fixture(params=KINDS, scope="session")
+def json_twin(request: pytest.FixtureRequest) -> ModuleType:
+    """``tokcore._json_c`` or ``tokcore._json_py`` (find_member, set_member, del_member)."""
+    return twin("json", request.param)
+
+
+@pytest.fixture(params=KINDS, scope="session")
+def usage_twin(request: pytest.FixtureRequest) -> ModuleType:
+    """``tokcore._usage_c`` or ``tokcore._usage_py`` (find_usage, rewrite_usage)."""
+    return twin("usage", request.param)
+
+
+@pytest.fixture(params=KINDS, scope="session")
+def events_twin(request: pytest.FixtureRequest) -> ModuleType:
+    """``tokcore._events_c`` or ``tokcore._events_py`` (EventDecoder, iter_events)."""
+    return twin("events", request.param)
 
 
 @pytest.fixture(scope="session")
