@@ -15,7 +15,10 @@ from ._b64 import (
 )
 from ._backend import backend_summary
 from ._ids import pack_ids, unpack_ids
-from ._sse import Event, EventDecoder, UsageRelay, find_usage, iter_events, rewrite_usage
+from ._events import Event, EventDecoder, iter_events
+from ._json import del_member, find_member, set_member
+from ._sse import RelayCounts, UsageRelay
+from ._usage import find_usage, rewrite_usage
 from .pickling import compact_ids
 from .relay import arelay_usage, relay_usage
 
@@ -28,6 +31,7 @@ __all__ = [
     "BACKEND",
     "Event",
     "EventDecoder",
+    "RelayCounts",
     "UsageRelay",
     "__version__",
     "arelay_usage",
@@ -35,12 +39,15 @@ __all__ = [
     "b64decode",
     "b64encode",
     "compact_ids",
+    "del_member",
+    "find_member",
     "find_usage",
     "ids_to_b64",
     "iter_events",
     "pack_ids",
     "relay_usage",
     "rewrite_usage",
+    "set_member",
     "standard_b64decode",
     "standard_b64encode",
     "unpack_ids",

@@ -1,0 +1,77 @@
+"""Argument checks shared by the JSON, usage and SSE twins: one place for every message.
+
+Both twins call these (the checks are not hot), so they raise the same types with the same
+text.
+"""
+
+from __future__ import annotations
+
+from operator import index as _index
+from typing import Union
+
+BytesLike = Union[bytes, bytearray, memoryview]
+
+#: token counts a caller passes are below this: they fit a C int64, a sum of two fits uint64
+COUNT_LIMIT = 1 << 63
+
+
+def payload_view(payload: object, what: str = "payload") -> memoryview:
+    """A flat byte view of a bytes-like payload; ``str`` and the rest are a ``TypeError``."""
+    if isinstance(payload, str):
+        raise TypeError(f"{what} must be a bytes-like object (UTF-8 JSON), not str")
+    try:
+        view = memoryview(payload)  # type: ignore[arg-type]
+    except TypeError:
+        raise TypeError(f"{what} must be a bytes-like object, not {type(payload).__name__}") \
+            from None
+    if not view.c_contiguous:
+        raise TypeError(f"{what} must be a contiguous bytes-like object")
+    return view.cast("B") if view.format != "B" or view.ndim != 1 else view
+
+
+def payload_bytes(payload: object, what: str = "payload") -> bytes:
+    """``payload`` itself when it is ``bytes``, else a copy of its bytes."""
+    if type(payload) is bytes:
+        return payload
+    return bytes(payload_view(payload, what))
+
+
+def check_count(value: object, name: str, limit: int = COUNT_LIMIT) -> int:
+    """A count: an integer (not a bool) in ``[0, limit)``."""
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be an integer, not bool")
+    try:
+        count = _index(value)  # type: ignore[arg-type]
+    except TypeError:
+        raise TypeError(f"{name} must be an integer, not {type(value).__name__}") from None
+    if not 0 <= count < limit:
+        raise ValueError(f"{name} must be in [0, 2**{limit.bit_length() - 1}), got {count}")
+    return count
+
+
+def check_key(key: object, what: str = "key") -> str:
+    if type(key) is not str:
+        raise TypeError(f"{what} must be a str, not {type(key).__name__}")
+    return key
+
+
+def check_path(path: tuple[object, ...]) -> tuple[str, ...]:
+    if not path:
+        raise TypeError("find_member() needs at least one key")
+    for i, key in enumerate(path):
+        check_key(key, f"path[{i}]")
+    return path  # type: ignore[return-value]
+
+
+def check_max_event_bytes(value: object) -> int:
+    """``max_event_bytes``: an integer in ``[1, 2**63)``."""
+    if isinstance(value, bool):
+        raise TypeError("max_event_bytes must be an integer, not bool")
+    try:
+        limit = _index(value)  # type: ignore[arg-type]
+    except TypeError:
+        raise TypeError(f"max_event_bytes must be an integer, not {type(value).__name__}") \
+            from None
+    if not 1 <= limit < COUNT_LIMIT:
+        raise ValueError(f"max_event_bytes must be in [1, 2**63), got {limit}")
+    return limit

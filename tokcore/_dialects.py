@@ -1,0 +1,69 @@
+"""The usage rules of each API, as data: both twins of ``_usage`` read this table.
+
+A dialect says where an API puts its usage object and which of its members the context
+server's counts go into. P is the prompt count, C the cached count (optional).
+
+- ``chat`` (Chat Completions, Completions): ``prompt_tokens`` := P, ``total_tokens`` :=
+  P + ``completion_tokens``, ``prompt_tokens_details.cached_tokens`` := C.
+- ``responses`` (OpenAI Responses): ``input_tokens`` := P, ``total_tokens`` :=
+  P + ``output_tokens``, ``input_tokens_details.cached_tokens`` := C. A response body has
+  ``usage``; the stream events that end a response carry it under ``response.usage``.
+- ``messages`` (Anthropic Messages): ``input_tokens`` counts only what was neither read
+  from nor written to the cache, cache reads are ``cache_read_input_tokens``, and there is no
+  total. So with C: ``input_tokens`` := P - C, ``cache_read_input_tokens`` := C; without:
+  ``input_tokens`` := P. ``message_start`` has ``message.usage``; ``message_delta`` and a
+  message body have ``usage``.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple, Optional
+
+
+class Dialect(NamedTuple):
+    name: str
+    #: where the usage value may be, tried in order: the first present and not null is it
+    paths: tuple[tuple[str, ...], ...]
+    #: := P (or P - C when ``cached_excluded``); with ``output_key`` the dialect's own keys:
+    #: a usage object with neither is another API's (foreign) and is left alone
+    prompt_key: str
+    output_key: str
+    #: := P + output count; None: no total in this API
+    total_key: Optional[str]
+    #: C goes to ``details_key.cached_key``, or to ``cached_key`` itself when None
+    details_key: Optional[str]
+    cached_key: str
+    #: the prompt count excludes the cached part (C > P is then an error)
+    cached_excluded: bool
+
+
+DIALECTS: dict[str, Dialect] = {
+    "chat": Dialect("chat", (("usage",),), "prompt_tokens", "completion_tokens",
+                    "total_tokens", "prompt_tokens_details", "cached_tokens", False),
+    "responses": Dialect("responses", (("usage",), ("response", "usage")), "input_tokens",
+                         "output_tokens", "total_tokens", "input_tokens_details",
+                         "cached_tokens", False),
+    "messages": Dialect("messages", (("usage",), ("message", "usage")), "input_tokens",
+                        "output_tokens", None, None, "cache_read_input_tokens", True),
+}
+
+#: the key every dialect's usage member has (the relay's byte pre-filter looks for it)
+USAGE_KEY = "usage"
+assert all(path[-1] == USAGE_KEY for d in DIALECTS.values() for path in d.paths)
+
+# what became of a usage value (the relay counts these)
+NONE, REWRITTEN, FOREIGN, NOT_OBJECT, UNREADABLE = range(5)
+
+#: an output count of more digits than this makes the usage value unreadable
+MAX_COUNT_DIGITS = 18
+
+
+def dialect(api: object) -> Dialect:
+    """The ``Dialect`` named by ``api``; ``TypeError``/``ValueError`` for anything else."""
+    if type(api) is not str:
+        raise TypeError(f"api must be a str, not {type(api).__name__}")
+    try:
+        return DIALECTS[api]
+    except KeyError:
+        raise ValueError(f"api must be one of {', '.join(map(repr, DIALECTS))}, "
+                         f"not {api!r}") from None

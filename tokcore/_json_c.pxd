@@ -1,0 +1,30 @@
+# The member scanner of _json_c, for the other Cython twins (cimport tokcore._json_c).
+
+ctypedef struct tok_member:
+    Py_ssize_t key_start  # the key's opening quote
+    Py_ssize_t key_end  # just past its closing quote
+    Py_ssize_t value_start
+    Py_ssize_t value_end
+    Py_ssize_t comma  # the comma before the member, -1 for the first
+
+ctypedef struct tok_object:
+    const unsigned char *d
+    Py_ssize_t end  # the scan reads d[...:end]
+    Py_ssize_t pos  # the next byte to read
+    Py_ssize_t opening  # the object's "{"
+    Py_ssize_t error  # where the scan stopped, when a call returned -1
+    Py_ssize_t comma  # the comma read last, -1 before the first member
+    int state
+    bint top  # the whole text: whitespace may follow the object
+
+# Open the object in d[start:end] (top: the whole text, BOM and whitespace allowed around it;
+# else exactly one object value). 0, or -1 with o.error set.
+cdef int tok_object_open(tok_object *o, const unsigned char *d, Py_ssize_t start,
+                         Py_ssize_t end, bint top) noexcept nogil
+# The next member into m: 1; the object closed (and, when top, nothing but whitespace
+# after it): 0; not an object: -1 with o.error set.
+cdef int tok_object_next(tok_object *o, tok_member *m) noexcept nogil
+# Whether m's key decodes to the key whose UTF-8 bytes are key[:length] (str_key: the same
+# key as a str, for keys spelled with escapes, which are decoded by _json_py).
+cdef int tok_key_is(const unsigned char *d, const tok_member *m, const char *key,
+                    Py_ssize_t length, object str_key) except -1

@@ -1,0 +1,227 @@
+"""Usage located by dialect and rewritten in place: the pure-Python reference twin.
+
+``usage_edits`` finds the usage value of one JSON text by its dialect's paths (``_dialects``)
+and says what to change: each count member's value replaced where it is, absent members
+added after the usage object's last member. Every other byte stays, so the text stays valid
+JSON and the members tokcore does not set keep their exact spelling. ``rewrite_usage``
+applies the edits; the relay applies them to an event's data.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple, Optional
+
+from ._args import BytesLike, check_count, payload_bytes
+from ._dialects import (
+    FOREIGN,
+    MAX_COUNT_DIGITS,
+    NONE,
+    NOT_OBJECT,
+    REWRITTEN,
+    UNREADABLE,
+    Dialect,
+    dialect,
+)
+from ._json_py import Member, ScanError, key_text, last_member, scan_object
+
+Span = tuple[int, int]
+#: replace ``data[start:end]`` with ``text``
+Edit = tuple[int, int, bytes]
+
+#: any JSON spelling of "usage" contains one of these (an escaped letter starts with \u00)
+USAGE_NEEDLE = b'"usage"'
+ESCAPE_NEEDLE = b"\\u00"
+
+_NULL = b"null"
+_LBRACE = 0x7B
+_INTEGER = re.compile(rb"-?(?:0|[1-9][0-9]*)")
+# The last member is "usage": null (checked backwards, see ends_with_null_usage).
+_NULL_USAGE_TAIL = re.compile(rb'[,{][ \t\n\r]*"usage"[ \t\n\r]*:[ \t\n\r]*null[ \t\n\r]*}'
+                              rb'[ \t\n\r]*\Z')
+
+
+class Rules(NamedTuple):
+    """A dialect with the counts to write, checked once per relay or call."""
+
+    dialect: Dialect
+    prompt: int  # the value of the dialect's prompt key
+    total_base: int  # the total is this + the output count
+    cached: Optional[int]
+
+
+def make_rules(prompt_tokens: object, cached_tokens: object, api: object) -> Rules:
+    """The counts and the dialect checked, with their errors (shared by both twins)."""
+    rules = dialect(api)
+    prompt = check_count(prompt_tokens, "prompt_tokens")
+    cached = None if cached_tokens is None else check_count(cached_tokens, "cached_tokens")
+    if rules.cached_excluded and cached is not None:
+        if cached > prompt:
+            raise ValueError(f"cached_tokens ({cached}) > prompt_tokens ({prompt}): the "
+                             f"{rules.name!r} API counts cache reads apart from the prompt")
+        return Rules(rules, prompt - cached, prompt, cached)
+    return Rules(rules, prompt, prompt, cached)
+
+
+def may_hold_usage(data: bytes) -> bool:
+    return USAGE_NEEDLE in data or ESCAPE_NEEDLE in data
+
+
+def ends_with_null_usage(data: bytes) -> bool:
+    """The text ends with ``"usage":null}``, its last top-level member.
+
+    In valid JSON the quote after ``,`` or ``{`` opens a key (``usage`` outside a string is
+    not JSON), and the final ``}`` closes the top-level object, so the last ``usage`` key is
+    null whatever comes before: no usage, without a forward scan (for a dialect whose only
+    path is ``usage``).
+    """
+    return data.endswith((b"}", b" ", b"\t", b"\n", b"\r")) and \
+        _NULL_USAGE_TAIL.search(data, max(0, len(data) - 64)) is not None
+
+
+def locate(data: bytes, rules: Dialect) -> tuple[int, Span | None]:
+    """``(outcome, span)``: where the usage value is (outcome NONE, span None: nowhere)."""
+    for path in rules.paths:
+        start, end, top = 0, len(data), True
+        try:
+            for key in path:
+                if not top and data[start] != _LBRACE:
+                    break  # a step that is not an object: not this path
+                members, _ = scan_object(data, start, end, top)
+                found = last_member(data, members, key)
+                if found is None:
+                    break
+                start, end, top = found.value_start, found.value_end, False
+            else:
+                if data[start:end] != _NULL:
+                    return NONE, (start, end)
+        except ScanError:
+            return UNREADABLE, None
+    return NONE, None
+
+
+def output_count(text: bytes) -> int | None:
+    """The output count's value: an integer of at most 18 digits; 0 for a value of another
+    kind; None for an integer too long to be a count (the usage is then unreadable)."""
+    if not _INTEGER.fullmatch(text):
+        return 0
+    if len(text) - text.startswith(b"-") > MAX_COUNT_DIGITS:
+        return None
+    return int(text)
+
+
+def _member_text(key: str, value: int | bytes) -> bytes:
+    text = value if isinstance(value, bytes) else str(value).encode("ascii")
+    return key_text(key) + b":" + text
+
+
+def _set(data: bytes, found: Member | None, key: str, value: int | bytes,
+         edits: list[Edit], added: list[bytes]) -> None:
+    """Replace ``found``'s value, or add the member (to ``added``, in rule order)."""
+    if found is None:
+        added.append(_member_text(key, value))
+    else:
+        text = value if isinstance(value, bytes) else str(value).encode("ascii")
+        edits.append((found.value_start, found.value_end, text))
+
+
+def _details_edits(data: bytes, found: Member | None, rules: Dialect, cached: int,
+                   edits: list[Edit], added: list[bytes]) -> None:
+    assert rules.details_key is not None
+    inner = _member_text(rules.cached_key, cached)
+    if found is None:
+        added.append(_member_text(rules.details_key, b"{" + inner + b"}"))
+    elif data[found.value_start] != _LBRACE:
+        edits.append((found.value_start, found.value_end, b"{" + inner + b"}"))
+    else:
+        members, opening = scan_object(data, found.value_start, found.value_end, False)
+        cached_member = last_member(data, members, rules.cached_key)
+        if cached_member is not None:
+            edits.append((cached_member.value_start, cached_member.value_end,
+                          str(cached).encode("ascii")))
+        elif members:
+            at = members[-1].value_end
+            edits.append((at, at, b"," + inner))
+        else:
+            edits.append((opening + 1, opening + 1, inner))
+
+
+def usage_edits(data: bytes, rules: Rules) -> tuple[int, list[Edit]]:
+    """``(outcome, edits)`` for one JSON text; edits are in offset order, only when the
+    outcome is REWRITTEN."""
+    spec = rules.dialect
+    outcome, span = locate(data, spec)
+    if span is None:
+        return outcome, []
+    start, end = span
+    if data[start] != _LBRACE:
+        return NOT_OBJECT, []
+    try:
+        members, _ = scan_object(data, start, end, False)
+        prompt = last_member(data, members, spec.prompt_key)
+        output = last_member(data, members, spec.output_key)
+        if prompt is None and output is None:
+            return FOREIGN, []
+        edits: list[Edit] = []
+        added: list[bytes] = []
+        _set(data, prompt, spec.prompt_key, rules.prompt, edits, added)
+        if spec.total_key is not None:
+            count = 0 if output is None else output_count(data[output.value_start:
+                                                               output.value_end])
+            if count is None:
+                return UNREADABLE, []
+            _set(data, last_member(data, members, spec.total_key), spec.total_key,
+                 rules.total_base + count, edits, added)
+        if rules.cached is not None:
+            if spec.details_key is None:
+                _set(data, last_member(data, members, spec.cached_key), spec.cached_key,
+                     rules.cached, edits, added)
+            else:
+                _details_edits(data, last_member(data, members, spec.details_key), spec,
+                               rules.cached, edits, added)
+    except ScanError:
+        return UNREADABLE, []
+    if added:
+        at = members[-1].value_end  # a usage object that is not foreign has a member
+        edits.append((at, at, b"," + b",".join(added)))
+    edits.sort()
+    return REWRITTEN, edits
+
+
+def apply_edits(data: bytes, edits: list[Edit], base: int = 0) -> bytes:
+    """``data`` with the edits (offsets relative to ``base``) made."""
+    pieces, copied = [], 0
+    for start, end, text in edits:
+        pieces.append(data[copied:base + start])
+        pieces.append(text)
+        copied = base + end
+    pieces.append(data[copied:])
+    return b"".join(pieces)
+
+
+def text_edits(data: bytes, rules: Rules) -> tuple[int, list[Edit]]:
+    """``usage_edits`` behind the byte pre-filters: no key spelling, nothing to do."""
+    if not may_hold_usage(data):
+        return NONE, []
+    if len(rules.dialect.paths) == 1 and ends_with_null_usage(data):
+        return NONE, []
+    return usage_edits(data, rules)
+
+
+def find_usage(payload: BytesLike, *, api: str = "chat") -> Span | None:
+    """Byte span of the usage value of a JSON object text, or None."""
+    data = payload_bytes(payload)
+    spec = dialect(api)
+    if not may_hold_usage(data) or (len(spec.paths) == 1 and ends_with_null_usage(data)):
+        return None
+    return locate(data, spec)[1]
+
+
+def rewrite_usage(payload: BytesLike, prompt_tokens: int, cached_tokens: int | None = None,
+                  *, api: str = "chat") -> bytes:
+    """The payload with only its usage counts rewritten (see the contract)."""
+    data = payload_bytes(payload)
+    rules = make_rules(prompt_tokens, cached_tokens, api)
+    outcome, edits = text_edits(data, rules)
+    return apply_edits(data, edits) if outcome == REWRITTEN else data
+
