@@ -192,7 +192,8 @@ class UsageRelay:
         """A complete event, rewritten or as it came (too large: as it came, unscanned)."""
         # the size counts up to the blank line's CR or LF, so a CRLF split between two
         # reads cannot change it: the same events are scanned however the stream is cut
-        self._counts[0] += 1
+        if event[0] != 0x0A and event[0] != 0x0D:  # not an empty line
+            self._counts[0] += 1
         if len(event) - event.endswith(b"\r\n") > self._max:
             self._first = False
             self._counts[5] += 1
@@ -277,7 +278,8 @@ class UsageRelay:
             self._counts[0] += 1
         if not event or skipping:
             return event
-        self._counts[0] += 1
+        if event[0] != 0x0A and event[0] != 0x0D:
+            self._counts[0] += 1
         # An unfinished last line still counts as a field: add a line end to read it and
         # take it off again, so the bytes forwarded are exactly the bytes received.
         ended = event if event.endswith((b"\n", b"\r")) else event + b"\n"

@@ -6,6 +6,9 @@
  *   ('"usage"' or '\u00', the prefix of every escaped letter of it), or, when with_cr is
  *   set, a CR; -1 when there is none.
  * tok_first_lflf / tok_last_lflf: the offset of the first / last "\n\n" pair, or -1.
+ * tok_count_event_ends: how many events end in p[:n] when p starts a line and has no CR:
+ *   the "\n\n" pairs whose first LF ends a line that is not empty (offset > 0, the byte
+ *   before it not a LF). Empty lines on their own are no event.
  */
 #ifndef TOKCORE_SSESCAN_H
 #define TOKCORE_SSESCAN_H
@@ -88,6 +91,21 @@ static inline Py_ssize_t tok_first_lflf(const char *p, Py_ssize_t n) {
     return -1;
 }
 
+static inline Py_ssize_t tok_count_event_ends(const char *p, Py_ssize_t n) {
+    const __m128i lf = _mm_set1_epi8('\n');
+    Py_ssize_t i = 1, count = 0;
+    for (; i + 17 <= n; i += 16) {
+        __m128i a = _mm_cmpeq_epi8(TOK_LOAD(p + i), lf);
+        __m128i m = _mm_andnot_si128(_mm_cmpeq_epi8(TOK_LOAD(p + i - 1), lf),
+                                     _mm_and_si128(a, _mm_cmpeq_epi8(TOK_LOAD(p + i + 1), lf)));
+        unsigned int bits = (unsigned int)_mm_movemask_epi8(m);
+        while (bits) { count++; bits &= bits - 1; }
+    }
+    for (; i + 1 < n; i++)
+        count += p[i] == '\n' && p[i + 1] == '\n' && p[i - 1] != '\n';
+    return count;
+}
+
 static inline Py_ssize_t tok_last_lflf(const char *p, Py_ssize_t n) {
     const __m128i lf = _mm_set1_epi8('\n');
     Py_ssize_t i = n - 1;  /* pairs start at 0 .. n-2; blocks cover starts [i-16, i) */
@@ -118,6 +136,13 @@ static inline Py_ssize_t tok_first_lflf(const char *p, Py_ssize_t n) {
         q++;
     }
     return -1;
+}
+
+static inline Py_ssize_t tok_count_event_ends(const char *p, Py_ssize_t n) {
+    Py_ssize_t i, count = 0;
+    for (i = 1; i + 1 < n; i++)
+        count += p[i] == '\n' && p[i + 1] == '\n' && p[i - 1] != '\n';
+    return count;
 }
 
 static inline Py_ssize_t tok_last_lflf(const char *p, Py_ssize_t n) {

@@ -1,0 +1,6 @@
+from ._args import BytesLike
+from ._usage_py import Span
+
+def find_usage(payload: BytesLike, *, api: str = "chat") -> Span | None: ...
+def rewrite_usage(payload: BytesLike, prompt_tokens: int, cached_tokens: int | None = None,
+                  *, api: str = "chat") -> bytes: ...

@@ -1,0 +1,415 @@
+# cython: language_level=3
+"""Usage located by dialect and rewritten in place: the Cython twin of ``_usage_py``.
+
+The same steps over the raw buffer, with ``_json_c``'s member scanner (cimported); counts
+are formatted in C. The rules are ``_dialects``' table and the counts are checked by
+``_usage_py.make_rules``, so both twins write the same bytes.
+"""
+
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from libc.string cimport memcmp, memcpy
+
+from tokcore._json_c cimport tok_key_is, tok_member, tok_object, tok_object_next, tok_object_open
+
+from tokcore._args import payload_bytes
+from tokcore._dialects import (
+    FOREIGN, MAX_COUNT_DIGITS, NONE, NOT_OBJECT, REWRITTEN, UNREADABLE, dialect,
+)
+from tokcore._json_py import key_text, utf8
+from tokcore._usage_py import make_rules
+
+cdef extern from "_ssescan.h":
+    Py_ssize_t tok_next_candidate(const char *p, Py_ssize_t n, int with_cr) noexcept nogil
+
+cdef enum:
+    NULL_TAIL_WINDOW = 64  # the backwards "usage": null check looks at most this far back
+
+cdef enum:  # UsageRules.keys indexes
+    KEY_PROMPT = 0, KEY_OUTPUT, KEY_TOTAL, KEY_DETAILS, KEY_CACHED, KEY_PATH0, KEY_PATH1, KEY_PATH2
+
+cdef int O_NONE = NONE, O_REWRITTEN = REWRITTEN, O_FOREIGN = FOREIGN
+cdef int O_NOT_OBJECT = NOT_OBJECT, O_UNREADABLE = UNREADABLE
+cdef int COUNT_DIGITS = MAX_COUNT_DIGITS
+cdef long long BIG = 1LL << 62  # a total_base from here on is added with Python ints
+
+
+cdef class UsageRules:
+    """``_usage_py.Rules`` as C strings and ints."""
+
+    def __init__(self, rules):
+        spec = rules.dialect
+        names = [spec.prompt_key, spec.output_key, spec.total_key or "", spec.details_key or "",
+                 spec.cached_key]
+        path_names = []
+        self.path_count = len(spec.paths)
+        assert 1 <= self.path_count <= 2
+        for p, path in enumerate(spec.paths):
+            assert 1 <= len(path) <= 2
+            self.path_steps[p] = len(path)
+            for s, key in enumerate(path):
+                if key not in path_names:
+                    path_names.append(key)
+                self.path_key[p][s] = KEY_PATH0 + path_names.index(key)
+        names += path_names
+        assert len(names) <= 8
+        self.str_keys = names
+        raws = [utf8(name) for name in names]
+        texts = [key_text(name) + b":" for name in names]
+        self.keep = raws + texts
+        for i in range(len(names)):
+            assert len(texts[i]) <= 64  # every added member fits an edit's text
+            self.keys[i] = PyBytes_AS_STRING(raws[i])
+            self.key_lens[i] = PyBytes_GET_SIZE(raws[i])
+            self.key_texts[i] = PyBytes_AS_STRING(texts[i])
+            self.key_text_lens[i] = PyBytes_GET_SIZE(texts[i])
+        self.has_total = spec.total_key is not None
+        self.has_details = spec.details_key is not None
+        self.has_cached = rules.cached is not None
+        self.single_path = self.path_count == 1
+        self.prompt, self.total_base = rules.prompt, rules.total_base
+        self.cached = rules.cached if rules.cached is not None else 0
+
+
+cdef bint tok_may_hold_usage(const char *d, Py_ssize_t n) noexcept nogil:
+    return tok_next_candidate(d, n, 0) >= 0
+
+
+cdef inline bint _is_ws(unsigned char c) noexcept nogil:
+    return c == 32 or c == 9 or c == 10 or c == 13
+
+
+cdef inline Py_ssize_t _back_over_ws(const unsigned char *d, Py_ssize_t i) noexcept nogil:
+    """The index of the last non-whitespace byte at or before ``i`` (-1 if none)."""
+    while i >= 0 and _is_ws(d[i]):
+        i -= 1
+    return i
+
+
+cdef inline Py_ssize_t _back_over_token(const unsigned char *d, Py_ssize_t i,
+                                        const char *token, Py_ssize_t length) noexcept nogil:
+    """Backwards over ``ws token`` from ``i``: the index just before the token, or -2 when
+    the bytes there are not that token (-2 then fails every later step too)."""
+    i = _back_over_ws(d, i)
+    if i < length - 1 or memcmp(d + i - length + 1, token, length) != 0:
+        return -2
+    return i - length
+
+
+cdef bint tok_ends_with_null_usage(const unsigned char *d, Py_ssize_t n) noexcept nogil:
+    """Backwards: ``[,{] ws "usage" ws : ws null ws } ws END`` within the last 64 bytes."""
+    cdef Py_ssize_t lowest = n - NULL_TAIL_WINDOW if n > NULL_TAIL_WINDOW else 0
+    cdef Py_ssize_t i = _back_over_token(d, n - 1, b"}", 1)
+    i = _back_over_token(d, i, b"null", 4)
+    i = _back_over_token(d, i, b":", 1)
+    i = _back_over_token(d, i, b'"usage"', 7)
+    i = _back_over_ws(d, i)
+    return i >= lowest and (d[i] == 44 or d[i] == 123)
+
+
+# --- finding members -----------------------------------------------------------------------
+
+cdef int _scan(UsageRules r, tok_object *o, int want, tok_member *found,
+               tok_member *members, int slots) except -2:
+    """Scan the whole object; the last member of key ``want`` into ``found`` (and, when
+    ``slots``, of keys 0..slots-1 into ``members``, their key_start set to -1 if absent).
+    1 when ``want`` was found, 0 when not, -1 when the text is not an object."""
+    cdef tok_member m
+    cdef int r_next, k, hit = 0
+    for k in range(slots):
+        members[k].key_start = -1
+    while True:
+        r_next = tok_object_next(o, &m)
+        if r_next < 0:
+            return -1
+        if r_next == 0:
+            return hit
+        found[1] = m  # the object's last member so far
+        if want >= 0 and tok_key_is(o.d, &m, r.keys[want], r.key_lens[want],
+                                    r.str_keys[want]):
+            found[0] = m
+            hit = 1
+        for k in range(slots):
+            if r.key_lens[k] and tok_key_is(o.d, &m, r.keys[k], r.key_lens[k],
+                                            r.str_keys[k]):
+                members[k] = m
+
+
+cdef int _locate(UsageRules r, const unsigned char *d, Py_ssize_t n,
+                 Py_ssize_t *start, Py_ssize_t *end) except -2:
+    """``_usage_py.locate``: O_NONE with the span (start -1: nowhere), or O_UNREADABLE."""
+    cdef tok_object o
+    cdef tok_member found[2]
+    cdef int p, s, hit = 0
+    cdef Py_ssize_t a, b
+    cdef bint top
+    start[0] = -1
+    for p in range(r.path_count):
+        a, b, top = 0, n, True
+        for s in range(r.path_steps[p]):
+            if not top and d[a] != 123:
+                hit = 0
+                break
+            if tok_object_open(&o, d, a, b, top) < 0:
+                return O_UNREADABLE
+            hit = _scan(r, &o, r.path_key[p][s], found, NULL, 0)
+            if hit < 0:
+                return O_UNREADABLE
+            if not hit:
+                break
+            a, b, top = found[0].value_start, found[0].value_end, False
+        if hit and not (b - a == 4 and memcmp(d + a, b"null", 4) == 0):
+            start[0], end[0] = a, b
+            return O_NONE
+    return O_NONE
+
+
+# --- writing edits -------------------------------------------------------------------------
+
+cdef char *_put(char *out, const char *s, Py_ssize_t n) noexcept nogil:
+    memcpy(out, s, n)
+    return out + n
+
+
+cdef char *_put_int(char *out, long long value) noexcept nogil:
+    cdef char digits[24]
+    cdef int k = 0
+    cdef bint negative = value < 0
+    cdef unsigned long long v = <unsigned long long>value
+    if negative:
+        v = 0ULL - v
+    while True:
+        digits[k] = <char>(48 + v % 10)
+        k += 1
+        v //= 10
+        if v == 0:
+            break
+    if negative:
+        out[0] = 45
+        out += 1
+    while k:
+        k -= 1
+        out[0] = digits[k]
+        out += 1
+    return out
+
+
+cdef inline char *_put_key(char *out, UsageRules r, int key) noexcept:
+    """``"key":``, the key written as ``_json_py.key_text`` writes it."""
+    return _put(out, r.key_texts[key], r.key_text_lens[key])
+
+
+cdef char *_put_total(char *out, UsageRules r, long long count) except NULL:
+    if r.total_base < BIG:
+        return _put_int(out, r.total_base + count)
+    text = str(r.total_base + count).encode("ascii")  # past int64's room: Python ints
+    return _put(out, PyBytes_AS_STRING(text), PyBytes_GET_SIZE(text))
+
+
+cdef tok_edit *_edit(tok_edits *e, Py_ssize_t start, Py_ssize_t end) noexcept nogil:
+    cdef tok_edit *edit = &e.edit[e.count]
+    e.count += 1
+    edit.start, edit.end, edit.size = start, end, 0
+    return edit
+
+
+cdef int _output_count(const unsigned char *d, Py_ssize_t a, Py_ssize_t b,
+                       long long *count) noexcept nogil:
+    """``_usage_py.output_count``: 1 with the count (0 for a value of another kind), or 0
+    for an integer of more than 18 digits."""
+    cdef Py_ssize_t i = a
+    cdef long long value = 0
+    cdef bint negative = False
+    count[0] = 0
+    if i < b and d[i] == 45:
+        negative = True
+        i += 1
+    if i >= b or not (48 <= d[i] <= 57) or (d[i] == 48 and i + 1 < b):
+        return 1  # not a JSON integer (empty, leading zero, no digit): 0
+    while i < b:
+        if not (48 <= d[i] <= 57):
+            return 1
+        i += 1
+    if b - a - negative > COUNT_DIGITS:
+        return 0
+    for i in range(a + negative, b):
+        value = value * 10 + (d[i] - 48)
+    count[0] = -value if negative else value
+    return 1
+
+
+cdef int _details(UsageRules r, const unsigned char *d, const tok_member *details,
+                  tok_edits *e, char **added) except -2:
+    """The cached count into the details member (``_usage_py._details_edits``); -1 when its
+    object cannot be read."""
+    cdef tok_object o
+    cdef tok_member found[2]
+    cdef tok_edit *edit
+    cdef char *out
+    cdef int hit
+    if details.key_start < 0:
+        out = _put(added[0], b",", 1)
+        out = _put_key(out, r, KEY_DETAILS)
+        out = _put(out, b"{", 1)
+        out = _put_key(out, r, KEY_CACHED)
+        out = _put_int(out, r.cached)
+        added[0] = _put(out, b"}", 1)
+        return 0
+    if d[details.value_start] != 123:
+        edit = _edit(e, details.value_start, details.value_end)
+        out = _put(edit.text, b"{", 1)
+        out = _put_key(out, r, KEY_CACHED)
+        out = _put_int(out, r.cached)
+        out = _put(out, b"}", 1)
+        edit.size = out - edit.text
+        return 0
+    tok_object_open(&o, d, details.value_start, details.value_end, False)
+    found[1].key_start = -1
+    hit = _scan(r, &o, KEY_CACHED, found, NULL, 0)
+    if hit < 0:
+        return -1
+    if hit:
+        edit = _edit(e, found[0].value_start, found[0].value_end)
+        out = _put_int(edit.text, r.cached)
+    elif found[1].key_start >= 0:
+        edit = _edit(e, found[1].value_end, found[1].value_end)
+        out = _put_key(_put(edit.text, b",", 1), r, KEY_CACHED)
+        out = _put_int(out, r.cached)
+    else:
+        edit = _edit(e, o.opening + 1, o.opening + 1)
+        out = _put_int(_put_key(edit.text, r, KEY_CACHED), r.cached)
+    edit.size = out - edit.text
+    return 0
+
+
+cdef void _sort(tok_edits *e) noexcept nogil:
+    cdef int i, j
+    cdef tok_edit swap
+    for i in range(1, e.count):
+        j = i
+        while j > 0 and (e.edit[j - 1].start > e.edit[j].start or
+                         (e.edit[j - 1].start == e.edit[j].start and
+                          e.edit[j - 1].end > e.edit[j].end)):
+            swap = e.edit[j - 1]
+            e.edit[j - 1] = e.edit[j]
+            e.edit[j] = swap
+            j -= 1
+
+
+cdef int _usage_edits(UsageRules r, const unsigned char *d, Py_ssize_t n,
+                      tok_edits *e) except -1:
+    cdef Py_ssize_t start, end
+    cdef tok_object o
+    cdef tok_member found[2]
+    cdef tok_member members[5]  # by KEY_PROMPT .. KEY_CACHED
+    cdef tok_edit *edit
+    cdef char added[TOK_EDIT_TEXT]
+    cdef char *tail = added
+    cdef char *out
+    cdef long long count = 0
+    cdef int outcome = _locate(r, d, n, &start, &end)
+    e.count = 0
+    if start < 0 or outcome != O_NONE:
+        return outcome
+    if d[start] != 123:
+        return O_NOT_OBJECT
+    tok_object_open(&o, d, start, end, False)
+    found[1].key_start = found[1].value_end = -1
+    if _scan(r, &o, -1, found, members, 5) < 0:
+        return O_UNREADABLE
+    if members[KEY_PROMPT].key_start < 0 and members[KEY_OUTPUT].key_start < 0:
+        return O_FOREIGN
+    # prompt
+    if members[KEY_PROMPT].key_start < 0:
+        tail = _put_int(_put_key(_put(tail, b",", 1), r, KEY_PROMPT), r.prompt)
+    else:
+        edit = _edit(e, members[KEY_PROMPT].value_start, members[KEY_PROMPT].value_end)
+        edit.size = _put_int(edit.text, r.prompt) - edit.text
+    # total
+    if r.has_total:
+        if members[KEY_OUTPUT].key_start >= 0 and not _output_count(
+                d, members[KEY_OUTPUT].value_start, members[KEY_OUTPUT].value_end, &count):
+            e.count = 0
+            return O_UNREADABLE
+        if members[KEY_TOTAL].key_start < 0:
+            tail = _put_total(_put_key(_put(tail, b",", 1), r, KEY_TOTAL), r, count)
+        else:
+            edit = _edit(e, members[KEY_TOTAL].value_start, members[KEY_TOTAL].value_end)
+            edit.size = _put_total(edit.text, r, count) - edit.text
+    # cached
+    if r.has_cached:
+        if r.has_details:
+            if _details(r, d, &members[KEY_DETAILS], e, &tail) < 0:
+                e.count = 0
+                return O_UNREADABLE
+        elif members[KEY_CACHED].key_start < 0:
+            tail = _put_int(_put_key(_put(tail, b",", 1), r, KEY_CACHED), r.cached)
+        else:
+            edit = _edit(e, members[KEY_CACHED].value_start, members[KEY_CACHED].value_end)
+            edit.size = _put_int(edit.text, r.cached) - edit.text
+    if tail != added:
+        edit = _edit(e, found[1].value_end, found[1].value_end)
+        memcpy(edit.text, added, tail - added)
+        edit.size = tail - added
+    _sort(e)
+    return O_REWRITTEN
+
+
+cdef int tok_usage_edits(UsageRules r, const unsigned char *d, Py_ssize_t n,
+                         tok_edits *e) except -1:
+    e.count = 0
+    if not tok_may_hold_usage(<const char *>d, n):
+        return O_NONE
+    if r.single_path and tok_ends_with_null_usage(d, n):
+        return O_NONE
+    return _usage_edits(r, d, n, e)
+
+
+cdef bytes tok_apply_edits(const char *d, Py_ssize_t n, Py_ssize_t base, const tok_edits *e):
+    cdef Py_ssize_t size = n, copied = 0, at
+    cdef int k
+    for k in range(e.count):
+        size += e.edit[k].size - (e.edit[k].end - e.edit[k].start)
+    cdef bytes result = PyBytes_FromStringAndSize(NULL, size)
+    cdef char *out = PyBytes_AS_STRING(result)
+    for k in range(e.count):
+        at = base + e.edit[k].start
+        out = _put(out, d + copied, at - copied)
+        out = _put(out, e.edit[k].text, e.edit[k].size)
+        copied = base + e.edit[k].end
+    _put(out, d + copied, n - copied)
+    return result
+
+
+# --- the public functions ------------------------------------------------------------------
+
+# a UsageRules per dialect for find_usage (only the keys are read there)
+cdef dict _FINDERS = {}
+
+
+def find_usage(payload, *, api="chat"):
+    """Byte span of the usage value of a JSON object text, or None."""
+    cdef Py_ssize_t start, end
+    cdef UsageRules r
+    data = payload_bytes(payload)
+    r = _FINDERS.get(api) if type(api) is str else None
+    if r is None:
+        dialect(api)  # the error for a wrong api
+        r = _FINDERS[api] = UsageRules(make_rules(0, None, api))
+    cdef const unsigned char *d = <const unsigned char *>PyBytes_AS_STRING(data)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(data)
+    if not tok_may_hold_usage(<const char *>d, n) or (r.single_path and
+                                                      tok_ends_with_null_usage(d, n)):
+        return None
+    _locate(r, d, n, &start, &end)
+    return None if start < 0 else (start, end)
+
+
+def rewrite_usage(payload, prompt_tokens, cached_tokens=None, *, api="chat"):
+    """The payload with only its usage counts rewritten (see the contract)."""
+    cdef tok_edits e
+    data = payload_bytes(payload)
+    cdef UsageRules r = UsageRules(make_rules(prompt_tokens, cached_tokens, api))
+    if tok_usage_edits(r, <const unsigned char *>PyBytes_AS_STRING(data),
+                       PyBytes_GET_SIZE(data), &e) != O_REWRITTEN:
+        return data
+    return tok_apply_edits(PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data), 0, &e)
