@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -18,14 +19,29 @@ ROOT = Path(__file__).resolve().parent.parent
 KINDS = ("c", "py")
 
 
-def twin(name: str, kind: str) -> ModuleType:
-    """``tokcore._<name>_<kind>``; the Cython twin is skipped only under NO_EXTENSIONS."""
+#: the stream API of one kind is three hot paths: usage rewrite, relay, event decoder
+GROUPS = {"stream": ("usage", "sse", "events")}
+
+
+def twin(name: str, kind: str) -> Any:
+    """``tokcore._<name>_<kind>``; the Cython twin is skipped only under NO_EXTENSIONS.
+
+    ``"stream"`` is the public names of the ``_usage``, ``_sse`` and ``_events`` twins of
+    that kind together, for tests that use the whole stream API at once.
+    """
     if kind == "c" and NO_EXTENSIONS:
         pytest.skip("TOKCORE_NO_EXTENSIONS is set: the Cython twins are not under test")
+    if name in GROUPS:
+        names: dict[str, Any] = {}
+        for part in GROUPS[name]:
+            module = importlib.import_module(f"tokcore._{part}_{kind}")
+            names.update((k, v) for k, v in vars(module).items() if not k.startswith("_"))
+        names["__name__"] = f"tokcore.{name}_{kind}"
+        return SimpleNamespace(**names)
     return importlib.import_module(f"tokcore._{name}_{kind}")
 
 
-def twins(name: str) -> list[ModuleType]:
+def twins(name: str) -> list[Any]:
     """Every twin of ``name`` under test (the Python one alone without extensions)."""
     return [twin(name, "py")] + ([] if NO_EXTENSIONS else [twin(name, "c")])
 

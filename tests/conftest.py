@@ -30,6 +30,12 @@ def sse_twin(request: pytest.FixtureRequest) -> ModuleType:
 
 
 @pytest.fixture(params=KINDS, scope="session")
+def stream_twin(request: pytest.FixtureRequest) -> ModuleType:
+    """The ``_usage``, ``_sse`` and ``_events`` twins of one kind, as one namespace."""
+    return twin("stream", request.param)  # type: ignore[no-any-return]
+
+
+@pytest.fixture(params=KINDS, scope="session")
 def json_twin(request: pytest.FixtureRequest) -> ModuleType:
     """``tokcore._json_c`` or ``tokcore._json_py`` (find_member, set_member, del_member)."""
     return twin("json", request.param)

@@ -241,7 +241,7 @@ def test_relay_memory_stays_bounded_without_a_blank_line(kind: str, line_end: by
     The next event after the blank line is rewritten again."""
     import tracemalloc
 
-    sse = twin("sse", kind)
+    sse = twin("stream", kind)
     limit, read = 1 << 20, 64 * 1024
     chunk = (b"data: " + b"x" * (read - 7 - len(line_end)) + b"u" + line_end)[:read]
     relay = sse.UsageRelay(100, max_event_bytes=limit)
@@ -280,7 +280,7 @@ def _print_recorded(pytestconfig: pytest.Config) -> Iterator[None]:
 
 @pytest.mark.parametrize("kind", ["c", "py"])
 def test_decoder_without_line_ends_holds_what_it_must(kind: str) -> None:
-    decoder = twin("sse", kind).EventDecoder()
+    decoder = twin("stream", kind).EventDecoder()
     for _ in range(64):
         assert decoder.feed(b"data: " + b"y" * 16_000) == []
     events = decoder.feed(b"\n\n")
@@ -302,8 +302,8 @@ MILLION = 1_000_000
     (b'{"x":"' + b"[{" * MILLION + b'","usage":null}', None),  # brackets in a string
 ])
 def test_a_million_nested_brackets(payload: bytes, span: Any) -> None:
-    assert same_everywhere("sse", lambda m: m.find_usage(payload), ()) == span
-    result = same_everywhere("sse", lambda m: m.rewrite_usage(payload, 7, 1), ())
+    assert same_everywhere("stream", lambda m: m.find_usage(payload), ()) == span
+    result = same_everywhere("stream", lambda m: m.rewrite_usage(payload, 7, 1), ())
     if span is None or payload.startswith(b'{"usage":{"a":'):
         # no usage, or one too deep for json.loads to rebuild: forwarded as it came
         assert result == payload
@@ -314,7 +314,7 @@ def test_a_million_nested_brackets(payload: bytes, span: Any) -> None:
 
 def test_relay_and_decoder_on_a_million_brackets() -> None:
     event = b'data: {"a":' + b"[" * MILLION + b"]" * MILLION + b"}\n\n"
-    for m in twins("sse"):
+    for m in twins("stream"):
         relay = m.UsageRelay(5)
         assert relay.feed(event[:777]) + relay.feed(event[777:]) + relay.close() == event
         assert [e.data for e in m.EventDecoder().feed(event)] == [event[6:-2].decode()]
@@ -326,20 +326,20 @@ def test_relay_and_decoder_on_a_million_brackets() -> None:
                                   b"\0", b"\0\0\0\0", b"\xef\xbb\xbf", b"\x80\x80"])
 def test_invalid_utf8_and_nul_around_usage(junk: bytes) -> None:
     outside = b'{"x":"' + junk + b'","usage":{"completion_tokens":1}}'
-    assert same_everywhere("sse", lambda m: m.find_usage(outside), ()) is not None
-    out = same_everywhere("sse", lambda m: m.rewrite_usage(outside, 2), ())
+    assert same_everywhere("stream", lambda m: m.find_usage(outside), ()) is not None
+    out = same_everywhere("stream", lambda m: m.rewrite_usage(outside, 2), ())
     assert out == b'{"x":"' + junk + b'","usage":{"completion_tokens":1,"prompt_tokens":2,' \
         b'"total_tokens":3}}'
     inside = b'{"usage":{"completion_tokens":1,"x":"' + junk + b'"}}'
-    result = same_everywhere("sse", lambda m: m.rewrite_usage(inside, 2), ())
+    result = same_everywhere("stream", lambda m: m.rewrite_usage(inside, 2), ())
     assert result.startswith(b'{"usage":{')  # rewritten or left as is, the same in both
     for payload in (junk, junk * 1000, b"data: " + junk + b"\n\n"):
-        assert same_everywhere("sse", lambda m, p=payload: m.find_usage(p), ()) is None
+        assert same_everywhere("stream", lambda m, p=payload: m.find_usage(p), ()) is None
 
 
 def test_decoder_nul_and_invalid_utf8() -> None:
     stream = b"id: a\0b\ndata: \xff\0\xc3\n\nid: ok\ndata: \xe2\x82\n\n"
-    for m in twins("sse"):
+    for m in twins("stream"):
         events = [tuple(e) for e in m.EventDecoder().feed(stream)]
         assert events == [("message", "\ufffd\0\ufffd", None, None),
                           ("message", "\ufffd", "ok", None)]
@@ -358,7 +358,7 @@ SPLIT_EXPECTED = SPLIT_STREAM.replace(
 
 def test_usage_key_split_across_every_pair_of_reads() -> None:
     data = SPLIT_STREAM
-    for m in twins("sse"):
+    for m in twins("stream"):
         for i in range(len(data) + 1):
             for j in range(i, len(data) + 1):
                 relay = m.UsageRelay(9, 3)
@@ -369,7 +369,7 @@ def test_usage_key_split_across_every_pair_of_reads() -> None:
 
 def test_decoder_split_across_every_pair_of_reads() -> None:
     data = SPLIT_STREAM
-    for m in twins("sse"):
+    for m in twins("stream"):
         whole = [tuple(e) for e in m.EventDecoder().feed(data)]
         assert len(whole) == 3
         for i in range(0, len(data) + 1, 3):
@@ -382,7 +382,7 @@ def test_decoder_split_across_every_pair_of_reads() -> None:
 def test_relay_duplicated_a_held_event_completed_with_more_data() -> None:
     """Found by fuzzing (fuzz/corpus/relay): the Cython relay sent a held event twice when
     the read that completed it carried another event."""
-    for m in twins("sse"):
+    for m in twins("stream"):
         relay = m.UsageRelay(5)
         assert relay.feed(b"data") + relay.feed(b"\n\ndata: {}\n\n") + relay.close() == \
             b"data\n\ndata: {}\n\n"
@@ -390,20 +390,20 @@ def test_relay_duplicated_a_held_event_completed_with_more_data() -> None:
 
 @pytest.mark.parametrize("bad", ["data: x\n\n", 5, None, [b"x"], np.zeros(4, np.uint8)[::2]])
 def test_sse_wrong_types(bad: Any) -> None:
-    assert same_everywhere("sse", lambda m: m.find_usage(bad), SSE_ERRORS) is TypeError
-    assert same_everywhere("sse", lambda m: m.rewrite_usage(bad, 1), SSE_ERRORS) is TypeError
-    assert same_everywhere("sse", lambda m: m.UsageRelay(1).feed(bad), SSE_ERRORS) is TypeError
-    assert same_everywhere("sse", lambda m: m.EventDecoder().feed(bad), SSE_ERRORS) is TypeError
+    assert same_everywhere("stream", lambda m: m.find_usage(bad), SSE_ERRORS) is TypeError
+    assert same_everywhere("stream", lambda m: m.rewrite_usage(bad, 1), SSE_ERRORS) is TypeError
+    assert same_everywhere("stream", lambda m: m.UsageRelay(1).feed(bad), SSE_ERRORS) is TypeError
+    assert same_everywhere("stream", lambda m: m.EventDecoder().feed(bad), SSE_ERRORS) is TypeError
 
 
 @pytest.mark.parametrize("prompt, cached", [(-1, None), (1, -1), (True, None), (1.5, None),
                                             ("3", None), (None, None), (1, "2")])
 def test_sse_bad_counts(prompt: Any, cached: Any) -> None:
     payload = b'{"usage":{}}'
-    expected = same_everywhere("sse", lambda m: m.rewrite_usage(payload, prompt, cached),
+    expected = same_everywhere("stream", lambda m: m.rewrite_usage(payload, prompt, cached),
                                SSE_ERRORS)
     assert expected in (TypeError, ValueError)
-    assert same_everywhere("sse", lambda m: m.UsageRelay(prompt, cached), SSE_ERRORS) is expected
+    assert same_everywhere("stream", lambda m: m.UsageRelay(prompt, cached), SSE_ERRORS) is expected
 
 
 # --- base64: every kind of garbage ---------------------------------------------------------

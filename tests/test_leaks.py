@@ -227,7 +227,7 @@ SSE_CASES: list[tuple[str, Callable[[ModuleType], Callable[[], Any]], Any]] = [
 @pytest.mark.parametrize("label, make, error", SSE_CASES, ids=[c[0] for c in SSE_CASES])
 def test_sse_memory_is_flat(record: list[str], kind: str, label: str,
                             make: Callable[[ModuleType], Callable[[], Any]], error: Any) -> None:
-    sse = twin("sse", kind)
+    sse = twin("stream", kind)
     check(record, sse, label, make(sse), error)
 
 

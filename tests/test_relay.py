@@ -13,12 +13,13 @@ from collections.abc import AsyncIterator
 from types import ModuleType
 from typing import Any
 
+import _twins
 import pytest
-from _usage import expected_usage
+from _usage import expected_usage, rewritten_text
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tokcore import _sse_py, arelay_usage, relay_usage
+from tokcore import arelay_usage, relay_usage
 from tokcore._backend import NO_EXTENSIONS
 
 PROMPT, CACHED = 40000, 32000
@@ -27,15 +28,17 @@ COMPACT, SPACED = (",", ":"), (", ", ": ")
 Event = tuple[bytes, bytes]  # (as the worker sends it, as the client must get it)
 
 
-def twins() -> list[ModuleType]:
-    if NO_EXTENSIONS:
-        return [_sse_py]
-    from tokcore import _sse_c
-    return [_sse_c, _sse_py]
+def twins() -> list[Any]:
+    return _twins.twins("stream")
 
 
-def new_usage(usage: dict[str, Any], cached: int | None = CACHED) -> bytes:
-    return json.dumps(expected_usage(usage, PROMPT, cached), separators=COMPACT).encode()
+def new_usage(usage: dict[str, Any], cached: int | None = CACHED,
+              seps: tuple[str, str] = COMPACT) -> bytes:
+    """The in-place rewrite of ``json.dumps(usage, separators=seps)``."""
+    expected = expected_usage(usage, PROMPT, cached)
+    if expected is None:  # another API's usage (or an unreadable count): as it came
+        return json.dumps(usage, separators=seps).encode()
+    return rewritten_text(usage, expected, seps)
 
 
 def chunk_object(content: str, index: int, **extra: Any) -> dict[str, Any]:
@@ -56,7 +59,7 @@ def data_event(obj: Any, eol: bytes, seps: tuple[str, str] = COMPACT, *,
         marked = json.dumps({**obj, "usage": "@USAGE@"}, separators=seps).encode()
         before, after = marked.split(b'"@USAGE@"')
         text = before + json.dumps(usage, separators=seps).encode() + after
-        expected = before + new_usage(usage) + after
+        expected = before + new_usage(usage, seps=seps) + after
     head = lines.replace(b"\n", eol)
     return (head + b"data: " + text + trailing + eol + eol,
             head + b"data: " + expected + trailing + eol + eol)
@@ -76,7 +79,7 @@ def vllm_stream(eol: bytes = b"\n") -> list[Event]:
     a final usage event with "choices":[], then [DONE]."""
     events = [data_event(chunk_object("", 0), eol, trailing=b" ")]
     events += [data_event(chunk_object(word, i), eol)
-               for i, word in enumerate([" Hello", " usage", '"usage":{}', "\\u00e9", "\n"])]
+               for i, word in enumerate([" Hello", " usage", '"usage":{"completion_tokens":1}', "\\u00e9", "\n"])]
     events.append(data_event({"id": "chatcmpl-1", "choices": []}, eol, usage=FINAL_USAGE))
     events.append(verbatim(b"data: [DONE]\n\n", eol))
     return events
@@ -131,18 +134,18 @@ def relay(twin: ModuleType, chunks: list[bytes], **kwargs: Any) -> bytes:
 
 
 @pytest.mark.parametrize("name", STREAMS)
-def test_every_split(sse_twin: ModuleType, name: str) -> None:
+def test_every_split(stream_twin: ModuleType, name: str) -> None:
     stream, expected = joined(STREAMS[name])
     assert stream != expected  # every stream has usage to rewrite
-    assert relay(sse_twin, [stream]) == expected
+    assert relay(stream_twin, [stream]) == expected
     for cut in range(len(stream) + 1):
-        assert relay(sse_twin, [stream[:cut], stream[cut:]]) == expected, cut
+        assert relay(stream_twin, [stream[:cut], stream[cut:]]) == expected, cut
 
 
 @pytest.mark.parametrize("name", STREAMS)
-def test_forwarded_when_blank_line_arrives(sse_twin: ModuleType, name: str) -> None:
+def test_forwarded_when_blank_line_arrives(stream_twin: ModuleType, name: str) -> None:
     events = STREAMS[name]
-    relay = sse_twin.UsageRelay(PROMPT, CACHED)
+    relay = stream_twin.UsageRelay(PROMPT, CACHED)
     out = b""
     done = b""
     for raw, expected in events:
@@ -165,8 +168,8 @@ def test_random_splits(name: str, data: st.DataObject) -> None:
         assert relay(twin, [bytearray(c) for c in chunks]) == expected
 
 
-def test_zero_copy(sse_twin: ModuleType) -> None:
-    relay = sse_twin.UsageRelay(PROMPT, CACHED)
+def test_zero_copy(stream_twin: ModuleType) -> None:
+    relay = stream_twin.UsageRelay(PROMPT, CACHED)
     for name in ("vllm", "vllm-crlf", "vllm-cr", "openai"):
         for raw, expected in STREAMS[name]:
             out = relay.feed(raw)
@@ -182,8 +185,8 @@ def test_zero_copy(sse_twin: ModuleType) -> None:
     assert relay.feed(b"}\n\n") == b"data: {}\n\n"
 
 
-def test_crlf_split_between_events(sse_twin: ModuleType) -> None:
-    relay = sse_twin.UsageRelay(PROMPT)
+def test_crlf_split_between_events(stream_twin: ModuleType) -> None:
+    relay = stream_twin.UsageRelay(PROMPT)
     first = b'data: {"a":1}\r\n\r'
     assert relay.feed(first) is first  # the blank line has ended on its CR
     lf = b"\n"
@@ -196,62 +199,63 @@ def test_crlf_split_between_events(sse_twin: ModuleType) -> None:
         b'"total_tokens":40001}}\r\n\r\n')
 
 
-def test_multiline_data(sse_twin: ModuleType) -> None:
+def test_multiline_data(stream_twin: ModuleType) -> None:
     usage = b'{"completion_tokens":3}'
     stream = (b'data: {"id":"x",\ndata: "usage":{"completion_tokens":\n: mid-value comment\n'
               b"data:3, \"x\": [1,\ndata: 2]},\ndata:\"y\":1}\n\n")
-    out = relay(sse_twin, [stream])
-    assert out == (b'data: {"id":"x",\ndata: "usage":{"completion_tokens":3,"x":[1,2],'
-                   b'"prompt_tokens":40000,"total_tokens":40003,"prompt_tokens_details":'
-                   b'{"cached_tokens":32000}}\n: mid-value comment\ndata:\ndata: ,\n'
+    out = relay(stream_twin, [stream])
+    # in place: the lines stay, the new members go after the last one, on its line
+    assert out == (b'data: {"id":"x",\ndata: "usage":{"completion_tokens":\n'
+                   b': mid-value comment\ndata:3, "x": [1,\ndata: 2],"prompt_tokens":40000,'
+                   b'"total_tokens":40003,"prompt_tokens_details":{"cached_tokens":32000}},\n'
                    b'data:"y":1}\n\n')
     # the client's view: the data fields joined with \n are the rewritten JSON
-    (event,) = sse_twin.iter_events([out])
+    (event,) = stream_twin.iter_events([out])
     assert json.loads(event.data) == {"id": "x", "usage": json.loads(new_usage(
         {"completion_tokens": 3, "x": [1, 2]})), "y": 1}
     simple = b"data: {\ndata: \"usage\": " + usage + b"\ndata: }\n\n"
-    assert relay(sse_twin, [simple]) == (
+    assert relay(stream_twin, [simple]) == (
         b'data: {\ndata: "usage": ' + new_usage({"completion_tokens": 3}) + b"\ndata: }\n\n")
 
 
-def test_usage_only_in_data_fields(sse_twin: ModuleType) -> None:
-    stream = (b'event: {"usage":{}}\nid: {"usage":{}}\n: {"usage":{}}\n'
-              b'datax: {"usage":{}}\nDATA: {"usage":{}}\ndata: [DONE]\n\n')
-    assert relay(sse_twin, [stream]) == stream
-    assert relay(sse_twin, [b'data:{"usage":{}}\n\n']) == (
-        b'data:{"usage":' + new_usage({}) + b"}\n\n")
+def test_usage_only_in_data_fields(stream_twin: ModuleType) -> None:
+    stream = (b'event: {"usage":{"completion_tokens":1}}\nid: {"usage":{"completion_tokens":1}}\n: {"usage":{"completion_tokens":1}}\n'
+              b'datax: {"usage":{"completion_tokens":1}}\nDATA: {"usage":{"completion_tokens":1}}\ndata: [DONE]\n\n')
+    assert relay(stream_twin, [stream]) == stream
+    assert relay(stream_twin, [b'data:{"usage":{"completion_tokens":1}}\n\n']) == (
+        b'data:{"usage":' + new_usage({"completion_tokens": 1}) + b"}\n\n")
 
 
-def test_bom_at_stream_start(sse_twin: ModuleType) -> None:
-    event = b'data: {"usage":{}}\n\n'
-    expected = b'data: {"usage":' + new_usage({}) + b"}\n\n"
+def test_bom_at_stream_start(stream_twin: ModuleType) -> None:
+    event = b'data: {"usage":{"completion_tokens":1}}\n\n'
+    expected = b'data: {"usage":' + new_usage({"completion_tokens": 1}) + b"}\n\n"
     stream = b"\xef\xbb\xbf" + event + b"\xef\xbb\xbf" + event
-    assert relay(sse_twin, [stream]) == b"\xef\xbb\xbf" + expected + b"\xef\xbb\xbf" + event
+    assert relay(stream_twin, [stream]) == b"\xef\xbb\xbf" + expected + b"\xef\xbb\xbf" + event
     for cut in range(len(stream)):
-        assert relay(sse_twin, [stream[:cut], stream[cut:]]) == relay(sse_twin, [stream])
+        assert relay(stream_twin, [stream[:cut], stream[cut:]]) == relay(stream_twin, [stream])
 
 
 @pytest.mark.parametrize("tail, expected", [
-    (b'data: {"usage":{}}', b'data: {"usage":' + new_usage({}) + b"}"),
-    (b'data: {"usage":{}}\n', b'data: {"usage":' + new_usage({}) + b"}\n"),
-    (b'data: {"usage":{}}\r', b'data: {"usage":' + new_usage({}) + b"}\r"),
-    (b'data: {"usage":{}', b'data: {"usage":{}'),
+    (b'data: {"usage":{"completion_tokens":1}}', b'data: {"usage":' + new_usage({"completion_tokens": 1}) + b"}"),
+    (b'data: {"usage":{"completion_tokens":1}}\n', b'data: {"usage":' + new_usage({"completion_tokens": 1}) + b"}\n"),
+    (b'data: {"usage":{"completion_tokens":1}}\r', b'data: {"usage":' + new_usage({"completion_tokens": 1}) + b"}\r"),
+    (b'data: {"usage":{"completion_tokens":1}', b'data: {"usage":{"completion_tokens":1}'),
     (b"data: [DONE]", b"data: [DONE]"),
     (b":", b":"),
 ])
-def test_close_flushes_incomplete_event(sse_twin: ModuleType, tail: bytes,
+def test_close_flushes_incomplete_event(stream_twin: ModuleType, tail: bytes,
                                         expected: bytes) -> None:
     head = b"data: {}\n\n"
-    relay = sse_twin.UsageRelay(PROMPT, CACHED)
+    relay = stream_twin.UsageRelay(PROMPT, CACHED)
     assert relay.feed(head + tail) == head
     assert relay.pending_bytes == len(tail)
     assert relay.close() == expected
     assert relay.close() == b""
 
 
-def test_bounded_memory_without_blank_lines(sse_twin: ModuleType) -> None:
+def test_bounded_memory_without_blank_lines(stream_twin: ModuleType) -> None:
     limit = 4096
-    relay = sse_twin.UsageRelay(PROMPT, CACHED, max_event_bytes=limit)
+    relay = stream_twin.UsageRelay(PROMPT, CACHED, max_event_bytes=limit)
     chunk = b'data: {"usage":{"prompt_tokens":1}} xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n' * 20
     out = []
     for _ in range(2000):
@@ -260,29 +264,29 @@ def test_bounded_memory_without_blank_lines(sse_twin: ModuleType) -> None:
     out.append(relay.close())
     assert b"".join(out) == chunk * 2000  # forwarded unscanned, nothing dropped
     # once the oversized event ends, events are scanned again
-    event = b'data: {"usage":{}}\n\n'
-    assert relay.feed(b"\n" + event) == b'\ndata: {"usage":' + new_usage({}) + b"}\n\n"
+    event = b'data: {"usage":{"completion_tokens":1}}\n\n'
+    assert relay.feed(b"\n" + event) == b'\ndata: {"usage":' + new_usage({"completion_tokens": 1}) + b"}\n\n"
 
 
-def test_oversized_event_forwarded_unscanned(sse_twin: ModuleType) -> None:
-    big = b'data: {"usage":{},"pad":"' + b"x" * 100 + b'"}\n\n'
-    small = b'data: {"usage":{}}\n\n'
-    rewritten = b'data: {"usage":' + new_usage({}) + b"}\n\n"
+def test_oversized_event_forwarded_unscanned(stream_twin: ModuleType) -> None:
+    big = b'data: {"usage":{"completion_tokens":1},"pad":"' + b"x" * 100 + b'"}\n\n'
+    small = b'data: {"usage":{"completion_tokens":1}}\n\n'
+    rewritten = b'data: {"usage":' + new_usage({"completion_tokens": 1}) + b"}\n\n"
     for limit in (50, len(big) - 1, len(big)):
         expected = big + rewritten if limit < len(big) else (
-            b'data: {"usage":' + new_usage({}) + b',"pad":"' + b"x" * 100 + b'"}\n\n' + rewritten)
+            b'data: {"usage":' + new_usage({"completion_tokens": 1}) + b',"pad":"' + b"x" * 100 + b'"}\n\n' + rewritten)
         for cut in range(len(big) + 1):  # however the reads cut it: the same events scanned
             chunks = [big[:cut], big[cut:] + small]
-            assert relay(sse_twin, chunks, max_event_bytes=limit) == expected, (limit, cut)
+            assert relay(stream_twin, chunks, max_event_bytes=limit) == expected, (limit, cut)
     crlf = big.replace(b"\n", b"\r\n")  # the size counts to the blank line's CR
     for limit, scanned in ((len(crlf) - 1, True), (len(crlf) - 2, False)):
         for cut in range(len(crlf) + 1):
-            out = relay(sse_twin, [crlf[:cut], crlf[cut:]], max_event_bytes=limit)
+            out = relay(stream_twin, [crlf[:cut], crlf[cut:]], max_event_bytes=limit)
             assert (out != crlf) == scanned, (limit, cut)
 
 
-def test_bad_input(sse_twin: ModuleType) -> None:
-    relay = sse_twin.UsageRelay(PROMPT)
+def test_bad_input(stream_twin: ModuleType) -> None:
+    relay = stream_twin.UsageRelay(PROMPT)
     with pytest.raises(TypeError):
         relay.feed("data: x\n\n")
     with pytest.raises(TypeError):
@@ -291,7 +295,7 @@ def test_bad_input(sse_twin: ModuleType) -> None:
     assert relay.feed(memoryview(b"data: {}\n\n")) == b"data: {}\n\n"
     for bad in (0, -1, "9", 1.5):
         with pytest.raises((TypeError, ValueError)):
-            sse_twin.UsageRelay(PROMPT, max_event_bytes=bad)
+            stream_twin.UsageRelay(PROMPT, max_event_bytes=bad)
 
 
 FRAGMENTS = [b"data: ", b"data:", b'{"usage":', b'{"usage":null}', b"{", b"}", b'"usage"',
@@ -306,7 +310,7 @@ def test_twins_agree_on_anything(fragments: list[bytes], data: st.DataObject) ->
     cuts = sorted(data.draw(st.lists(st.integers(0, len(stream)), max_size=6)))
     chunks = [stream[a:b] for a, b in zip([0, *cuts], [*cuts, len(stream)])]
     limit = data.draw(st.sampled_from([1, 16, 24, 64, 1 << 20]))
-    reference = relay(_sse_py, [stream], max_event_bytes=limit)
+    reference = relay(_twins.twin("stream", "py"), [stream], max_event_bytes=limit)
     for twin in twins():  # never raises; the same bytes however the stream is cut
         assert relay(twin, chunks, max_event_bytes=limit) == reference
 
@@ -343,17 +347,17 @@ def test_arelay_usage_async() -> None:
     assert all(outs) and b"".join(outs) == expected
 
 
-def test_blank_lines_at_every_offset(sse_twin: ModuleType) -> None:
+def test_blank_lines_at_every_offset(stream_twin: ModuleType) -> None:
     # events of every length around the 16-byte scan blocks, with usage here and there
     events = [b"data: " + b"x" * k + b"\n\n" for k in range(40)]
-    usage_in = b'data: {"usage":{}}\n\n'
-    usage_out = b'data: {"usage":' + new_usage({}) + b"}\n\n"
+    usage_in = b'data: {"usage":{"completion_tokens":1}}\n\n'
+    usage_out = b'data: {"usage":' + new_usage({"completion_tokens": 1}) + b"}\n\n"
     for every in (3, 7, 100):
         raw = b"".join(e + (usage_in if i % every == 0 else b"") for i, e in enumerate(events))
         out = b"".join(e + (usage_out if i % every == 0 else b"") for i, e in enumerate(events))
         for size in (1, 5, 16, 17, 33, 64, 1000):
             chunks = [raw[i:i + size] for i in range(0, len(raw), size)]
-            assert relay(sse_twin, chunks) == out, (every, size)
+            assert relay(stream_twin, chunks) == out, (every, size)
 
 
 USAGES = st.dictionaries(
@@ -372,7 +376,7 @@ def generated_stream(draw: st.DrawFn) -> list[Event]:
     events: list[Event] = []
     for i in range(draw(st.integers(1, 8))):
         kind = draw(st.sampled_from(["token", "token", "null", "usage", "continuous", "other"]))
-        content = draw(st.sampled_from(["usage", '"usage":{}', "\\u00e9", "\n", "x"])
+        content = draw(st.sampled_from(["usage", '"usage":{"completion_tokens":1}', "\\u00e9", "\n", "x"])
                        | st.text(max_size=5))
         if kind == "token":
             events.append(data_event(chunk_object(content, i), eol, seps))

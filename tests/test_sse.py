@@ -6,13 +6,14 @@ import json
 from types import ModuleType
 from typing import Any
 
+import _twins
 import pytest
 from _usage import expected_usage
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import tokcore
-from tokcore import _sse_py
+from tokcore import _events_py, _json_py, _usage_py
 from tokcore._backend import NO_EXTENSIONS, REQUIRE_EXTENSIONS
 
 NOT_FOUND = object()
@@ -45,13 +46,24 @@ def check_span(payload: bytes, span: tuple[int, int] | None) -> None:
 def check_rewrite(twin: ModuleType, payload: bytes, prompt: int, cached: int | None) -> None:
     result = twin.rewrite_usage(payload, prompt, cached)
     usage = oracle_usage(payload)
-    if not isinstance(usage, dict):
+    expected = expected_usage(usage, prompt, cached) if isinstance(usage, dict) else None
+    if expected is None:
         assert result is payload
         return
     start, end = twin.find_usage(payload)
-    new = json.dumps(expected_usage(usage, prompt, cached), separators=(",", ":")).encode()
-    assert result == payload[:start] + new + payload[end:]
-    assert json.loads(result)["usage"] == expected_usage(usage, prompt, cached)
+    assert json.loads(result)["usage"] == expected
+    # in place: the bytes before the usage value, after it and of every member not set stay
+    new_end = end + len(result) - len(payload)
+    assert result[:start] == payload[:start] and result[new_end:] == payload[end:]
+    old, new = payload[start:end], result[start:new_end]
+    for key in usage:
+        if key not in SET_KEYS:
+            old_span, new_span = _json_py.find_member(old, key), _json_py.find_member(new, key)
+            assert old_span and new_span
+            assert old[old_span[0]:old_span[1]] == new[new_span[0]:new_span[1]], key
+
+
+SET_KEYS = {"prompt_tokens", "total_tokens", "prompt_tokens_details"}
 
 
 # --- generated JSON --------------------------------------------------------------------------
@@ -126,25 +138,25 @@ USAGE_VALUE = b'{"prompt_tokens":7,"completion_tokens":3,"total_tokens":10}'
     (b'{"k\\"usage":null}', False),
     (b'{"k\\"usage":null,"usage":5}', True),
 ])
-def test_find_usage_cases(sse_twin: ModuleType, payload: bytes, found: bool) -> None:
-    span = sse_twin.find_usage(payload)
+def test_find_usage_cases(stream_twin: ModuleType, payload: bytes, found: bool) -> None:
+    span = stream_twin.find_usage(payload)
     assert (span is not None) == found
     if oracle_usage(payload) is not NOT_FOUND:
         check_span(payload, span)
-    assert span == _sse_py.find_usage(payload)
+    assert span == _usage_py.find_usage(payload)
 
 
-def test_find_usage_accepts_bytes_like(sse_twin: ModuleType) -> None:
+def test_find_usage_accepts_bytes_like(stream_twin: ModuleType) -> None:
     payload = b'{"usage":{"a":1}}'
     for arg in (payload, bytearray(payload), memoryview(payload), memoryview(b"xx" + payload)[2:]):
-        assert sse_twin.find_usage(arg) == (9, 16)
-    assert sse_twin.find_usage(bytearray()) is None
+        assert stream_twin.find_usage(arg) == (9, 16)
+    assert stream_twin.find_usage(bytearray()) is None
 
 
 @pytest.mark.parametrize("bad", ['{"usage":{}}', 5, None, ["x"]])
-def test_find_usage_rejects_non_bytes(sse_twin: ModuleType, bad: object) -> None:
+def test_find_usage_rejects_non_bytes(stream_twin: ModuleType, bad: object) -> None:
     with pytest.raises(TypeError):
-        sse_twin.find_usage(bad)
+        stream_twin.find_usage(bad)
 
 
 @settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
@@ -164,7 +176,7 @@ def test_find_usage_twins_agree_on_damaged_text(payload: bytes, data: st.DataObj
     results = {twin.__name__: twin.find_usage(damaged) for twin in twins()}
     assert len(set(results.values())) == 1, results
     if oracle_usage(damaged) is not NOT_FOUND:
-        check_span(damaged, results["tokcore._sse_py"])
+        check_span(damaged, results["tokcore.stream_py"])
 
 
 @given(st.binary(max_size=64))
@@ -172,79 +184,85 @@ def test_find_usage_twins_agree_on_any_bytes(payload: bytes) -> None:
     assert len({twin.find_usage(payload) for twin in twins()}) == 1
 
 
-def twins() -> list[ModuleType]:
-    if NO_EXTENSIONS:
-        return [_sse_py]
-    from tokcore import _sse_c
-    return [_sse_c, _sse_py]
+def twins() -> list[Any]:
+    return _twins.twins("stream")
 
 
 # --- rewrite_usage ---------------------------------------------------------------------------
 
-def test_rewrite_usage_contract(sse_twin: ModuleType) -> None:
+def test_rewrite_usage_contract(stream_twin: ModuleType) -> None:
     payload = (b'{"id":"c1","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":5,'
                b'"total_tokens":8,"prompt_tokens_details":{"cached_tokens":0,"audio_tokens":1}}}')
-    assert sse_twin.rewrite_usage(payload, 40000, 32000) == (
+    assert stream_twin.rewrite_usage(payload, 40000, 32000) == (
         b'{"id":"c1","choices":[],"usage":{"prompt_tokens":40000,"completion_tokens":5,'
         b'"total_tokens":40005,"prompt_tokens_details":{"cached_tokens":32000,"audio_tokens":1}}}')
-    assert sse_twin.rewrite_usage(payload, 10) == (
+    assert stream_twin.rewrite_usage(payload, 10) == (
         b'{"id":"c1","choices":[],"usage":{"prompt_tokens":10,"completion_tokens":5,'
         b'"total_tokens":15,"prompt_tokens_details":{"cached_tokens":0,"audio_tokens":1}}}')
 
 
 @pytest.mark.parametrize("usage, expected", [
-    (b"{}", b'{"prompt_tokens":9,"total_tokens":9,"prompt_tokens_details":{"cached_tokens":4}}'),
+    (b'{"prompt_tokens":1}',
+     b'{"prompt_tokens":9,"total_tokens":9,"prompt_tokens_details":{"cached_tokens":4}}'),
     (b'{ "completion_tokens" : 2 , "prompt_tokens_details" : null }',
-     b'{"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":4},"prompt_tokens":9,'
-     b'"total_tokens":11}'),
+     b'{ "completion_tokens" : 2 , "prompt_tokens_details" : {"cached_tokens":4},'
+     b'"prompt_tokens":9,"total_tokens":11 }'),
     (b'{"total_tokens":1,"completion_tokens":null,"prompt_tokens_details":{}}',
      b'{"total_tokens":9,"completion_tokens":null,"prompt_tokens_details":{"cached_tokens":4},'
      b'"prompt_tokens":9}'),
     (b'{"completion_tokens":1.5,"x":[1, 2],"prompt_tokens_details":7}',
-     b'{"completion_tokens":1.5,"x":[1,2],"prompt_tokens_details":{"cached_tokens":4},'
+     b'{"completion_tokens":1.5,"x":[1, 2],"prompt_tokens_details":{"cached_tokens":4},'
      b'"prompt_tokens":9,"total_tokens":9}'),
-    (b'{"completion_tokens":-0,"w":"\xc3\xa9"}',
-     b'{"completion_tokens":0,"w":"\\u00e9","prompt_tokens":9,"total_tokens":9,'
+    (b'{"completion_tokens":-0,"w":"\xc3\xa9","cost":1e400}',
+     b'{"completion_tokens":-0,"w":"\xc3\xa9","cost":1e400,"prompt_tokens":9,"total_tokens":9,'
      b'"prompt_tokens_details":{"cached_tokens":4}}'),
-    (b'{"completion_tokens":12345678901234567890}',
-     b'{"completion_tokens":12345678901234567890,"prompt_tokens":9,'
-     b'"total_tokens":12345678901234567899,"prompt_tokens_details":{"cached_tokens":4}}'),
-    (b'{"a":1,"a":2}', b'{"a":2,"prompt_tokens":9,"total_tokens":9,'
-                       b'"prompt_tokens_details":{"cached_tokens":4}}'),
+    (b'{"completion_tokens":123456789012345678}',
+     b'{"completion_tokens":123456789012345678,"prompt_tokens":9,'
+     b'"total_tokens":123456789012345687,"prompt_tokens_details":{"cached_tokens":4}}'),
+    (b'{"completion_tokens":1234567890123456789}',  # 19 digits: no count, left alone
+     b'{"completion_tokens":1234567890123456789}'),
+    (b'{"a":1,"a":2}', b'{"a":1,"a":2}'),  # no count key of this API: left alone
+    (b'{}', b'{}'),
+    (b'{"prompt_tokens":1,"prompt_tokens":2,"prompt_tokens_details":{"cached_tokens":0,'
+     b'"cached_tokens":1}}',
+     b'{"prompt_tokens":1,"prompt_tokens":9,"prompt_tokens_details":{"cached_tokens":0,'
+     b'"cached_tokens":4},"total_tokens":9}'),  # the last of repeated keys, as json.loads
 ])
-def test_rewrite_usage_values(sse_twin: ModuleType, usage: bytes, expected: bytes) -> None:
+def test_rewrite_usage_values(stream_twin: ModuleType, usage: bytes, expected: bytes) -> None:
     payload = b'{"usage":' + usage + b',"z":0}'
-    assert sse_twin.rewrite_usage(payload, 9, 4) == b'{"usage":' + expected + b',"z":0}'
+    assert stream_twin.rewrite_usage(payload, 9, 4) == b'{"usage":' + expected + b',"z":0}'
 
 
 @pytest.mark.parametrize("payload", [
-    b'{"usage":null}', b'{"usage":5}', b'{"usage":[1]}', b'{"usage":"x"}', b'[DONE]', b"",
+    b'{"usage":null}', b'{"usage":{}}', b'{"usage":{"input_tokens":1}}', b'{"usage":5}', b'{"usage":[1]}', b'{"usage":"x"}', b'[DONE]', b"",
     b'{"usage":{"a":01}}', b'{"usage":{"a":1}', b'{"choices":[{"delta":{"content":"usage"}}]}',
 ])
-def test_rewrite_usage_without_usage_object(sse_twin: ModuleType, payload: bytes) -> None:
-    assert sse_twin.rewrite_usage(payload, 9, 4) is payload
-    assert sse_twin.rewrite_usage(bytearray(payload), 9) == payload
+def test_rewrite_usage_without_usage_object(stream_twin: ModuleType, payload: bytes) -> None:
+    assert stream_twin.rewrite_usage(payload, 9, 4) is payload
+    assert stream_twin.rewrite_usage(bytearray(payload), 9) == payload
 
 
 @pytest.mark.parametrize("prompt, cached, error", [
     ("9", None, TypeError), (9.0, None, TypeError), (True, None, TypeError),
     (9, "1", TypeError), (9, False, TypeError), (-1, None, ValueError), (9, -2, ValueError),
+    (2**63, None, ValueError), (9, 2**63, ValueError),
+    pytest.param(10**5000, None, ValueError, id="10**5000"),
 ])
-def test_rewrite_usage_checks_counts(sse_twin: ModuleType, prompt: Any, cached: Any,
+def test_rewrite_usage_checks_counts(stream_twin: ModuleType, prompt: Any, cached: Any,
                                      error: type[Exception]) -> None:
     with pytest.raises(error):
-        sse_twin.rewrite_usage(b'{"usage":{}}', prompt, cached)
+        stream_twin.rewrite_usage(b'{"usage":{"prompt_tokens":0}}', prompt, cached)
     with pytest.raises(error):
-        sse_twin.UsageRelay(prompt, cached)
+        stream_twin.UsageRelay(prompt, cached)
 
 
-def test_rewrite_usage_rejects_str(sse_twin: ModuleType) -> None:
+def test_rewrite_usage_rejects_str(stream_twin: ModuleType) -> None:
     with pytest.raises(TypeError):
-        sse_twin.rewrite_usage('{"usage":{}}', 1)
+        stream_twin.rewrite_usage('{"usage":{}}', 1)
 
 
 @settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
-@given(json_texts(), st.integers(0, 2**63), st.none() | st.integers(0, 2**63))
+@given(json_texts(), st.integers(0, 2**63 - 1), st.none() | st.integers(0, 2**63 - 1))
 def test_rewrite_usage_agrees_with_json_loads(payload: bytes, prompt: int,
                                               cached: int | None) -> None:
     assume(oracle_usage(payload) is not NOT_FOUND)
@@ -300,10 +318,10 @@ SPEC_EXAMPLES = [
 
 
 @pytest.mark.parametrize("stream, events", SPEC_EXAMPLES)
-def test_event_decoder_spec_examples(sse_twin: ModuleType, stream: bytes,
+def test_event_decoder_spec_examples(stream_twin: ModuleType, stream: bytes,
                                      events: list[Any]) -> None:
     for chunks in every_split(stream):
-        assert decode(sse_twin, chunks) == events
+        assert decode(stream_twin, chunks) == events
 
 
 @pytest.mark.parametrize("stream, events", [
@@ -324,25 +342,25 @@ def test_event_decoder_spec_examples(sse_twin: ModuleType, stream: bytes,
     (b"data:x:y\nfoo: bar\ndata\n\n", [Event(data="x:y\n")]),
     (b"data: incomplete", []),
 ])
-def test_event_decoder_rules(sse_twin: ModuleType, stream: bytes, events: list[Any]) -> None:
+def test_event_decoder_rules(stream_twin: ModuleType, stream: bytes, events: list[Any]) -> None:
     for chunks in every_split(stream):
-        assert decode(sse_twin, chunks) == events
+        assert decode(stream_twin, chunks) == events
 
 
-def test_event_is_shared_and_small(sse_twin: ModuleType) -> None:
+def test_event_is_shared_and_small(stream_twin: ModuleType) -> None:
     event = Event("message", "x", None, None)
-    assert sse_twin.Event is tokcore.Event is _sse_py.Event
+    assert stream_twin.Event is tokcore.Event is _events_py.Event
     assert event == Event(data="x") and repr(event).startswith("Event(")
     assert (event.event, event.data, event.id, event.retry) == ("message", "x", None, None)
 
 
-def test_iter_events(sse_twin: ModuleType) -> None:
+def test_iter_events(stream_twin: ModuleType) -> None:
     chunks = [b"data: a\r", b"\n\r\ndata: b\n", b"\n"]
-    assert list(sse_twin.iter_events(iter(chunks))) == [Event(data="a"), Event(data="b")]
+    assert list(stream_twin.iter_events(iter(chunks))) == [Event(data="a"), Event(data="b")]
 
 
-def test_event_decoder_bad_input(sse_twin: ModuleType) -> None:
-    decoder = sse_twin.EventDecoder()
+def test_event_decoder_bad_input(stream_twin: ModuleType) -> None:
+    decoder = stream_twin.EventDecoder()
     with pytest.raises(TypeError):
         decoder.feed("data: x\n\n")
     assert decoder.feed(bytearray(b"data: x\n\n")) == [Event(data="x")]
@@ -362,25 +380,25 @@ def test_event_decoder_split_invariance(lines: list[bytes], ends: list[bytes],
     cuts = sorted(data.draw(st.lists(st.integers(0, len(stream)), max_size=5)))
     chunks = [stream[a:b] for a, b in zip([0, *cuts], [*cuts, len(stream)])]
     for twin in twins():
-        assert decode(twin, chunks) == decode(_sse_py, [stream])
+        assert decode(twin, chunks) == decode(_twins.twin("stream", "py"), [stream])
 
 
 def test_backend_is_cython_when_required() -> None:
     if REQUIRE_EXTENSIONS:
         from tokcore._backend import LOADED
-        assert LOADED["sse"] == "cython"
+        assert all(LOADED[name] == "cython" for name in ("json", "usage", "sse", "events"))
 
 
 @pytest.mark.parametrize("key", [b'"usage"', b'"us\\u0061ge"'])
-def test_find_usage_at_every_offset(sse_twin: ModuleType, key: bytes) -> None:
+def test_find_usage_at_every_offset(stream_twin: ModuleType, key: bytes) -> None:
     # the Cython twin scans 16 bytes at a time: put the key across every block boundary
     for pad in range(70):
         payload = b'{"' + b"a" * pad + b'":"x\\"usage\\"",' + key + b':{"n":1}}'
-        span = sse_twin.find_usage(payload)
+        span = stream_twin.find_usage(payload)
         assert span is not None and payload[span[0]:span[1]] == b'{"n":1}', pad
-        assert sse_twin.find_usage(payload.replace(key, b'"usagf"')) is None
+        assert stream_twin.find_usage(payload.replace(key, b'"usagf"')) is None
         null = payload[:-8] + b" null }"
-        assert sse_twin.find_usage(null) is None
+        assert stream_twin.find_usage(null) is None
         check_span(null, None)
 
 

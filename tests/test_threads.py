@@ -192,8 +192,8 @@ SSE_STREAM = TOKEN_EVENT * 50 + b"data: " + USAGE_PAYLOAD + b"\n\ndata: [DONE]\n
 SSE_RELAYED = TOKEN_EVENT * 50 + b"data: " + REWRITTEN_PAYLOAD + b"\n\ndata: [DONE]\n\n"
 
 
-def test_sse_shared_inputs(sse_twin: ModuleType) -> None:
-    sse = sse_twin
+def test_sse_shared_inputs(stream_twin: ModuleType) -> None:
+    sse = stream_twin
     payloads = [USAGE_PAYLOAD, bytearray(USAGE_PAYLOAD), memoryview(USAGE_PAYLOAD)]
     span = (USAGE_PAYLOAD.index(b'{"prompt'), len(USAGE_PAYLOAD) - 1)
     shared_stream = bytearray(SSE_STREAM)  # every thread reads it, in its own cut

@@ -45,8 +45,13 @@ def check_count(value: object, name: str, limit: int = COUNT_LIMIT) -> int:
     except TypeError:
         raise TypeError(f"{name} must be an integer, not {type(value).__name__}") from None
     if not 0 <= count < limit:
-        raise ValueError(f"{name} must be in [0, 2**{limit.bit_length() - 1}), got {count}")
+        raise ValueError(f"{name} must be in [0, 2**{limit.bit_length() - 1}), got {shown(count)}")
     return count
+
+
+def shown(value: int) -> str:
+    """An int for a message: too long to print (int's digit limit) is said by its size."""
+    return str(value) if value.bit_length() <= 256 else f"an integer of {value.bit_length()} bits"
 
 
 def check_key(key: object, what: str = "key") -> str:
@@ -73,5 +78,5 @@ def check_max_event_bytes(value: object) -> int:
         raise TypeError(f"max_event_bytes must be an integer, not {type(value).__name__}") \
             from None
     if not 1 <= limit < COUNT_LIMIT:
-        raise ValueError(f"max_event_bytes must be in [1, 2**63), got {limit}")
+        raise ValueError(f"max_event_bytes must be in [1, 2**63), got {shown(limit)}")
     return limit
