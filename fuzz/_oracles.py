@@ -78,10 +78,16 @@ def strict_json(data: bytes | str) -> Any:
         return NOT_JSON
 
 
-def rewritten_usage(usage: dict[str, Any], prompt: int, cached: int | None) -> dict[str, Any]:
-    """The usage object after rewrite_usage(prompt, cached), keys in the contract's order."""
+def rewritten_usage(usage: dict[str, Any], prompt: int,
+                    cached: int | None) -> dict[str, Any] | None:
+    """The chat usage object after rewrite_usage(prompt, cached), keys in the contract's
+    order; None when the contract leaves it as it came (foreign, or a count too long)."""
+    if "prompt_tokens" not in usage and "completion_tokens" not in usage:
+        return None  # another API's usage
     usage = dict(usage)
     completion = usage.get("completion_tokens")
+    if type(completion) is int and abs(completion) >= 10**18:
+        return None  # more than 18 digits: unreadable
     usage["prompt_tokens"] = prompt
     # "completion_tokens (0 if absent)": a value that is not an integer counts as absent
     usage["total_tokens"] = prompt + (completion if type(completion) is int else 0)

@@ -15,7 +15,7 @@ from _oracles import whatwg_events
 from _parity import Draw, chunks, equal, expect, fuzz_main, instrumented, load_twins, outcome
 
 with instrumented(__name__ == "__main__" and "--random" not in sys.argv):
-    TWINS = load_twins("sse")
+    TWINS = load_twins("events")
 # a twin may share the other's decoder class: decoding twice with it would prove nothing
 DECODERS = {kind: t for kind, t in TWINS.items()
             if kind == "py" or t.EventDecoder is not TWINS["py"].EventDecoder}

@@ -32,9 +32,9 @@ every chunk carries every field: ``delta`` with ``reasoning_content`` and ``tool
 null, ``matched_stop`` in each choice, and ``"usage":null`` as the last member. The finish
 chunk has an empty delta (all null) and ``matched_stop`` (the EOS id). The usage chunk has
 ``"choices":[]`` and ``UsageInfo`` ordered ``prompt_tokens, total_tokens, completion_tokens,
-prompt_tokens_details, reasoning_tokens``; ``prompt_tokens_details`` is ``null`` unless
-``--enable-cache-report``. Ids are bare uuid hex. (Newer releases build chunks with msgspec
-and leave ``usage`` out instead.)
+prompt_tokens_details`` (later releases add ``reasoning_tokens``, as below);
+``prompt_tokens_details`` is ``null`` unless ``--enable-cache-report``. Ids are bare uuid hex.
+(The newest releases build token chunks with msgspec and leave ``usage`` out instead.)
 
 TensorRT-LLM, ``trtllm-serve`` (tensorrt_llm/serve/postprocess_handlers.py, openai_protocol.py):
 chat chunks are ``model_dump_json(exclude_none=True)``; the first (role) chunk is written as
@@ -61,10 +61,11 @@ Anthropic Messages, as documented (docs.anthropic.com, "Streaming Messages"): ev
 ``partial_json`` string) / ``content_block_stop``, any number of ``ping``, ``message_delta``
 (``delta: {stop_reason, stop_sequence}`` and a top-level ``usage: {"output_tokens": N}``) and
 ``message_stop``. The documented JSON is spaced (``", "``, ``": "``), with a compact
-``"stop_sequence":null`` in the ``message_delta`` example. The API itself writes compact JSON
-with cache counters in both usages (``cache_creation_input_tokens``,
-``cache_read_input_tokens``, ``cache_creation``, ``service_tier``); its ``message_delta``
-usage is cumulative and repeats ``input_tokens``; ``ping`` stays ``{"type": "ping"}``.
+``"stop_sequence":null`` in the ``message_delta`` example. Recorded API traffic (quoted on
+public pages) is compact JSON with cache counters in both usages
+(``cache_creation_input_tokens``, ``cache_read_input_tokens``, ``cache_creation``,
+``service_tier``); its ``message_delta`` usage is cumulative and repeats ``input_tokens``;
+``ping`` stays ``{"type": "ping"}``.
 
 vLLM, ``/v1/messages`` (vllm/entrypoints/anthropic/serving.py, protocol.py): converts its
 own chat stream (asked with ``include_usage`` and ``continuous_usage_stats``) and writes
@@ -167,7 +168,7 @@ def vllm_chat_continuous() -> Stream:
                             "logprobs": None, "finish_reason": None}],
                           _vllm_usage(prompt, 0), chat_id=chat_id)]
     done = 0
-    for text in TOKENS[:3]:
+    for text in TOKENS[:2]:
         done += 1
         events.append(_vllm_chunk([{"index": 0, "delta": {"content": text}, "logprobs": None,
                                     "finish_reason": None}], _vllm_usage(prompt, done),
@@ -296,7 +297,7 @@ def trtllm_completions() -> Stream:
 
 RESP_ID = "resp_a87ff679a2f3471d8d1f6e2c7b3d4e5f"
 MSG_ID = "msg_e4da3b7fbbce4345b3fa0b2a4c1d5e6f"
-RESP_TEXTS = ["Your", " usage", " is", " 12", " tokens", " (caf\u00e9", " \u2192", " ok)", "."]
+RESP_TEXTS = ["Your", " usage", " is", " 12 tokens", " (caf\u00e9 \u2192 ok)", "."]
 
 
 def _response(status: str, output: list[Any], usage: Any) -> dict[str, Any]:

@@ -59,7 +59,7 @@ def rewritten_text(usage: dict[str, Any], expected: dict[str, Any],
         parts.append(json.dumps(key) + (key_sep if existed else ":"))
         if existed and isinstance(value, dict) and isinstance(usage[key], dict):
             parts.append(rewritten_text(usage[key], value, seps).decode())
-        elif existed:
+        elif existed and not isinstance(value, dict):
             parts.append(json.dumps(value, separators=seps))
         else:
             parts.append(json.dumps(value, separators=(",", ":")))
