@@ -1,3 +1,5 @@
+from libc.string cimport memcmp
+
 # The member scanner of _json_c, for the other Cython twins (cimport tokcore._json_c).
 
 ctypedef struct tok_member:
@@ -6,6 +8,7 @@ ctypedef struct tok_member:
     Py_ssize_t value_start
     Py_ssize_t value_end
     Py_ssize_t comma  # the comma before the member, -1 for the first
+    bint key_escaped  # the key has a backslash: compare it with tok_key_is
 
 ctypedef struct tok_object:
     const unsigned char *d
@@ -28,3 +31,8 @@ cdef int tok_object_next(tok_object *o, tok_member *m) noexcept nogil
 # key as a str, for keys spelled with escapes, which are decoded by _json_py).
 cdef int tok_key_is(const unsigned char *d, const tok_member *m, const char *key,
                     Py_ssize_t length, object str_key) except -1
+# The same for a key without escapes (m.key_escaped false), with no Python object.
+cdef inline bint tok_raw_key_is(const unsigned char *d, const tok_member *m, const char *key,
+                                Py_ssize_t length) noexcept nogil:
+    return m.key_end - m.key_start - 2 == length and \
+        memcmp(d + m.key_start + 1, key, length) == 0

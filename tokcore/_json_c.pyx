@@ -144,6 +144,7 @@ cdef int tok_object_next(tok_object *o, tok_member *m) noexcept nogil:
     if k < 0:
         return _fail(o, end)
     m.key_end = k
+    m.key_escaped = memchr(d + m.key_start + 1, 92, k - m.key_start - 2) != NULL
     i = _skip_ws(d, k, end)
     if i >= end:
         return _fail(o, end)
@@ -176,7 +177,7 @@ cdef int tok_key_is(const unsigned char *d, const tok_member *m, const char *key
                     Py_ssize_t length, object str_key) except -1:
     cdef Py_ssize_t n = m.key_end - m.key_start - 2
     cdef const unsigned char *raw = d + m.key_start + 1
-    if memchr(raw, 92, n) == NULL:
+    if not m.key_escaped:
         return n == length and memcmp(raw, key, length) == 0
     return decode_key(PyBytes_FromStringAndSize(<const char *>raw, n)) == str_key
 

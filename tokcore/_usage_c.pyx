@@ -9,7 +9,9 @@ are formatted in C. The rules are ``_dialects``' table and the counts are checke
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from libc.string cimport memcmp, memcpy
 
-from tokcore._json_c cimport tok_key_is, tok_member, tok_object, tok_object_next, tok_object_open
+from tokcore._json_c cimport (
+    tok_key_is, tok_member, tok_object, tok_object_next, tok_object_open, tok_raw_key_is,
+)
 
 from tokcore._args import payload_bytes
 from tokcore._dialects import (
@@ -108,6 +110,13 @@ cdef bint tok_ends_with_null_usage(const unsigned char *d, Py_ssize_t n) noexcep
 
 # --- finding members -----------------------------------------------------------------------
 
+cdef inline int _key_is(UsageRules r, const unsigned char *d, const tok_member *m,
+                        int k) except -1:
+    if not m.key_escaped:
+        return tok_raw_key_is(d, m, r.keys[k], r.key_lens[k])
+    return tok_key_is(d, m, r.keys[k], r.key_lens[k], r.str_keys[k])
+
+
 cdef int _scan(UsageRules r, tok_object *o, int want, tok_member *found,
                tok_member *members, int slots) except -2:
     """Scan the whole object; the last member of key ``want`` into ``found`` (and, when
@@ -124,13 +133,11 @@ cdef int _scan(UsageRules r, tok_object *o, int want, tok_member *found,
         if r_next == 0:
             return hit
         found[1] = m  # the object's last member so far
-        if want >= 0 and tok_key_is(o.d, &m, r.keys[want], r.key_lens[want],
-                                    r.str_keys[want]):
+        if want >= 0 and _key_is(r, o.d, &m, want):
             found[0] = m
             hit = 1
         for k in range(slots):
-            if r.key_lens[k] and tok_key_is(o.d, &m, r.keys[k], r.key_lens[k],
-                                            r.str_keys[k]):
+            if r.key_lens[k] and _key_is(r, o.d, &m, k):
                 members[k] = m
 
 
