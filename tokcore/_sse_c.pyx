@@ -149,6 +149,21 @@ cdef class UsageRelay:
         self._cr = c == 13
         return -1
 
+    cdef void _count_oversized(self, const char *d, Py_ssize_t n) noexcept nogil:
+        """Count the events over the bound in ``d[:n]``: whole events from a line start, no
+        CR (the fast paths that forward events without looking at each)."""
+        cdef Py_ssize_t start = 0, i
+        while start < n:
+            if d[start] == 10:  # an empty line
+                start += 1
+                continue
+            i = tok_first_lflf(d + start, n - start)
+            if i < 0:
+                return
+            if i + 2 > self._max:
+                self._counts[N_OVERSIZED] += 1
+            start += i + 2
+
     cdef bint _null_usage_event(self, const char *d, Py_ssize_t n) noexcept:
         """Whether ``d[:n]`` is one event of one ``data`` line whose last top-level member is
         ``"usage":null`` (``n`` >= 2, it ends with a blank line): nothing to rewrite."""
@@ -261,6 +276,8 @@ cdef class UsageRelay:
                 self._cr = False  # complete events, no CR, no usage key: the chunk itself
                 self._first = False
                 self._counts[N_EVENTS] += tok_count_event_ends(d, n)
+                if n > self._max:
+                    self._count_oversized(d, n)
                 return chunk
             if d[hit] != 13 and self._null_usage_event(d, n):
                 return chunk
@@ -282,6 +299,8 @@ cdef class UsageRelay:
                         pos + 1 if self._line_start and not self._cr and d[pos] == 10 else -1)
                     if end > pos:
                         self._counts[N_EVENTS] += tok_count_event_ends(d + pos, end - pos)
+                        if end - pos > self._max:
+                            self._count_oversized(d + pos, end - pos)
                         self._line_start, self._cr, self._first = True, False, False
                         pos = end
                         if pos == n:
