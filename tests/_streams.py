@@ -168,7 +168,7 @@ def vllm_chat_continuous() -> Stream:
                             "logprobs": None, "finish_reason": None}],
                           _vllm_usage(prompt, 0), chat_id=chat_id)]
     done = 0
-    for text in TOKENS[:2]:
+    for text in TOKENS[1:3]:
         done += 1
         events.append(_vllm_chunk([{"index": 0, "delta": {"content": text}, "logprobs": None,
                                     "finish_reason": None}], _vllm_usage(prompt, done),
@@ -297,7 +297,7 @@ def trtllm_completions() -> Stream:
 
 RESP_ID = "resp_a87ff679a2f3471d8d1f6e2c7b3d4e5f"
 MSG_ID = "msg_e4da3b7fbbce4345b3fa0b2a4c1d5e6f"
-RESP_TEXTS = ["Your", " usage", " is", " 12 tokens", " (caf\u00e9 \u2192 ok)", "."]
+RESP_TEXTS = ["Your", " usage", " is 12 tokens (caf\u00e9 \u2192 ok)", "."]
 
 
 def _response(status: str, output: list[Any], usage: Any) -> dict[str, Any]:
