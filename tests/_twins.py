@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
-from types import ModuleType, SimpleNamespace
+from types import SimpleNamespace
 from typing import Any
 
 import pytest

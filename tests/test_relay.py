@@ -20,7 +20,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tokcore import arelay_usage, relay_usage
-from tokcore._backend import NO_EXTENSIONS
 
 PROMPT, CACHED = 40000, 32000
 COMPACT, SPACED = (",", ":"), (", ", ": ")
@@ -39,6 +38,9 @@ def new_usage(usage: dict[str, Any], cached: int | None = CACHED,
     if expected is None:  # another API's usage (or an unreadable count): as it came
         return json.dumps(usage, separators=seps).encode()
     return rewritten_text(usage, expected, seps)
+
+
+NEW1 = new_usage({"completion_tokens": 1})  # the rewrite of {"completion_tokens":1}
 
 
 def chunk_object(content: str, index: int, **extra: Any) -> dict[str, Any]:
@@ -79,7 +81,8 @@ def vllm_stream(eol: bytes = b"\n") -> list[Event]:
     a final usage event with "choices":[], then [DONE]."""
     events = [data_event(chunk_object("", 0), eol, trailing=b" ")]
     events += [data_event(chunk_object(word, i), eol)
-               for i, word in enumerate([" Hello", " usage", '"usage":{"completion_tokens":1}', "\\u00e9", "\n"])]
+               for i, word in enumerate([" Hello", " usage", '"usage":{"completion_tokens":1}',
+                                         "\\u00e9", "\n"])]
     events.append(data_event({"id": "chatcmpl-1", "choices": []}, eol, usage=FINAL_USAGE))
     events.append(verbatim(b"data: [DONE]\n\n", eol))
     return events
@@ -219,16 +222,17 @@ def test_multiline_data(stream_twin: ModuleType) -> None:
 
 
 def test_usage_only_in_data_fields(stream_twin: ModuleType) -> None:
-    stream = (b'event: {"usage":{"completion_tokens":1}}\nid: {"usage":{"completion_tokens":1}}\n: {"usage":{"completion_tokens":1}}\n'
-              b'datax: {"usage":{"completion_tokens":1}}\nDATA: {"usage":{"completion_tokens":1}}\ndata: [DONE]\n\n')
+    u = b'{"usage":{"completion_tokens":1}}'
+    stream = (b"event: " + u + b"\nid: " + u + b"\n: " + u + b"\ndatax: " + u + b"\nDATA: " + u
+              + b"\ndata: [DONE]\n\n")
     assert relay(stream_twin, [stream]) == stream
     assert relay(stream_twin, [b'data:{"usage":{"completion_tokens":1}}\n\n']) == (
-        b'data:{"usage":' + new_usage({"completion_tokens": 1}) + b"}\n\n")
+        b'data:{"usage":' + NEW1 + b"}\n\n")
 
 
 def test_bom_at_stream_start(stream_twin: ModuleType) -> None:
     event = b'data: {"usage":{"completion_tokens":1}}\n\n'
-    expected = b'data: {"usage":' + new_usage({"completion_tokens": 1}) + b"}\n\n"
+    expected = b'data: {"usage":' + NEW1 + b"}\n\n"
     stream = b"\xef\xbb\xbf" + event + b"\xef\xbb\xbf" + event
     assert relay(stream_twin, [stream]) == b"\xef\xbb\xbf" + expected + b"\xef\xbb\xbf" + event
     for cut in range(len(stream)):
@@ -236,9 +240,9 @@ def test_bom_at_stream_start(stream_twin: ModuleType) -> None:
 
 
 @pytest.mark.parametrize("tail, expected", [
-    (b'data: {"usage":{"completion_tokens":1}}', b'data: {"usage":' + new_usage({"completion_tokens": 1}) + b"}"),
-    (b'data: {"usage":{"completion_tokens":1}}\n', b'data: {"usage":' + new_usage({"completion_tokens": 1}) + b"}\n"),
-    (b'data: {"usage":{"completion_tokens":1}}\r', b'data: {"usage":' + new_usage({"completion_tokens": 1}) + b"}\r"),
+    (b'data: {"usage":{"completion_tokens":1}}', b'data: {"usage":' + NEW1 + b"}"),
+    (b'data: {"usage":{"completion_tokens":1}}\n', b'data: {"usage":' + NEW1 + b"}\n"),
+    (b'data: {"usage":{"completion_tokens":1}}\r', b'data: {"usage":' + NEW1 + b"}\r"),
     (b'data: {"usage":{"completion_tokens":1}', b'data: {"usage":{"completion_tokens":1}'),
     (b"data: [DONE]", b"data: [DONE]"),
     (b":", b":"),
@@ -265,16 +269,16 @@ def test_bounded_memory_without_blank_lines(stream_twin: ModuleType) -> None:
     assert b"".join(out) == chunk * 2000  # forwarded unscanned, nothing dropped
     # once the oversized event ends, events are scanned again
     event = b'data: {"usage":{"completion_tokens":1}}\n\n'
-    assert relay.feed(b"\n" + event) == b'\ndata: {"usage":' + new_usage({"completion_tokens": 1}) + b"}\n\n"
+    assert relay.feed(b"\n" + event) == b'\ndata: {"usage":' + NEW1 + b"}\n\n"
 
 
 def test_oversized_event_forwarded_unscanned(stream_twin: ModuleType) -> None:
     big = b'data: {"usage":{"completion_tokens":1},"pad":"' + b"x" * 100 + b'"}\n\n'
     small = b'data: {"usage":{"completion_tokens":1}}\n\n'
-    rewritten = b'data: {"usage":' + new_usage({"completion_tokens": 1}) + b"}\n\n"
+    rewritten = b'data: {"usage":' + NEW1 + b"}\n\n"
     for limit in (50, len(big) - 1, len(big)):
         expected = big + rewritten if limit < len(big) else (
-            b'data: {"usage":' + new_usage({"completion_tokens": 1}) + b',"pad":"' + b"x" * 100 + b'"}\n\n' + rewritten)
+            b'data: {"usage":' + NEW1 + b',"pad":"' + b"x" * 100 + b'"}\n\n' + rewritten)
         for cut in range(len(big) + 1):  # however the reads cut it: the same events scanned
             chunks = [big[:cut], big[cut:] + small]
             assert relay(stream_twin, chunks, max_event_bytes=limit) == expected, (limit, cut)
@@ -351,7 +355,7 @@ def test_blank_lines_at_every_offset(stream_twin: ModuleType) -> None:
     # events of every length around the 16-byte scan blocks, with usage here and there
     events = [b"data: " + b"x" * k + b"\n\n" for k in range(40)]
     usage_in = b'data: {"usage":{"completion_tokens":1}}\n\n'
-    usage_out = b'data: {"usage":' + new_usage({"completion_tokens": 1}) + b"}\n\n"
+    usage_out = b'data: {"usage":' + NEW1 + b"}\n\n"
     for every in (3, 7, 100):
         raw = b"".join(e + (usage_in if i % every == 0 else b"") for i, e in enumerate(events))
         out = b"".join(e + (usage_out if i % every == 0 else b"") for i, e in enumerate(events))
@@ -376,8 +380,8 @@ def generated_stream(draw: st.DrawFn) -> list[Event]:
     events: list[Event] = []
     for i in range(draw(st.integers(1, 8))):
         kind = draw(st.sampled_from(["token", "token", "null", "usage", "continuous", "other"]))
-        content = draw(st.sampled_from(["usage", '"usage":{"completion_tokens":1}', "\\u00e9", "\n", "x"])
-                       | st.text(max_size=5))
+        content = draw(st.sampled_from(["usage", '"usage":{"completion_tokens":1}', "\\u00e9",
+                                        "\n", "x"]) | st.text(max_size=5))
         if kind == "token":
             events.append(data_event(chunk_object(content, i), eol, seps))
         elif kind == "null":

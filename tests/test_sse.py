@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import tokcore
 from tokcore import _events_py, _json_py, _usage_py
-from tokcore._backend import NO_EXTENSIONS, REQUIRE_EXTENSIONS
+from tokcore._backend import REQUIRE_EXTENSIONS
 
 NOT_FOUND = object()
 MARK = b"[987654321]"  # a value no generated payload holds
@@ -234,7 +234,8 @@ def test_rewrite_usage_values(stream_twin: ModuleType, usage: bytes, expected: b
 
 
 @pytest.mark.parametrize("payload", [
-    b'{"usage":null}', b'{"usage":{}}', b'{"usage":{"input_tokens":1}}', b'{"usage":5}', b'{"usage":[1]}', b'{"usage":"x"}', b'[DONE]', b"",
+    b'{"usage":null}', b'{"usage":{}}', b'{"usage":{"input_tokens":1}}', b'{"usage":5}',
+    b'{"usage":[1]}', b'{"usage":"x"}', b'[DONE]', b"",
     b'{"usage":{"a":01}}', b'{"usage":{"a":1}', b'{"choices":[{"delta":{"content":"usage"}}]}',
 ])
 def test_rewrite_usage_without_usage_object(stream_twin: ModuleType, payload: bytes) -> None:

@@ -14,8 +14,8 @@ from ._b64 import (
     urlsafe_b64encode,
 )
 from ._backend import backend_summary
-from ._ids import pack_ids, unpack_ids
 from ._events import Event, EventDecoder, iter_events
+from ._ids import pack_ids, unpack_ids
 from ._json import del_member, find_member, set_member
 from ._sse import RelayCounts, UsageRelay
 from ._usage import find_usage, rewrite_usage

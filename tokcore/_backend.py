@@ -22,7 +22,7 @@ def env_flag(name: str) -> bool:
 NO_EXTENSIONS = env_flag(NO_EXTENSIONS_VAR)
 REQUIRE_EXTENSIONS = env_flag(REQUIRE_EXTENSIONS_VAR) and not NO_EXTENSIONS
 
-#: hot path name ("ids", "b64", "json", "usage", "sse", "events") -> the twin that loaded ("cython" or "python")
+#: hot path name ("ids", "b64", "json", "usage", "sse", "events") -> "cython" or "python"
 LOADED: dict[str, str] = {}
 #: hot path name -> the loaded module, for ``python -m tokcore``
 MODULES: dict[str, ModuleType] = {}

@@ -17,7 +17,7 @@ server's counts go into. P is the prompt count, C the cached count (optional).
 
 from __future__ import annotations
 
-from typing import NamedTuple, Optional
+from typing import NamedTuple
 
 
 class Dialect(NamedTuple):
@@ -29,9 +29,9 @@ class Dialect(NamedTuple):
     prompt_key: str
     output_key: str
     #: := P + output count; None: no total in this API
-    total_key: Optional[str]
+    total_key: str | None
     #: C goes to ``details_key.cached_key``, or to ``cached_key`` itself when None
-    details_key: Optional[str]
+    details_key: str | None
     cached_key: str
     #: the prompt count excludes the cached part (C > P is then an error)
     cached_excluded: bool

@@ -10,7 +10,7 @@ applies the edits; the relay applies them to an event's data.
 from __future__ import annotations
 
 import re
-from typing import NamedTuple, Optional
+from typing import NamedTuple
 
 from ._args import BytesLike, check_count, payload_bytes
 from ._dialects import (
@@ -47,7 +47,7 @@ class Rules(NamedTuple):
     dialect: Dialect
     prompt: int  # the value of the dialect's prompt key
     total_base: int  # the total is this + the output count
-    cached: Optional[int]
+    cached: int | None
 
 
 def make_rules(prompt_tokens: object, cached_tokens: object, api: object) -> Rules:
