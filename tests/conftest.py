@@ -6,7 +6,9 @@ TOKCORE_NO_EXTENSIONS run leaves it out, and pytest reports those tests as skipp
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from types import ModuleType
+from typing import Any
 
 import pytest
 from _twins import KINDS, twin
@@ -17,49 +19,26 @@ settings.register_profile("tokcore", deadline=None, max_examples=150)
 settings.load_profile("tokcore")
 
 
-@pytest.fixture(params=KINDS, scope="session")  # session: usable under @given
-def ids_twin(request: pytest.FixtureRequest) -> ModuleType:
-    """``tokcore._ids_c`` or ``tokcore._ids_py``."""
-    return twin("ids", request.param)
+def twin_fixture(name: str) -> Callable[..., Any]:
+    """The fixture ``<name>_twin``: ``tokcore._<name>_c`` or ``tokcore._<name>_py`` (for a
+    group such as ``stream``, its modules of that kind as one namespace). Session scope
+    makes it usable under ``@given``."""
+    def fixture(request: pytest.FixtureRequest) -> Any:
+        return twin(name, request.param)
+    fixture.__doc__ = f"The {name} twin of each kind ({', '.join(KINDS)})."
+    return pytest.fixture(params=KINDS, scope="session", name=f"{name}_twin")(fixture)
 
 
-@pytest.fixture(params=KINDS, scope="session")
-def sse_twin(request: pytest.FixtureRequest) -> ModuleType:
-    """``tokcore._sse_c`` or ``tokcore._sse_py`` (UsageRelay)."""
-    return twin("sse", request.param)
-
-
-@pytest.fixture(params=KINDS, scope="session")
-def stream_twin(request: pytest.FixtureRequest) -> ModuleType:
-    """The ``_usage``, ``_sse`` and ``_events`` twins of one kind, as one namespace."""
-    return twin("stream", request.param)  # type: ignore[no-any-return]
-
-
-@pytest.fixture(params=KINDS, scope="session")
-def json_twin(request: pytest.FixtureRequest) -> ModuleType:
-    """``tokcore._json_c`` or ``tokcore._json_py`` (find_member, set_member, del_member)."""
-    return twin("json", request.param)
-
-
-@pytest.fixture(params=KINDS, scope="session")
-def usage_twin(request: pytest.FixtureRequest) -> ModuleType:
-    """``tokcore._usage_c`` or ``tokcore._usage_py`` (find_usage, rewrite_usage)."""
-    return twin("usage", request.param)
-
-
-@pytest.fixture(params=KINDS, scope="session")
-def events_twin(request: pytest.FixtureRequest) -> ModuleType:
-    """``tokcore._events_c`` or ``tokcore._events_py`` (EventDecoder, iter_events)."""
-    return twin("events", request.param)
+ids_twin = twin_fixture("ids")  # pack_ids, unpack_ids
+b64_twin = twin_fixture("b64")  # base64 drop-ins, ids_to_b64, b64_to_ids
+json_twin = twin_fixture("json")  # find_member, set_member, del_member
+usage_twin = twin_fixture("usage")  # find_usage, rewrite_usage
+sse_twin = twin_fixture("sse")  # UsageRelay
+events_twin = twin_fixture("events")  # EventDecoder, iter_events
+stream_twin = twin_fixture("stream")  # the last three of one kind together
 
 
 @pytest.fixture(scope="session")
 def ids_pair() -> tuple[ModuleType, ModuleType]:
     """``(tokcore._ids_c, tokcore._ids_py)``, for parity checks."""
     return twin("ids", "c"), twin("ids", "py")
-
-
-@pytest.fixture(params=KINDS, scope="session")  # session: usable under @given
-def b64_twin(request: pytest.FixtureRequest) -> ModuleType:
-    """``tokcore._b64_c`` or ``tokcore._b64_py``."""
-    return twin("b64", request.param)

@@ -36,16 +36,16 @@ def payload_bytes(payload: object, what: str = "payload") -> bytes:
     return bytes(payload_view(payload, what))
 
 
-def check_count(value: object, name: str, limit: int = COUNT_LIMIT) -> int:
-    """A count: an integer (not a bool) in ``[0, limit)``."""
+def check_count(value: object, name: str, low: int = 0) -> int:
+    """A count: an integer (not a bool) in ``[low, 2**63)``."""
     if isinstance(value, bool):
         raise TypeError(f"{name} must be an integer, not bool")
     try:
         count = _index(value)  # type: ignore[arg-type]
     except TypeError:
         raise TypeError(f"{name} must be an integer, not {type(value).__name__}") from None
-    if not 0 <= count < limit:
-        raise ValueError(f"{name} must be in [0, 2**{limit.bit_length() - 1}), got {shown(count)}")
+    if not low <= count < COUNT_LIMIT:
+        raise ValueError(f"{name} must be in [{low}, 2**63), got {shown(count)}")
     return count
 
 
@@ -70,13 +70,4 @@ def check_path(path: tuple[object, ...]) -> tuple[str, ...]:
 
 def check_max_event_bytes(value: object) -> int:
     """``max_event_bytes``: an integer in ``[1, 2**63)``."""
-    if isinstance(value, bool):
-        raise TypeError("max_event_bytes must be an integer, not bool")
-    try:
-        limit = _index(value)  # type: ignore[arg-type]
-    except TypeError:
-        raise TypeError(f"max_event_bytes must be an integer, not {type(value).__name__}") \
-            from None
-    if not 1 <= limit < COUNT_LIMIT:
-        raise ValueError(f"max_event_bytes must be in [1, 2**63), got {shown(limit)}")
-    return limit
+    return check_count(value, "max_event_bytes", 1)

@@ -1,15 +1,17 @@
 # cython: language_level=3
 """The WHATWG event-stream decoder: the Cython twin of ``_events_py``.
 
-Lines are found with ``memchr`` over the raw chunk; the field rules are the Python twin's,
-and ``Event`` is its type.
+Lines are found with ``memchr`` over the raw chunk (``tok_line_end``, shared with the relay);
+the field rules are the Python twin's, and ``Event`` is its type.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from libc.string cimport memchr
 
 from tokcore._args import payload_view
 from tokcore._events_py import Event
+
+cdef extern from "_ssescan.h":
+    Py_ssize_t tok_line_end(const char *p, Py_ssize_t i, Py_ssize_t n) noexcept nogil
 
 
 cdef class EventDecoder:
@@ -35,8 +37,6 @@ cdef class EventDecoder:
 
     def feed(self, chunk):
         cdef const char *d
-        cdef const char *lf
-        cdef const char *cr
         cdef Py_ssize_t n, i = 0, begin, line_end
         if type(chunk) is not bytes:
             chunk = bytes(payload_view(chunk, "chunk"))
@@ -52,13 +52,8 @@ cdef class EventDecoder:
         self._cr = False
         begin = i
         while i < n:
-            lf = <const char *>memchr(d + i, 10, n - i)
-            cr = <const char *>memchr(d + i, 13, (lf - d if lf != NULL else n) - i)
-            if cr != NULL:
-                line_end = cr - d
-            elif lf != NULL:
-                line_end = lf - d
-            else:
+            line_end = tok_line_end(d, i, n)
+            if line_end < 0:
                 break
             line = PyBytes_FromStringAndSize(d + begin, line_end - begin)
             if self._buffer:

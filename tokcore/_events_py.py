@@ -13,8 +13,10 @@ from typing import NamedTuple
 
 from ._args import BytesLike, payload_view
 
+#: a UTF-8 byte order mark, skipped at the start of a stream
 BOM = b"\xef\xbb\xbf"
-_LINE_ENDS = re.compile(rb"\r\n|\r|\n")
+#: any SSE line end (the relay's framing reads lines by the same rule)
+LINE_ENDS = re.compile(rb"\r\n|\r|\n")
 
 
 class Event(NamedTuple):
@@ -59,7 +61,7 @@ class EventDecoder:
             data = data[1:]  # the LF of a CRLF split across chunks
         self._cr = False
         begin = 0
-        for match in _LINE_ENDS.finditer(data):
+        for match in LINE_ENDS.finditer(data):
             if match.group() == b"\r" and match.end() == len(data):
                 self._cr = True  # a LF may still follow in the next chunk
             line = data[begin:match.start()]

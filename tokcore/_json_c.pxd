@@ -31,6 +31,11 @@ cdef int tok_object_next(tok_object *o, tok_member *m) noexcept nogil
 # key as a str, for keys spelled with escapes, which are decoded by _json_py).
 cdef int tok_key_is(const unsigned char *d, const tok_member *m, const char *key,
                     Py_ssize_t length, object str_key) except -1
+# Scan the rest of the object: 1 with the last member of that key in found[0], 0 when it
+# has none, -1 when it is not an object (o.error set). last, when not NULL, gets the
+# object's last member (its key_start left as it was when the object has none).
+cdef int tok_last_member(tok_object *o, const char *key, Py_ssize_t length, object str_key,
+                         tok_member *found, tok_member *last) except -2
 # The same for a key without escapes (m.key_escaped false), with no Python object.
 cdef inline bint tok_raw_key_is(const unsigned char *d, const tok_member *m, const char *key,
                                 Py_ssize_t length) noexcept nogil:

@@ -184,16 +184,16 @@ cdef int tok_key_is(const unsigned char *d, const tok_member *m, const char *key
 
 # --- the public functions ------------------------------------------------------------------
 
-cdef int _last(tok_object *o, const char *key, Py_ssize_t length, object str_key,
-               tok_member *found) except -2:
-    """Scan the whole object; 1 with the last member of that key in ``found``, 0 if none,
-    -1 if the text is not an object."""
+cdef int tok_last_member(tok_object *o, const char *key, Py_ssize_t length, object str_key,
+                         tok_member *found, tok_member *last) except -2:
     cdef tok_member m
     cdef int r, hit = 0
     while True:
         r = tok_object_next(o, &m)
         if r <= 0:
             return -1 if r < 0 else hit
+        if last != NULL:
+            last[0] = m
         if tok_key_is(o.d, &m, key, length, str_key):
             found[0] = m
             hit = 1
@@ -216,7 +216,8 @@ def find_member(payload, *path):
         raw = utf8(key)
         if tok_object_open(&o, d, start, end, top) < 0:
             return None
-        if _last(&o, PyBytes_AS_STRING(raw), PyBytes_GET_SIZE(raw), key, &found) <= 0:
+        if tok_last_member(&o, PyBytes_AS_STRING(raw), PyBytes_GET_SIZE(raw), key, &found,
+                           NULL) <= 0:
             return None
         start, end, top = found.value_start, found.value_end, False
     return start, end
@@ -224,6 +225,22 @@ def find_member(payload, *path):
 
 cdef _not_an_object(Py_ssize_t offset):
     return ValueError(f"payload is not a JSON object: the scan stopped at offset {offset}")
+
+
+cdef const unsigned char *_open_top(tok_object *o, bytes data) except NULL:
+    """The whole text opened as an object, or the ``ValueError`` of a text that is not."""
+    cdef const unsigned char *d = <const unsigned char *>PyBytes_AS_STRING(data)
+    if tok_object_open(o, d, 0, PyBytes_GET_SIZE(data), True) < 0:
+        raise _not_an_object(o.error)
+    return d
+
+
+cdef int _next(tok_object *o, tok_member *m) except -1:
+    """``tok_object_next``, with the ``ValueError`` of a text that is not an object."""
+    cdef int r = tok_object_next(o, m)
+    if r < 0:
+        raise _not_an_object(o.error)
+    return r
 
 
 cdef bytes _joined(const char *d, Py_ssize_t n, Py_ssize_t at, Py_ssize_t cut,
@@ -250,22 +267,14 @@ def set_member(payload, key, value):
     cdef tok_member m, found
     cdef const unsigned char *d
     cdef Py_ssize_t n, last_end = -1
-    cdef int r
     cdef bint hit = False
     data = payload_bytes(payload)
     check_key(key)
     text = value if type(value) is bytes else bytes(payload_view(value, "value"))
     raw = utf8(key)
-    d = <const unsigned char *>PyBytes_AS_STRING(data)
+    d = _open_top(&o, data)
     n = PyBytes_GET_SIZE(data)
-    if tok_object_open(&o, d, 0, n, True) < 0:
-        raise _not_an_object(o.error)
-    while True:
-        r = tok_object_next(&o, &m)
-        if r < 0:
-            raise _not_an_object(o.error)
-        if r == 0:
-            break
+    while _next(&o, &m):
         last_end = m.value_end
         if tok_key_is(d, &m, PyBytes_AS_STRING(raw), PyBytes_GET_SIZE(raw), key):
             found, hit = m, True
@@ -285,22 +294,14 @@ def del_member(payload, key):
     cdef const unsigned char *d
     cdef Py_ssize_t n, first_key = -1, cut_from = -1, copied = 0
     cdef Py_ssize_t last_end = 0, removed = 0, size
-    cdef int r
     cdef bint kept = False
     data = payload_bytes(payload)
     check_key(key)
     raw = utf8(key)
-    d = <const unsigned char *>PyBytes_AS_STRING(data)
+    d = _open_top(&o, data)
     n = PyBytes_GET_SIZE(data)
-    if tok_object_open(&o, d, 0, n, True) < 0:
-        raise _not_an_object(o.error)
     ranges = []  # (start, end) pairs to cut, in order (_json_py.removed_ranges' rule)
-    while True:
-        r = tok_object_next(&o, &m)
-        if r < 0:
-            raise _not_an_object(o.error)
-        if r == 0:
-            break
+    while _next(&o, &m):
         if first_key < 0:
             first_key = m.key_start
         last_end = m.value_end

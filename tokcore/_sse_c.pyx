@@ -26,6 +26,7 @@ cdef extern from "_ssescan.h":
     Py_ssize_t tok_first_lflf(const char *p, Py_ssize_t n) noexcept nogil
     Py_ssize_t tok_last_lflf(const char *p, Py_ssize_t n) noexcept nogil
     Py_ssize_t tok_count_event_ends(const char *p, Py_ssize_t n) noexcept nogil
+    Py_ssize_t tok_line_end(const char *p, Py_ssize_t i, Py_ssize_t n) noexcept nogil
 
 BUILD_INFO = {"byte scan": TOK_SCAN_KIND.decode()}
 
@@ -195,8 +196,6 @@ cdef class UsageRelay:
     cdef object _scan(self, const char *d, Py_ssize_t n):
         cdef bint bom = self._first
         cdef Py_ssize_t i = 0, line_end, rest, value_start = 0, value_end = 0, fields = 0
-        cdef const char *lf
-        cdef const char *cr
         cdef tok_edits e
         cdef int outcome
         self._first = False
@@ -205,13 +204,8 @@ cdef class UsageRelay:
         if bom and n >= 3 and memcmp(d, b"\xef\xbb\xbf", 3) == 0:
             i = 3
         while i < n:  # the data fields (lines end with \r\n, \r or \n)
-            lf = <const char *>memchr(d + i, 10, n - i)
-            cr = <const char *>memchr(d + i, 13, (lf - d if lf != NULL else n) - i)
-            if cr != NULL:
-                line_end = cr - d
-            elif lf != NULL:
-                line_end = lf - d
-            else:
+            line_end = tok_line_end(d, i, n)
+            if line_end < 0:
                 break  # an unterminated line is not a field yet
             if line_end - i >= 4 and memcmp(d + i, b"data", 4) == 0:
                 rest = i + 4

@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 from ._args import BytesLike, check_max_event_bytes, payload_bytes
 from ._dialects import FOREIGN, NONE, NOT_OBJECT, REWRITTEN, UNREADABLE
+from ._events_py import BOM, LINE_ENDS
 from ._usage_py import Edit, Rules, apply_edits, make_rules, may_hold_usage, text_edits
 
 Span = tuple[int, int]
@@ -22,7 +23,6 @@ Span = tuple[int, int]
 #: default bound on the bytes one event may hold before it is forwarded unscanned
 DEFAULT_MAX_EVENT_BYTES = 1 << 20
 
-BOM = b"\xef\xbb\xbf"
 _COLON = 0x3A
 
 
@@ -44,15 +44,15 @@ class RelayCounts(NamedTuple):
     oversized: int = 0
 
 
+_EVENTS = RelayCounts._fields.index("events")
+_OVERSIZED = RelayCounts._fields.index("oversized")
 #: RelayCounts field index of each outcome that is counted
-OUTCOME_FIELDS = {REWRITTEN: 1, FOREIGN: 2, NOT_OBJECT: 3, UNREADABLE: 4}
-assert [RelayCounts._fields[i] for i in OUTCOME_FIELDS.values()] == \
-    ["rewritten", "foreign", "not_object", "unreadable"]
+OUTCOME_FIELDS = {outcome: RelayCounts._fields.index(name) for outcome, name in (
+    (REWRITTEN, "rewritten"), (FOREIGN, "foreign"), (NOT_OBJECT, "not_object"),
+    (UNREADABLE, "unreadable"))}
 
 
 # --- events: lines and data fields ---------------------------------------------------------
-
-_LINE_ENDS = re.compile(rb"\r\n|\r|\n")
 
 
 def data_fields(event: bytes, bom: bool) -> list[Span]:
@@ -62,7 +62,7 @@ def data_fields(event: bytes, bom: bool) -> list[Span]:
     """
     spans: list[Span] = []
     begin = 3 if bom and event.startswith(BOM) else 0
-    for match in _LINE_ENDS.finditer(event, begin):
+    for match in LINE_ENDS.finditer(event, begin):
         line_end = match.start()
         if event.startswith(b"data", begin, line_end):
             rest = begin + 4
@@ -193,10 +193,10 @@ class UsageRelay:
         # the size counts up to the blank line's CR or LF, so a CRLF split between two
         # reads cannot change it: the same events are scanned however the stream is cut
         if event[0] != 0x0A and event[0] != 0x0D:  # not an empty line
-            self._counts[0] += 1
+            self._counts[_EVENTS] += 1
         if len(event) - event.endswith(b"\r\n") > self._max:
             self._first = False
-            self._counts[5] += 1
+            self._counts[_OVERSIZED] += 1
             return event
         return self._scan(event)
 
@@ -231,14 +231,14 @@ class UsageRelay:
                     break
                 self._skipping = False
                 self._first = False
-                self._counts[0] += 1
+                self._counts[_EVENTS] += 1
                 pos = end
                 continue
             if end < 0:
                 tail = data[pos:]
                 if len(self._pending) + len(tail) >= self._max:  # it will end up larger
                     self._skipping = True  # forward what is held and the rest of this event
-                    self._counts[5] += 1
+                    self._counts[_OVERSIZED] += 1
                     out.append(data[copied:pos])
                     out.append(bytes(self._pending))
                     self._pending.clear()
@@ -275,11 +275,11 @@ class UsageRelay:
         skipping, self._skipping = self._skipping, False
         self._line_start, self._cr = True, False
         if skipping:
-            self._counts[0] += 1
+            self._counts[_EVENTS] += 1
         if not event or skipping:
             return event
         if event[0] != 0x0A and event[0] != 0x0D:
-            self._counts[0] += 1
+            self._counts[_EVENTS] += 1
         # An unfinished last line still counts as a field: add a line end to read it and
         # take it off again, so the bytes forwarded are exactly the bytes received.
         ended = event if event.endswith((b"\n", b"\r")) else event + b"\n"

@@ -6,6 +6,8 @@
  *   ('"usage"' or '\u00', the prefix of every escaped letter of it), or, when with_cr is
  *   set, a CR; -1 when there is none.
  * tok_first_lflf / tok_last_lflf: the offset of the first / last "\n\n" pair, or -1.
+ * tok_line_end: the offset of the first CR or LF in p[i:n], or -1 (the relay's data fields
+ *   and the event decoder's lines).
  * tok_count_event_ends: how many events end in p[:n] when p starts a line and has no CR:
  *   the "\n\n" pairs whose first LF ends a line that is not empty (offset > 0, the byte
  *   before it not a LF). Empty lines on their own are no event.
@@ -24,6 +26,12 @@
 #  define TOK_SCAN_SSE2 0
 #  define TOK_SCAN_KIND "portable"
 #endif
+
+static inline Py_ssize_t tok_line_end(const char *p, Py_ssize_t i, Py_ssize_t n) {
+    const char *lf = (const char *)memchr(p + i, '\n', (size_t)(n - i));
+    const char *cr = (const char *)memchr(p + i, '\r', (size_t)((lf ? lf - p : n) - i));
+    return cr ? cr - p : lf ? lf - p : -1;
+}
 
 static inline int tok_is_candidate(const char *p, Py_ssize_t n, Py_ssize_t k, int with_cr) {
     char c = p[k];

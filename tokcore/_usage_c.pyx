@@ -10,7 +10,8 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes
 from libc.string cimport memcmp, memcpy
 
 from tokcore._json_c cimport (
-    tok_key_is, tok_member, tok_object, tok_object_next, tok_object_open, tok_raw_key_is,
+    tok_key_is, tok_last_member, tok_member, tok_object, tok_object_next, tok_object_open,
+    tok_raw_key_is,
 )
 
 from tokcore._args import payload_bytes
@@ -117,35 +118,36 @@ cdef inline int _key_is(UsageRules r, const unsigned char *d, const tok_member *
     return tok_key_is(d, m, r.keys[k], r.key_lens[k], r.str_keys[k])
 
 
-cdef int _scan(UsageRules r, tok_object *o, int want, tok_member *found,
-               tok_member *members, int slots) except -2:
-    """Scan the whole object; the last member of key ``want`` into ``found`` (and, when
-    ``slots``, of keys 0..slots-1 into ``members``, their key_start set to -1 if absent).
-    1 when ``want`` was found, 0 when not, -1 when the text is not an object."""
+cdef int _members(UsageRules r, tok_object *o, tok_member *members,
+                  tok_member *last) except -2:
+    """Scan the whole object: the last member of each key KEY_PROMPT..KEY_CACHED into
+    ``members`` (key_start -1 if absent) and its last member into ``last``; 0, or -1 when
+    it is not an object."""
     cdef tok_member m
-    cdef int r_next, k, hit = 0
-    for k in range(slots):
+    cdef int r_next, k
+    for k in range(KEY_PATH0):
         members[k].key_start = -1
     while True:
         r_next = tok_object_next(o, &m)
-        if r_next < 0:
-            return -1
-        if r_next == 0:
-            return hit
-        found[1] = m  # the object's last member so far
-        if want >= 0 and _key_is(r, o.d, &m, want):
-            found[0] = m
-            hit = 1
-        for k in range(slots):
+        if r_next <= 0:
+            return r_next
+        last[0] = m
+        for k in range(KEY_PATH0):
             if r.key_lens[k] and _key_is(r, o.d, &m, k):
                 members[k] = m
+
+
+cdef inline int _lookup(UsageRules r, tok_object *o, int key, tok_member *found,
+                        tok_member *last) except -2:
+    """``tok_last_member`` for one of the rules' keys."""
+    return tok_last_member(o, r.keys[key], r.key_lens[key], r.str_keys[key], found, last)
 
 
 cdef int _locate(UsageRules r, const unsigned char *d, Py_ssize_t n,
                  Py_ssize_t *start, Py_ssize_t *end) except -2:
     """``_usage_py.locate``: O_NONE with the span (start -1: nowhere), or O_UNREADABLE."""
     cdef tok_object o
-    cdef tok_member found[2]
+    cdef tok_member found
     cdef int p, s, hit = 0
     cdef Py_ssize_t a, b
     cdef bint top
@@ -158,12 +160,12 @@ cdef int _locate(UsageRules r, const unsigned char *d, Py_ssize_t n,
                 break
             if tok_object_open(&o, d, a, b, top) < 0:
                 return O_UNREADABLE
-            hit = _scan(r, &o, r.path_key[p][s], found, NULL, 0)
+            hit = _lookup(r, &o, r.path_key[p][s], &found, NULL)
             if hit < 0:
                 return O_UNREADABLE
             if not hit:
                 break
-            a, b, top = found[0].value_start, found[0].value_end, False
+            a, b, top = found.value_start, found.value_end, False
         if hit and not (b - a == 4 and memcmp(d + a, b"null", 4) == 0):
             start[0], end[0] = a, b
             return O_NONE
@@ -249,7 +251,7 @@ cdef int _details(UsageRules r, const unsigned char *d, const tok_member *detail
     """The cached count into the details member (``_usage_py._details_edits``); -1 when its
     object cannot be read."""
     cdef tok_object o
-    cdef tok_member found[2]
+    cdef tok_member found, last
     cdef tok_edit *edit
     cdef char *out
     cdef int hit
@@ -270,15 +272,15 @@ cdef int _details(UsageRules r, const unsigned char *d, const tok_member *detail
         edit.size = out - edit.text
         return 0
     tok_object_open(&o, d, details.value_start, details.value_end, False)
-    found[1].key_start = -1
-    hit = _scan(r, &o, KEY_CACHED, found, NULL, 0)
+    last.key_start = -1
+    hit = _lookup(r, &o, KEY_CACHED, &found, &last)
     if hit < 0:
         return -1
     if hit:
-        edit = _edit(e, found[0].value_start, found[0].value_end)
+        edit = _edit(e, found.value_start, found.value_end)
         out = _put_int(edit.text, r.cached)
-    elif found[1].key_start >= 0:
-        edit = _edit(e, found[1].value_end, found[1].value_end)
+    elif last.key_start >= 0:
+        edit = _edit(e, last.value_end, last.value_end)
         out = _put_key(_put(edit.text, b",", 1), r, KEY_CACHED)
         out = _put_int(out, r.cached)
     else:
@@ -286,6 +288,18 @@ cdef int _details(UsageRules r, const unsigned char *d, const tok_member *detail
         out = _put_int(_put_key(edit.text, r, KEY_CACHED), r.cached)
     edit.size = out - edit.text
     return 0
+
+
+cdef void _set(UsageRules r, tok_edits *e, const tok_member *m, int key, const char *text,
+               const char *text_end, char **added) noexcept:
+    """A count member set to ``text``: its value replaced, or the member added to ``added``
+    (the group that goes after the usage object's last member, in rule order)."""
+    cdef tok_edit *edit
+    if m.key_start < 0:
+        added[0] = _put(_put_key(_put(added[0], b",", 1), r, key), text, text_end - text)
+    else:
+        edit = _edit(e, m.value_start, m.value_end)
+        edit.size = _put(edit.text, text, text_end - text) - edit.text
 
 
 cdef void _sort(tok_edits *e) noexcept nogil:
@@ -306,12 +320,12 @@ cdef int _usage_edits(UsageRules r, const unsigned char *d, Py_ssize_t n,
                       tok_edits *e) except -1:
     cdef Py_ssize_t start, end
     cdef tok_object o
-    cdef tok_member found[2]
-    cdef tok_member members[5]  # by KEY_PROMPT .. KEY_CACHED
+    cdef tok_member last
+    cdef tok_member members[KEY_PATH0]  # by KEY_PROMPT .. KEY_CACHED
     cdef tok_edit *edit
     cdef char added[TOK_EDIT_TEXT]
+    cdef char number[32]
     cdef char *tail = added
-    cdef char *out
     cdef long long count = 0
     cdef int outcome = _locate(r, d, n, &start, &end)
     e.count = 0
@@ -320,53 +334,45 @@ cdef int _usage_edits(UsageRules r, const unsigned char *d, Py_ssize_t n,
     if d[start] != 123:
         return O_NOT_OBJECT
     tok_object_open(&o, d, start, end, False)
-    found[1].key_start = found[1].value_end = -1
-    if _scan(r, &o, -1, found, members, 5) < 0:
+    last.key_start = last.value_end = -1
+    if _members(r, &o, members, &last) < 0:
         return O_UNREADABLE
     if members[KEY_PROMPT].key_start < 0 and members[KEY_OUTPUT].key_start < 0:
         return O_FOREIGN
-    # prompt
-    if members[KEY_PROMPT].key_start < 0:
-        tail = _put_int(_put_key(_put(tail, b",", 1), r, KEY_PROMPT), r.prompt)
-    else:
-        edit = _edit(e, members[KEY_PROMPT].value_start, members[KEY_PROMPT].value_end)
-        edit.size = _put_int(edit.text, r.prompt) - edit.text
-    # total
+    _set(r, e, &members[KEY_PROMPT], KEY_PROMPT, number, _put_int(number, r.prompt), &tail)
     if r.has_total:
         if members[KEY_OUTPUT].key_start >= 0 and not _output_count(
                 d, members[KEY_OUTPUT].value_start, members[KEY_OUTPUT].value_end, &count):
             e.count = 0
             return O_UNREADABLE
-        if members[KEY_TOTAL].key_start < 0:
-            tail = _put_total(_put_key(_put(tail, b",", 1), r, KEY_TOTAL), r, count)
-        else:
-            edit = _edit(e, members[KEY_TOTAL].value_start, members[KEY_TOTAL].value_end)
-            edit.size = _put_total(edit.text, r, count) - edit.text
-    # cached
+        _set(r, e, &members[KEY_TOTAL], KEY_TOTAL, number, _put_total(number, r, count), &tail)
     if r.has_cached:
         if r.has_details:
             if _details(r, d, &members[KEY_DETAILS], e, &tail) < 0:
                 e.count = 0
                 return O_UNREADABLE
-        elif members[KEY_CACHED].key_start < 0:
-            tail = _put_int(_put_key(_put(tail, b",", 1), r, KEY_CACHED), r.cached)
         else:
-            edit = _edit(e, members[KEY_CACHED].value_start, members[KEY_CACHED].value_end)
-            edit.size = _put_int(edit.text, r.cached) - edit.text
+            _set(r, e, &members[KEY_CACHED], KEY_CACHED, number, _put_int(number, r.cached),
+                 &tail)
     if tail != added:
-        edit = _edit(e, found[1].value_end, found[1].value_end)
+        edit = _edit(e, last.value_end, last.value_end)
         memcpy(edit.text, added, tail - added)
         edit.size = tail - added
     _sort(e)
     return O_REWRITTEN
 
 
+cdef inline bint _no_usage(UsageRules r, const unsigned char *d, Py_ssize_t n) noexcept nogil:
+    """The byte pre-filters (``_usage_py.no_usage``): no spelling of the key, or (for a
+    dialect with the one path ``usage``) a last top-level member ``"usage":null``."""
+    return not tok_may_hold_usage(<const char *>d, n) or (r.single_path and
+                                                          tok_ends_with_null_usage(d, n))
+
+
 cdef int tok_usage_edits(UsageRules r, const unsigned char *d, Py_ssize_t n,
                          tok_edits *e) except -1:
     e.count = 0
-    if not tok_may_hold_usage(<const char *>d, n):
-        return O_NONE
-    if r.single_path and tok_ends_with_null_usage(d, n):
+    if _no_usage(r, d, n):
         return O_NONE
     return _usage_edits(r, d, n, e)
 
@@ -404,8 +410,7 @@ def find_usage(payload, *, api="chat"):
         r = _FINDERS[api] = UsageRules(make_rules(0, None, api))
     cdef const unsigned char *d = <const unsigned char *>PyBytes_AS_STRING(data)
     cdef Py_ssize_t n = PyBytes_GET_SIZE(data)
-    if not tok_may_hold_usage(<const char *>d, n) or (r.single_path and
-                                                      tok_ends_with_null_usage(d, n)):
+    if _no_usage(r, d, n):
         return None
     _locate(r, d, n, &start, &end)
     return None if start < 0 else (start, end)

@@ -23,7 +23,7 @@ from ._dialects import (
     Dialect,
     dialect,
 )
-from ._json_py import Member, ScanError, key_text, last_member, scan_object
+from ._json_py import Member, ScanError, key_text, last_member, member_span, scan_object
 
 Span = tuple[int, int]
 #: replace ``data[start:end]`` with ``text``
@@ -82,21 +82,12 @@ def ends_with_null_usage(data: bytes) -> bool:
 def locate(data: bytes, rules: Dialect) -> tuple[int, Span | None]:
     """``(outcome, span)``: where the usage value is (outcome NONE, span None: nowhere)."""
     for path in rules.paths:
-        start, end, top = 0, len(data), True
         try:
-            for key in path:
-                if not top and data[start] != _LBRACE:
-                    break  # a step that is not an object: not this path
-                members, _ = scan_object(data, start, end, top)
-                found = last_member(data, members, key)
-                if found is None:
-                    break
-                start, end, top = found.value_start, found.value_end, False
-            else:
-                if data[start:end] != _NULL:
-                    return NONE, (start, end)
+            span = member_span(data, path)
         except ScanError:
             return UNREADABLE, None
+        if span is not None and data[span[0]:span[1]] != _NULL:
+            return NONE, span
     return NONE, None
 
 
@@ -199,11 +190,15 @@ def apply_edits(data: bytes, edits: list[Edit], base: int = 0) -> bytes:
     return b"".join(pieces)
 
 
+def no_usage(data: bytes, spec: Dialect) -> bool:
+    """The byte pre-filters: no spelling of the key, or (for a dialect with the one path
+    ``usage``) a last top-level member ``"usage":null``."""
+    return not may_hold_usage(data) or (len(spec.paths) == 1 and ends_with_null_usage(data))
+
+
 def text_edits(data: bytes, rules: Rules) -> tuple[int, list[Edit]]:
-    """``usage_edits`` behind the byte pre-filters: no key spelling, nothing to do."""
-    if not may_hold_usage(data):
-        return NONE, []
-    if len(rules.dialect.paths) == 1 and ends_with_null_usage(data):
+    """``usage_edits`` behind the byte pre-filters."""
+    if no_usage(data, rules.dialect):
         return NONE, []
     return usage_edits(data, rules)
 
@@ -212,9 +207,7 @@ def find_usage(payload: BytesLike, *, api: str = "chat") -> Span | None:
     """Byte span of the usage value of a JSON object text, or None."""
     data = payload_bytes(payload)
     spec = dialect(api)
-    if not may_hold_usage(data) or (len(spec.paths) == 1 and ends_with_null_usage(data)):
-        return None
-    return locate(data, spec)[1]
+    return None if no_usage(data, spec) else locate(data, spec)[1]
 
 
 def rewrite_usage(payload: BytesLike, prompt_tokens: int, cached_tokens: int | None = None,
