@@ -233,6 +233,14 @@ def test_rewrite_usage_values(stream_twin: ModuleType, usage: bytes, expected: b
     assert stream_twin.rewrite_usage(payload, 9, 4) == b'{"usage":' + expected + b',"z":0}'
 
 
+@pytest.mark.parametrize("prompt", [2**62 - 1, 2**62, 2**63 - 3231, 2**63 - 1])
+def test_rewrite_usage_total_past_int64(stream_twin: ModuleType, prompt: int) -> None:
+    # the total of a count near 2**63 and the output count does not fit int64: no wraparound
+    payload = b'{"usage":{"completion_tokens":3231},"id":{}}'
+    assert json.loads(stream_twin.rewrite_usage(payload, prompt))["usage"] == {
+        "completion_tokens": 3231, "prompt_tokens": prompt, "total_tokens": prompt + 3231}
+
+
 @pytest.mark.parametrize("payload", [
     b'{"usage":null}', b'{"usage":{}}', b'{"usage":{"input_tokens":1}}', b'{"usage":5}',
     b'{"usage":[1]}', b'{"usage":"x"}', b'[DONE]', b"",

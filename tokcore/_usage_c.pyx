@@ -210,7 +210,7 @@ cdef inline char *_put_key(char *out, UsageRules r, int key) noexcept:
 cdef char *_put_total(char *out, UsageRules r, long long count) except NULL:
     if r.total_base < BIG:
         return _put_int(out, r.total_base + count)
-    text = str(r.total_base + count).encode("ascii")  # past int64's room: Python ints
+    text = str(<object>r.total_base + <object>count).encode("ascii")  # Python ints: no wrap
     return _put(out, PyBytes_AS_STRING(text), PyBytes_GET_SIZE(text))
 
 
