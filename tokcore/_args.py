@@ -71,3 +71,10 @@ def check_path(path: tuple[object, ...]) -> tuple[str, ...]:
 def check_max_event_bytes(value: object) -> int:
     """``max_event_bytes``: an integer in ``[1, 2**63)``."""
     return check_count(value, "max_event_bytes", 1)
+
+
+def in_use(what: str) -> RuntimeError:
+    """The error of a per-stream object entered while a call on it is still running (another
+    thread's, or a callback's): both twins refuse it rather than interleave two streams."""
+    return RuntimeError(f"{what} is already in use by another call (another thread?): "
+                        f"give each stream its own {what}")
