@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import array
 import enum
+import re
 import struct
 from collections import deque
 from types import ModuleType
@@ -12,6 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 from _index_objects import Index, Resizer
+from _twins import twins
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -198,6 +200,46 @@ def test_bad_buffers(ids_twin: ModuleType, bad: Any) -> None:
         ids_twin.pack_ids(bad)
     expected = ValueError if getattr(bad, "ndim", 1) != 1 else TypeError
     assert caught.type is expected
+
+
+# numpy dtypes that hold no integers: datetime64/timedelta64 arrays cannot even export a
+# buffer (numpy raises ValueError from memoryview()), the others export a non-integer format
+NOT_INT_DTYPES = ["M8[s]", "M8[ns]", "m8[s]", "m8[us]", object, "U3", "S3", "V4", bool,
+                  np.float64, np.float16, np.complex128, "i4,i4"]
+
+
+def dtype_label(dtype: Any) -> str:
+    return str(np.dtype(dtype))
+
+
+@pytest.mark.parametrize("dtype", NOT_INT_DTYPES, ids=dtype_label)
+@pytest.mark.parametrize("size", [0, 1, 3])
+def test_numpy_arrays_of_non_integers_are_a_type_error(ids_twin: ModuleType, dtype: Any,
+                                                       size: int) -> None:
+    arr = np.zeros(size, dtype)
+    for bad in (arr, arr[::-1]):
+        with pytest.raises(TypeError, match=re.escape(f"numpy dtype {np.dtype(dtype)}")):
+            ids_twin.pack_ids(bad)
+
+
+@pytest.mark.parametrize("dtype", ["M8[s]", "m8[s]"])
+def test_unpack_ids_of_an_array_that_cannot_export_a_buffer(ids_twin: ModuleType,
+                                                            dtype: str) -> None:
+    with pytest.raises(TypeError, match=r"int32 data must be a bytes-like object, not ndarray "
+                       r"\(numpy dtype (datetime|timedelta)64\[s\]\)"):
+        ids_twin.unpack_ids(np.zeros(4, dtype))
+
+
+@pytest.mark.parametrize("dtype", NOT_INT_DTYPES, ids=dtype_label)
+def test_twins_raise_the_same_for_non_integer_arrays(ids_pair: tuple[ModuleType, ModuleType],
+                                                     dtype: Any) -> None:
+    arr = np.zeros(2, dtype)
+    errors = []
+    for pack in (*(m.pack_ids for m in ids_pair), *(m.ids_to_b64 for m in twins("b64"))):
+        with pytest.raises(TypeError) as caught:
+            pack(arr)
+        errors.append((caught.type, str(caught.value)))
+    assert len(set(errors)) == 1, errors
 
 
 def test_index_that_raises_propagates(ids_twin: ModuleType) -> None:

@@ -19,7 +19,7 @@ from libc.string cimport memcpy
 
 from tokcore._ids_py import (
     LITTLE_ENDIAN_HOST, _buffer_values, buffer_layout, coerce_ids, length_error,
-    overflow_error, resized_error, type_error,
+    overflow_error, resized_error, type_error, unexportable_error,
 )
 
 cdef extern from "Python.h":
@@ -193,7 +193,10 @@ def unpack_ids(data):
     cdef Py_buffer buf
     cdef Py_ssize_t size
     cdef const unsigned char *src
-    PyObject_GetBuffer(data, &buf, PyBUF_RECORDS_RO)
+    try:
+        PyObject_GetBuffer(data, &buf, PyBUF_RECORDS_RO)
+    except ValueError as exc:  # a buffer exporter that cannot export (datetime64 arrays)
+        raise unexportable_error("int32 data must be a bytes-like object", data, exc) from None
     try:
         if not PyBuffer_IsContiguous(&buf, b'C'):
             raise TypeError("int32 data must be a contiguous bytes-like object")

@@ -52,6 +52,23 @@ def resized_error(before: int, after: int) -> RuntimeError:
     return RuntimeError(f"ids changed size during pack_ids (from {before} to {after})")
 
 
+def _dtype_note(obj: object) -> str:
+    """`` (numpy dtype <U3)`` for an object with a ``dtype``, else ``""`` (error paths only)."""
+    try:
+        dtype = obj.dtype  # type: ignore[attr-defined]
+    except Exception:
+        return ""
+    return f" (numpy dtype {dtype})"
+
+
+def unexportable_error(expected: str, obj: object, exc: BaseException) -> TypeError:
+    """The ``TypeError`` for an object that has the buffer protocol but cannot export a
+    buffer (numpy raises ``ValueError`` for datetime64 and timedelta64 arrays): it holds no
+    integers, so it is a wrong type, as a float array is."""
+    return TypeError(f"{expected}, not {type(obj).__name__}{_dtype_note(obj)}, which cannot "
+                     f"export a buffer ({exc})")
+
+
 def length_error(nbytes: int) -> ValueError:
     return ValueError(
         f"int32 data must be a multiple of {ID_BYTES} bytes long, got {nbytes} "
@@ -78,6 +95,8 @@ def coerce_ids(ids: object) -> list[Any] | tuple[Any, ...] | memoryview:
         view = memoryview(ids)  # type: ignore[arg-type]
     except TypeError:
         pass
+    except ValueError as exc:  # a buffer exporter that cannot export (datetime64 arrays)
+        raise unexportable_error("ids must be integers", ids, exc) from None
     else:
         buffer_layout(view)
         return view
@@ -99,7 +118,7 @@ def buffer_layout(view: memoryview) -> tuple[bool, int, bool]:
         order, fmt = fmt[0], fmt[1:]
     if len(fmt) != 1 or fmt not in _INT_FORMATS:
         raise TypeError(
-            f"ids buffer must hold integers, not format {view.format!r}"
+            f"ids buffer must hold integers, not format {view.format!r}{_dtype_note(view.obj)}"
         )
     if view.ndim != 1:
         raise ValueError(f"ids buffer must be one-dimensional, not {view.ndim}-dimensional")
@@ -162,7 +181,11 @@ def unpack_ids(data: Any) -> list[int]:
     """Little-endian int32 bytes -> a list of Python ints."""
     if isinstance(data, str):
         raise TypeError("int32 data must be a bytes-like object, not str")
-    with memoryview(data) as view:
+    try:
+        view = memoryview(data)
+    except ValueError as exc:  # a buffer exporter that cannot export (datetime64 arrays)
+        raise unexportable_error("int32 data must be a bytes-like object", data, exc) from None
+    with view:
         nbytes = view.nbytes
         if not nbytes:  # as PyBuffer_IsContiguous (the Cython twin) has it, empty is
             return []   # contiguous, even where memoryview.c_contiguous says otherwise
