@@ -27,7 +27,8 @@ import tokcore
 P = 40000
 CACHED = (32000, None)
 APIS = ("chat", "responses", "messages")
-COUNT_FIELDS = ("events", "rewritten", "foreign", "not_object", "unreadable", "oversized")
+COUNT_FIELDS = ("events", "rewritten", "foreign", "not_object", "unreadable", "oversized",
+                "too_large")
 
 STREAM_IDS = [s.name for s in STREAMS]
 BODY_IDS = [b.name for b in BODIES]
@@ -300,7 +301,7 @@ def expected_event(event: bytes, api: str, prompt: int, cached: int | None) -> b
 def expected_counts(stream: Stream, api: str) -> tuple[int, ...]:
     kinds = [outcome(event_data(e), api) for e in stream.events]
     return (len(stream.events), kinds.count(REWRITTEN), kinds.count(FOREIGN),
-            kinds.count(NOT_OBJECT), kinds.count(UNREADABLE), 0)
+            kinds.count(NOT_OBJECT), kinds.count(UNREADABLE), 0, 0)
 
 
 # --- helpers ------------------------------------------------------------------------------
@@ -524,28 +525,53 @@ def test_relay_other_line_ends(sse_twin: ModuleType, stream: Stream, ending: byt
             assert run(sse_twin, [data[:i], data[i:]], stream.api, 32000) == expected, i
 
 
+_USAGE_KEY = re.compile(rb'"usage"[ \t\n\r]*:[ \t\n\r]*')
+
+
+def usage_text_size(data: bytes | None) -> int:
+    """The raw size of the (last) usage value in an event's data, by json's own reading;
+    0 when there is none (the servers' events hold at most one)."""
+    keys = list(_USAGE_KEY.finditer(data or b""))
+    if not keys:
+        return 0
+    assert data is not None
+    text = data.decode()
+    start = len(data[:keys[-1].end()].decode())
+    return len(text[:json.JSONDecoder().raw_decode(text, start)[1]].encode()) - keys[-1].end()
+
+
 @pytest.mark.parametrize("stream", STREAMS, ids=STREAM_IDS)
-def test_relay_oversized_events_pass_unscanned(sse_twin: ModuleType, stream: Stream) -> None:
+def test_relay_oversized_events_rewritten_as_they_stream(sse_twin: ModuleType,
+                                                        stream: Stream) -> None:
+    """With a bound below half the stream's events, those are not held but scanned as they
+    pass: their usage values are rewritten just the same, unless a usage value is itself
+    larger than the bound (then it goes out as it came, counted too_large)."""
     sizes = sorted({len(e) for e in stream.events})
     gaps = [(b - a, (a + b) // 2) for a, b in zip(sizes, sizes[1:]) if b - a >= 6]
-    limit = min(gaps, key=lambda gap: abs(gap[1] - sizes[len(sizes) // 2]))[1]
-    expected_out, oversized = [], 0
-    kinds = []
-    for event in stream.events:
-        if len(event) > limit:
-            oversized += 1
-            expected_out.append(event)
-        else:
-            kinds.append(outcome(event_data(event), stream.api))
+    expected_out, oversized, too_large, rewritten = [], 0, 0, 0
+    for limit in sorted({min(gaps, key=lambda gap: abs(gap[1] - sizes[len(sizes) // 2]))[1],
+                         max(map(usage_text_size, map(event_data, stream.events))),
+                         64}):
+        expected_out, oversized, too_large, rewritten = [], 0, 0, 0
+        for event in stream.events:
+            data = event_data(event)
+            oversized += len(event) > limit
+            if usage_text_size(data) > limit and outcome(data, stream.api) != NONE:
+                too_large += 1
+                expected_out.append(event)
+                continue
+            rewritten += outcome(data, stream.api) == REWRITTEN
             expected_out.append(expected_event(event, stream.api, P, 32000))
-    expected = (b"".join(expected_out),
-                (len(stream.events), kinds.count(REWRITTEN), 0, 0, 0, oversized))
-    assert 0 < oversized < len(stream.events)
-    assert run(sse_twin, [stream.data], stream.api, 32000, max_event_bytes=limit) == expected
-    rng = random.Random(stream.name)
-    for _ in range(20):
-        chunks = random_chunks(stream.data, rng)
-        assert run(sse_twin, chunks, stream.api, 32000, max_event_bytes=limit) == expected
+        expected = (b"".join(expected_out),
+                    (len(stream.events), rewritten, 0, 0, 0, oversized, too_large))
+        assert oversized
+        assert run(sse_twin, [stream.data], stream.api, 32000,
+                   max_event_bytes=limit) == expected, limit
+        rng = random.Random(stream.name)
+        for _ in range(10):
+            chunks = random_chunks(stream.data, rng)
+            assert run(sse_twin, chunks, stream.api, 32000,
+                       max_event_bytes=limit) == expected, limit
 
 
 @pytest.mark.parametrize("ending", [b"\n", b"\r\n"], ids=["lf", "crlf"])
@@ -560,7 +586,7 @@ def test_relay_multiline_data(sse_twin: ModuleType, body: Body, cached: int | No
     event = event.replace(b"\n", ending)
     stream = Stream(body.name, body.api, (event, event))
     out, counts = run(sse_twin, [stream.data], body.api, cached)
-    assert counts == expected_counts(stream, body.api) == (2, 2, 0, 0, 0, 0)
+    assert counts == expected_counts(stream, body.api) == (2, 2, 0, 0, 0, 0, 0)
     first = out[:len(out) // 2]
     assert out == first + first and first.startswith(b"event: message" + ending)
     data = event_data(first)

@@ -258,35 +258,46 @@ def test_close_flushes_incomplete_event(stream_twin: ModuleType, tail: bytes,
 
 
 def test_bounded_memory_without_blank_lines(stream_twin: ModuleType) -> None:
+    """One endless event: scanned as it streams, its first usage value rewritten; after the
+    text that is no JSON object any more, nothing else is touched or dropped."""
     limit = 4096
     relay = stream_twin.UsageRelay(PROMPT, CACHED, max_event_bytes=limit)
-    chunk = b'data: {"usage":{"prompt_tokens":1}} xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n' * 20
+    line = b'data: {"usage":{"prompt_tokens":1}} xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n'
+    chunk = line * 20
     out = []
     for _ in range(2000):
         out.append(relay.feed(chunk))
         assert relay.pending_bytes <= limit
     out.append(relay.close())
-    assert b"".join(out) == chunk * 2000  # forwarded unscanned, nothing dropped
-    # once the oversized event ends, events are scanned again
+    usage = new_usage({"prompt_tokens": 1})
+    first = line.replace(b'{"prompt_tokens":1}', usage)
+    assert b"".join(out) == first + (chunk * 2000)[len(line):]
+    assert relay.counts[1:] == (1, 0, 0, 0, 1, 0)  # rewritten, ..., oversized, too_large
+    # once the oversized event ends, events are held again
     event = b'data: {"usage":{"completion_tokens":1}}\n\n'
     assert relay.feed(b"\n" + event) == b'\ndata: {"usage":' + NEW1 + b"}\n\n"
 
 
-def test_oversized_event_forwarded_unscanned(stream_twin: ModuleType) -> None:
+def test_oversized_event_rewritten_as_it_streams(stream_twin: ModuleType) -> None:
     big = b'data: {"usage":{"completion_tokens":1},"pad":"' + b"x" * 100 + b'"}\n\n'
     small = b'data: {"usage":{"completion_tokens":1}}\n\n'
     rewritten = b'data: {"usage":' + NEW1 + b"}\n\n"
-    for limit in (50, len(big) - 1, len(big)):
-        expected = big + rewritten if limit < len(big) else (
-            b'data: {"usage":' + NEW1 + b',"pad":"' + b"x" * 100 + b'"}\n\n' + rewritten)
-        for cut in range(len(big) + 1):  # however the reads cut it: the same events scanned
+    value = len(b'{"completion_tokens":1}')
+    big_rewritten = b'data: {"usage":' + NEW1 + b',"pad":"' + b"x" * 100 + b'"}\n\n'
+    for limit in (value - 1, value, 50, len(big) - 1, len(big)):
+        # held or not, the same bytes, as long as the usage value itself fits the bound
+        expected = big + small if limit < value else big_rewritten + rewritten
+        for cut in range(len(big) + 1):  # however the reads cut it: the same output
             chunks = [big[:cut], big[cut:] + small]
             assert relay(stream_twin, chunks, max_event_bytes=limit) == expected, (limit, cut)
     crlf = big.replace(b"\n", b"\r\n")  # the size counts to the blank line's CR
-    for limit, scanned in ((len(crlf) - 1, True), (len(crlf) - 2, False)):
+    for limit in (len(crlf) - 1, len(crlf) - 2, value, value - 1):
         for cut in range(len(crlf) + 1):
-            out = relay(stream_twin, [crlf[:cut], crlf[cut:]], max_event_bytes=limit)
-            assert (out != crlf) == scanned, (limit, cut)
+            r = stream_twin.UsageRelay(PROMPT, CACHED, max_event_bytes=limit)
+            out = r.feed(crlf[:cut]) + r.feed(crlf[cut:]) + r.close()
+            assert (out != crlf) == (limit >= value), (limit, cut)
+            assert r.counts.oversized == (limit < len(crlf) - 1), (limit, cut)
+            assert r.counts.too_large == (limit < value), (limit, cut)
 
 
 def test_bad_input(stream_twin: ModuleType) -> None:

@@ -51,8 +51,9 @@ DIALECTS: dict[str, Dialect] = {
 USAGE_KEY = "usage"
 assert all(path[-1] == USAGE_KEY for d in DIALECTS.values() for path in d.paths)
 
-# what became of a usage value (the relay counts these)
-NONE, REWRITTEN, FOREIGN, NOT_OBJECT, UNREADABLE = range(5)
+# what became of a usage value (the relay counts these); TOO_LARGE: a usage value in an event
+# too large to hold that is itself larger than the relay's bound, forwarded as it came
+NONE, REWRITTEN, FOREIGN, NOT_OBJECT, UNREADABLE, TOO_LARGE = range(6)
 
 #: an output count of more digits than this makes the usage value unreadable
 MAX_COUNT_DIGITS = 18

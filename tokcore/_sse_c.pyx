@@ -11,13 +11,15 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes
 from cpython.mem cimport PyMem_Free, PyMem_Realloc
 from libc.string cimport memchr, memcmp, memcpy
 
+from tokcore._bigevent_c cimport BigEvent
 from tokcore._usage_c cimport (
     UsageRules, tok_apply_edits, tok_edits, tok_ends_with_null_usage, tok_usage_edits,
 )
 
-from tokcore._args import check_max_event_bytes, payload_bytes
-from tokcore._dialects import FOREIGN, NONE, NOT_OBJECT, REWRITTEN, UNREADABLE
-from tokcore._sse_py import DEFAULT_MAX_EVENT_BYTES, OUTCOME_FIELDS, RelayCounts, rewrite_event
+from tokcore._args import check_max_event_bytes, in_use, payload_bytes
+from tokcore._dialects import FOREIGN, NONE, NOT_OBJECT, REWRITTEN, TOO_LARGE, UNREADABLE
+from tokcore._fields import rewrite_event
+from tokcore._sse_py import DEFAULT_MAX_EVENT_BYTES, OUTCOME_FIELDS, RelayCounts
 from tokcore._usage_py import make_rules
 
 cdef extern from "_ssescan.h":
@@ -33,9 +35,13 @@ BUILD_INFO = {"byte scan": TOK_SCAN_KIND.decode()}
 cdef int O_NONE = NONE, O_REWRITTEN = REWRITTEN
 # RelayCounts fields
 cdef enum:
-    N_EVENTS, N_REWRITTEN, N_FOREIGN, N_NOT_OBJECT, N_UNREADABLE, N_OVERSIZED, N_FIELDS
+    N_EVENTS, N_REWRITTEN, N_FOREIGN, N_NOT_OBJECT, N_UNREADABLE, N_OVERSIZED, N_TOO_LARGE, \
+        N_FIELDS
+    KEEP_FREED = 1 << 16  # a pending buffer larger than this is freed when it empties
+    KEEP_PIECES = 256  # a piece table larger than this is freed after the read
 assert OUTCOME_FIELDS == {REWRITTEN: N_REWRITTEN, FOREIGN: N_FOREIGN,
-                          NOT_OBJECT: N_NOT_OBJECT, UNREADABLE: N_UNREADABLE}
+                          NOT_OBJECT: N_NOT_OBJECT, UNREADABLE: N_UNREADABLE,
+                          TOO_LARGE: N_TOO_LARGE}
 assert len(RelayCounts._fields) == N_FIELDS
 cdef int OUTCOME_INDEX[8]
 for _outcome, _field in OUTCOME_FIELDS.items():
@@ -56,7 +62,9 @@ cdef class UsageRelay:
     cdef Py_ssize_t _counts[N_FIELDS]
     cdef char *_pend  # the start of an event whose blank line is not here yet
     cdef Py_ssize_t _pend_len, _pend_cap
-    cdef bint _line_start, _cr, _skipping, _first
+    cdef bint _line_start, _cr, _first
+    cdef bint _busy  # a call is running: a second one at the same time is refused
+    cdef BigEvent _big  # the scan of an event too large to hold, or None
     cdef Piece *_pieces
     cdef Py_ssize_t _piece_cap
 
@@ -75,8 +83,9 @@ cdef class UsageRelay:
         self._pend_len = 0
         self._line_start = True
         self._cr = False
-        self._skipping = False
+        self._big = None
         self._first = True
+        self._busy = False
 
     def __dealloc__(self):
         PyMem_Free(self._pend)
@@ -84,8 +93,9 @@ cdef class UsageRelay:
 
     @property
     def pending_bytes(self):
-        """How many bytes are held back, waiting for the end of their event."""
-        return self._pend_len
+        """How many bytes are held back: an event waiting for its end, or the usage value of
+        an event too large to hold."""
+        return self._pend_len + (self._big.held_bytes() if self._big is not None else 0)
 
     @property
     def counts(self):
@@ -95,11 +105,13 @@ cdef class UsageRelay:
     cdef int _hold(self, const char *d, Py_ssize_t n) except -1:
         cdef Py_ssize_t need = self._pend_len + n
         cdef char *grown
-        if need > self._pend_cap:
-            grown = <char *>PyMem_Realloc(self._pend, need + need // 2 + 64)
+        cdef Py_ssize_t cap
+        if need > self._pend_cap:  # an event held is at most the bound (+ its blank line)
+            cap = min(need + need // 2 + 64, max(need, self._max + 4))
+            grown = <char *>PyMem_Realloc(self._pend, cap)
             if grown == NULL:
                 raise MemoryError()
-            self._pend, self._pend_cap = grown, need + need // 2 + 64
+            self._pend, self._pend_cap = grown, cap
         memcpy(self._pend + self._pend_len, d, n)
         self._pend_len = need
         return 0
@@ -169,7 +181,7 @@ cdef class UsageRelay:
         """Whether ``d[:n]`` is one event of one ``data`` line whose last top-level member is
         ``"usage":null`` (``n`` >= 2, it ends with a blank line): nothing to rewrite."""
         cdef Py_ssize_t start = 5
-        if n < 7 or memcmp(d, b"data:", 5) != 0 or memchr(d, 10, n - 2) != NULL \
+        if n > self._max or n < 7 or memcmp(d, b"data:", 5) != 0 or memchr(d, 10, n - 2) != NULL \
                 or memchr(d, 13, n) != NULL:
             return False
         if d[5] == 32:
@@ -184,14 +196,31 @@ cdef class UsageRelay:
 
     cdef object _event(self, const char *d, Py_ssize_t n):
         """A complete event's rewritten bytes, or None when it goes out as it came."""
+        cdef BigEvent big
+        cdef Py_ssize_t end
         # the size counts up to the blank line's CR or LF (as in _sse_py)
         if d[0] != 10 and d[0] != 13:  # not an empty line
             self._counts[N_EVENTS] += 1
         if n - (n >= 2 and d[n - 2] == 13 and d[n - 1] == 10) > self._max:
-            self._first = False
-            self._counts[N_OVERSIZED] += 1
-            return None
+            big = self._start_big()
+            out = big.feed(d, 0, n, &end)
+            self._end_big(big)
+            return out
         return self._scan(d, n)
+
+    cdef BigEvent _start_big(self):
+        self._counts[N_OVERSIZED] += 1
+        big = BigEvent(self._rules_py, self._max, self._first)
+        self._first = False
+        return big
+
+    cdef void _end_big(self, BigEvent big) noexcept:
+        """Take the outcomes counted by a BigEvent scan so far."""
+        cdef int outcome
+        for outcome in range(8):
+            if big.outcomes[outcome] and outcome != O_NONE:
+                self._counts[OUTCOME_INDEX[outcome]] += big.outcomes[outcome]
+            big.outcomes[outcome] = 0
 
     cdef object _scan(self, const char *d, Py_ssize_t n):
         cdef bint bom = self._first
@@ -249,20 +278,39 @@ cdef class UsageRelay:
 
     def feed(self, chunk):
         """The bytes that can be forwarded now (possibly ``b""``)."""
-        cdef const char *d
-        cdef Py_ssize_t n, pos = 0, copied = 0, end, count = 0, total, k, hit
+        if type(chunk) is not bytes:
+            chunk = payload_bytes(chunk, "chunk")
+        if self._busy:
+            raise in_use("UsageRelay")
+        self._busy = True
+        try:
+            return self._feed(chunk)
+        finally:
+            self._busy = False
+            if self._piece_cap > KEEP_PIECES:  # kept small between reads
+                PyMem_Free(self._pieces)
+                self._pieces, self._piece_cap = NULL, 0
+
+    cdef int _drop_pending(self) except -1:
+        self._pend_len = 0
+        if self._pend_cap > KEEP_FREED:
+            PyMem_Free(self._pend)
+            self._pend, self._pend_cap = NULL, 0
+        return 0
+
+    cdef object _feed(self, bytes chunk):
+        cdef const char *d = PyBytes_AS_STRING(chunk)
+        cdef Py_ssize_t n = PyBytes_GET_SIZE(chunk)
+        cdef Py_ssize_t pos = 0, copied = 0, end, count = 0, total, k, hit
         cdef Py_ssize_t hold_from = -1  # the chunk's tail from here waits for more
         cdef bint has_cr, clean, drop_pending = False
         cdef bint holding = self._pend_len > 0  # an event started in an earlier chunk
-        cdef bytes result
+        cdef bytes result, piece
         cdef char *out
-        if type(chunk) is not bytes:
-            chunk = payload_bytes(chunk, "chunk")
-        d = PyBytes_AS_STRING(chunk)
-        n = PyBytes_GET_SIZE(chunk)
+        cdef BigEvent big
         if n == 0:
             return b""
-        clean = (self._pend_len == 0 and not self._skipping and self._line_start
+        clean = (self._pend_len == 0 and self._big is None and self._line_start
                  and n >= 2 and d[n - 1] == 10 and d[n - 2] == 10)
         if clean:
             hit = tok_next_candidate(d, n, 1)
@@ -279,11 +327,26 @@ cdef class UsageRelay:
         keep = []  # rewritten events the pieces point into
         hit = -1  # the next offset where usage may be; events before it need no scan
         while pos < n:
-            if self._cr and not holding and not self._skipping and d[pos] == 10:
+            if self._big is not None:  # inside an event too large to hold
+                big = self._big
+                piece = big.feed(d, pos, n, &end)
+                self._end_big(big)
+                keep.append(piece)
+                self._add(&count, d + copied, pos - copied)
+                self._add(&count, PyBytes_AS_STRING(piece), PyBytes_GET_SIZE(piece))
+                if end < 0:
+                    copied = pos = n
+                    break
+                self._big = None
+                self._counts[N_EVENTS] += 1
+                self._line_start, self._cr = True, d[end - 1] == 13
+                copied = pos = end
+                continue
+            if self._cr and not holding and d[pos] == 10:
                 pos += 1  # the LF of the CRLF that ended the last event: out with it
                 self._cr = False
                 continue
-            if not holding and not self._skipping and not has_cr:
+            if not holding and not has_cr:
                 if hit < pos:
                     hit = tok_next_candidate(d + pos, n - pos, 0)
                     hit = n if hit < 0 else pos + hit
@@ -300,40 +363,49 @@ cdef class UsageRelay:
                         if pos == n:
                             break
             end = self._next_boundary(d, pos, n, has_cr)
-            if self._skipping:
-                if end < 0:
-                    pos = n
-                    break
-                self._skipping = False
-                self._first = False
-                self._counts[N_EVENTS] += 1
-                pos = end
-                continue
             if end < 0:
+                self._add(&count, d + copied, pos - copied)
+                copied = pos
                 if (self._pend_len if holding else 0) + n - pos >= self._max:
-                    self._skipping = True  # forward what is held and the rest of this event
-                    self._counts[N_OVERSIZED] += 1
-                    self._add(&count, d + copied, pos - copied)
+                    # it will end up larger: scanned as it streams from here
+                    big = self._big = self._start_big()
+                    self._line_start, self._cr = True, False
                     if holding:
-                        self._add(&count, self._pend, self._pend_len)
-                        drop_pending = True
-                    copied = pos
-                    pos = n
-                else:
-                    self._add(&count, d + copied, pos - copied)
-                    hold_from = copied = pos
-                    pos = n
+                        holding = False
+                        piece = big.feed(self._pend, 0, self._pend_len, &end)  # no end in it
+                        self._end_big(big)
+                        keep.append(piece)
+                        self._add(&count, PyBytes_AS_STRING(piece), PyBytes_GET_SIZE(piece))
+                        self._drop_pending()
+                    continue  # the rest of this read through the scan
+                hold_from = pos
+                copied = pos = n
                 break
             if holding:
                 holding = False
-                self._hold(d + pos, end - pos)
-                rewritten = self._event(self._pend, self._pend_len)
                 self._add(&count, d + copied, pos - copied)
-                if rewritten is None:
-                    self._add(&count, self._pend, self._pend_len)
+                total = self._pend_len + end - pos
+                if total - (d[end - 1] == 10 and end - 2 >= pos and d[end - 2] == 13) \
+                        > self._max:  # too large to hold: scanned without joining it up
+                    self._counts[N_EVENTS] += 1
+                    big = self._start_big()
+                    piece = big.feed(self._pend, 0, self._pend_len, &k)
+                    keep.append(piece)
+                    self._add(&count, PyBytes_AS_STRING(piece), PyBytes_GET_SIZE(piece))
+                    piece = big.feed(d, pos, n, &end)
+                    self._end_big(big)
+                    keep.append(piece)
+                    self._add(&count, PyBytes_AS_STRING(piece), PyBytes_GET_SIZE(piece))
+                    self._line_start, self._cr = True, d[end - 1] == 13
                 else:
-                    keep.append(rewritten)
-                    self._add(&count, PyBytes_AS_STRING(rewritten), PyBytes_GET_SIZE(rewritten))
+                    self._hold(d + pos, end - pos)
+                    rewritten = self._event(self._pend, self._pend_len)
+                    if rewritten is None:
+                        self._add(&count, self._pend, self._pend_len)
+                    else:
+                        keep.append(rewritten)
+                        self._add(&count, PyBytes_AS_STRING(rewritten),
+                                  PyBytes_GET_SIZE(rewritten))
                 drop_pending = True
                 copied = end
             else:
@@ -356,21 +428,33 @@ cdef class UsageRelay:
             memcpy(out, self._pieces[k].data, self._pieces[k].size)
             out += self._pieces[k].size
         if drop_pending:
-            self._pend_len = 0
+            self._drop_pending()
         if hold_from >= 0:
             self._hold(d + hold_from, n - hold_from)
         return result
 
     def close(self):
         """The rest: an incomplete last event, processed as if its blank line had come."""
-        cdef bint skipping = self._skipping
+        if self._busy:
+            raise in_use("UsageRelay")
+        self._busy = True
+        try:
+            return self._close()
+        finally:
+            self._busy = False
+
+    cdef object _close(self):
+        cdef BigEvent big = self._big
         event = PyBytes_FromStringAndSize(self._pend, self._pend_len)
-        self._pend_len = 0
-        self._skipping = False
+        self._drop_pending()
+        self._big = None
         self._line_start, self._cr = True, False
-        if skipping:
+        if big is not None:
             self._counts[N_EVENTS] += 1
-        if not event or skipping:
+            rest = big.finish()
+            self._end_big(big)
+            return rest
+        if not event:
             return event
         if event[0] != 10 and event[0] != 13:
             self._counts[N_EVENTS] += 1

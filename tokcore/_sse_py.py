@@ -4,26 +4,28 @@
 end, split anywhere), forwards the events that cannot carry usage untouched and has
 ``_usage_py`` rewrite the usage counts of the ones that do, in place. It counts what it did.
 
-The multi-line event path (usage JSON spread over several ``data`` fields) is shared: the
-Cython twin calls ``rewrite_event`` for it, so both twins give the same bytes.
+An event larger than ``max_event_bytes`` is not held: it goes out as it comes, through a
+``BigEvent`` scan (``_bigevent_py``) that holds only a usage value. The multi-line event path
+(usage JSON spread over several ``data`` fields, ``_fields``) is shared with the Cython twin,
+so both twins give the same bytes.
 """
 
 from __future__ import annotations
 
 import re
+from threading import Lock
 from typing import NamedTuple
 
-from ._args import BytesLike, check_max_event_bytes, payload_bytes
-from ._dialects import FOREIGN, NONE, NOT_OBJECT, REWRITTEN, UNREADABLE
-from ._events_py import BOM, LINE_ENDS
-from ._usage_py import Edit, Rules, apply_edits, make_rules, may_hold_usage, text_edits
+from ._args import BytesLike, check_max_event_bytes, in_use, payload_bytes
+from ._bigevent_py import BigEvent
+from ._dialects import FOREIGN, NONE, NOT_OBJECT, REWRITTEN, TOO_LARGE, UNREADABLE
+from ._fields import rewrite_event
+from ._usage_py import make_rules, may_hold_usage
 
 Span = tuple[int, int]
 
-#: default bound on the bytes one event may hold before it is forwarded unscanned
+#: default bound on the bytes the relay holds: one event, or one usage value of a larger event
 DEFAULT_MAX_EVENT_BYTES = 1 << 20
-
-_COLON = 0x3A
 
 
 class RelayCounts(NamedTuple):
@@ -40,8 +42,10 @@ class RelayCounts(NamedTuple):
     #: usage that could not be read (an event holding the key whose data is not a JSON
     #: object text, a count too long to be one): left as it came
     unreadable: int = 0
-    #: events larger than ``max_event_bytes``: forwarded unscanned
+    #: events larger than ``max_event_bytes``: not held, scanned as they streamed through
     oversized: int = 0
+    #: usage values larger than ``max_event_bytes`` (in such events): left as they came
+    too_large: int = 0
 
 
 _EVENTS = RelayCounts._fields.index("events")
@@ -49,88 +53,7 @@ _OVERSIZED = RelayCounts._fields.index("oversized")
 #: RelayCounts field index of each outcome that is counted
 OUTCOME_FIELDS = {outcome: RelayCounts._fields.index(name) for outcome, name in (
     (REWRITTEN, "rewritten"), (FOREIGN, "foreign"), (NOT_OBJECT, "not_object"),
-    (UNREADABLE, "unreadable"))}
-
-
-# --- events: lines and data fields ---------------------------------------------------------
-
-
-def data_fields(event: bytes, bom: bool) -> list[Span]:
-    """The byte spans of the values of an event's ``data`` fields, in order.
-
-    ``event`` holds whole lines (an unterminated last line is not a field yet).
-    """
-    spans: list[Span] = []
-    begin = 3 if bom and event.startswith(BOM) else 0
-    for match in LINE_ENDS.finditer(event, begin):
-        line_end = match.start()
-        if event.startswith(b"data", begin, line_end):
-            rest = begin + 4
-            if rest == line_end:
-                spans.append((rest, rest))  # "data" alone: an empty value
-            elif event[rest] == _COLON:
-                rest += 1
-                if rest < line_end and event[rest] == 0x20:
-                    rest += 1
-                spans.append((rest, line_end))
-        begin = match.end()
-    return spans
-
-
-def rewrite_event(event: bytes, bom: bool, rules: Rules) -> tuple[int, bytes | None]:
-    """``(outcome, bytes)``: a complete event with its usage rewritten, or None for the
-    bytes when it goes out as it came.
-
-    The usage JSON is looked for in the event's data as the WHATWG rules build it: the
-    values of its ``data`` fields joined with ``\\n``. An edit that spans several data
-    fields (only a replaced value that runs over lines can) puts its text where it starts
-    and removes the rest of the old value from the following fields; field names, line ends
-    and other lines stay.
-    """
-    spans = data_fields(event, bom)
-    if not spans:
-        return NONE, None
-    if len(spans) == 1:
-        start, end = spans[0]
-        outcome, edits = text_edits(event[start:end], rules)
-        if outcome != REWRITTEN:
-            return outcome, None
-        return outcome, apply_edits(event, edits, start)
-    joined = b"\n".join(event[s:e] for s, e in spans)
-    outcome, edits = text_edits(joined, rules)
-    if outcome != REWRITTEN:
-        return outcome, None
-    return outcome, apply_edits_to_fields(event, spans, edits)
-
-
-def apply_edits_to_fields(event: bytes, spans: list[Span], edits: list[Edit]) -> bytes:
-    """Edits of the joined data made in the event: data offset ``offset`` of a field is at
-    event offset ``start``; a joiner (the ``\\n`` between two fields) is never an edit's
-    first or last byte, but a replaced value may run over it."""
-    pieces, copied = [], 0
-    for edit_start, edit_end, text in edits:
-        offset, placed = 0, False
-        for start, end in spans:
-            length = end - start
-            if edit_start == edit_end:  # an insertion
-                if offset <= edit_start <= offset + length:
-                    at = start + edit_start - offset
-                    pieces.append(event[copied:at])
-                    pieces.append(text)
-                    copied = at
-                    break
-            else:
-                cut_start = max(edit_start, offset)
-                cut_end = min(edit_end, offset + length)
-                if cut_start < cut_end:
-                    pieces.append(event[copied:start + cut_start - offset])
-                    if not placed:
-                        pieces.append(text)
-                        placed = True
-                    copied = start + cut_end - offset
-            offset += length + 1
-    pieces.append(event[copied:])
-    return b"".join(pieces)
+    (UNREADABLE, "unreadable"), (TOO_LARGE, "too_large"))}
 
 
 # --- UsageRelay ----------------------------------------------------------------------------
@@ -164,8 +87,8 @@ def next_boundary(data: bytes, pos: int, line_start: bool, cr: bool) -> tuple[in
 class UsageRelay:
     """Relay a ``text/event-stream`` byte stream, rewriting usage values on the way."""
 
-    __slots__ = ("_rules", "_max", "_pending", "_line_start", "_cr", "_skipping", "_first",
-                 "_counts")
+    __slots__ = ("_rules", "_max", "_pending", "_line_start", "_cr", "_big", "_first",
+                 "_counts", "_lock")
 
     def __init__(self, prompt_tokens: int, cached_tokens: int | None = None, *,
                  api: str = "chat", max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
@@ -174,14 +97,16 @@ class UsageRelay:
         self._pending = bytearray()  # the start of an event whose blank line is not here yet
         self._line_start = True
         self._cr = False
-        self._skipping = False  # inside an event too large to hold: forwarded as it comes
+        self._big: BigEvent | None = None  # the scan of an event too large to hold
         self._first = True  # the next event starts the stream (a BOM may lead it)
         self._counts = [0] * len(RelayCounts._fields)
+        self._lock = Lock()  # taken by each call: a second one at the same time is refused
 
     @property
     def pending_bytes(self) -> int:
-        """How many bytes are held back, waiting for the end of their event."""
-        return len(self._pending)
+        """How many bytes are held back: an event waiting for its end, or the usage value of
+        an event too large to hold."""
+        return len(self._pending) + (self._big.held_bytes if self._big is not None else 0)
 
     @property
     def counts(self) -> RelayCounts:
@@ -189,16 +114,30 @@ class UsageRelay:
         return RelayCounts(*self._counts)
 
     def _event(self, event: bytes) -> bytes:
-        """A complete event, rewritten or as it came (too large: as it came, unscanned)."""
+        """A complete event, rewritten or as it came (too large to hold: through BigEvent)."""
         # the size counts up to the blank line's CR or LF, so a CRLF split between two
-        # reads cannot change it: the same events are scanned however the stream is cut
+        # reads cannot change it: the same events are held however the stream is cut
         if event[0] != 0x0A and event[0] != 0x0D:  # not an empty line
             self._counts[_EVENTS] += 1
         if len(event) - event.endswith(b"\r\n") > self._max:
-            self._first = False
-            self._counts[_OVERSIZED] += 1
-            return event
+            big = self._start_big()
+            out, _ = big.feed(event, 0)
+            self._end_big(big)
+            return out
         return self._scan(event)
+
+    def _start_big(self) -> BigEvent:
+        self._counts[_OVERSIZED] += 1
+        big = BigEvent(self._rules, self._max, self._first)
+        self._first = False
+        return big
+
+    def _end_big(self, big: BigEvent) -> None:
+        """Take the outcomes counted by a BigEvent scan so far."""
+        for outcome, count in enumerate(big.outcomes):
+            if count and outcome != NONE:
+                self._counts[OUTCOME_FIELDS[outcome]] += count
+            big.outcomes[outcome] = 0
 
     def _scan(self, event: bytes) -> bytes:
         first, self._first = self._first, False
@@ -212,6 +151,14 @@ class UsageRelay:
     def feed(self, chunk: BytesLike) -> bytes:
         """The bytes that can be forwarded now (possibly ``b""``)."""
         data = payload_bytes(chunk, "chunk")
+        if not self._lock.acquire(False):
+            raise in_use("UsageRelay")
+        try:
+            return self._feed(data)
+        finally:
+            self._lock.release()
+
+    def _feed(self, data: bytes) -> bytes:
         n = len(data)
         if not n:
             return b""
@@ -219,34 +166,40 @@ class UsageRelay:
         pos = 0
         copied = 0  # data[copied:pos] is complete events still to go out as they are
         while pos < n:
-            if self._cr and not self._pending and not self._skipping and data[pos] == 0x0A:
+            big = self._big
+            if big is not None:  # inside an event too large to hold
+                piece, end = big.feed(data, pos)
+                self._end_big(big)
+                out.append(data[copied:pos])
+                out.append(piece)
+                if end < 0:
+                    copied = pos = n
+                    break
+                self._big = None
+                self._counts[_EVENTS] += 1
+                self._line_start, self._cr = True, data[end - 1] == 0x0D
+                copied = pos = end
+                continue
+            if self._cr and not self._pending and data[pos] == 0x0A:
                 pos += 1  # the LF of the CRLF that ended the last event: out with it
                 self._cr = False
                 continue
             end, self._line_start, self._cr = next_boundary(data, pos, self._line_start,
                                                             self._cr)
-            if self._skipping:
-                if end < 0:
-                    pos = n
-                    break
-                self._skipping = False
-                self._first = False
-                self._counts[_EVENTS] += 1
-                pos = end
-                continue
             if end < 0:
                 tail = data[pos:]
+                out.append(data[copied:pos])
+                copied = pos
                 if len(self._pending) + len(tail) >= self._max:  # it will end up larger
-                    self._skipping = True  # forward what is held and the rest of this event
-                    self._counts[_OVERSIZED] += 1
-                    out.append(data[copied:pos])
-                    out.append(bytes(self._pending))
+                    big = self._big = self._start_big()  # scanned as it streams from here
+                    held = bytes(self._pending)
                     self._pending.clear()
-                    copied, pos = pos, n
-                else:
-                    self._pending += tail
-                    out.append(data[copied:pos])
-                    copied = pos = n
+                    self._line_start, self._cr = True, False
+                    piece, _ = big.feed(held, 0)  # no blank line in it
+                    out.append(piece)
+                    continue  # the rest of this read through the scan
+                self._pending += tail
+                copied = pos = n
                 break
             if self._pending:
                 self._pending += data[pos:end]
@@ -270,13 +223,24 @@ class UsageRelay:
 
     def close(self) -> bytes:
         """The rest: an incomplete last event, processed as if its blank line had come."""
+        if not self._lock.acquire(False):
+            raise in_use("UsageRelay")
+        try:
+            return self._close()
+        finally:
+            self._lock.release()
+
+    def _close(self) -> bytes:
         event = bytes(self._pending)
         self._pending.clear()
-        skipping, self._skipping = self._skipping, False
+        big, self._big = self._big, None
         self._line_start, self._cr = True, False
-        if skipping:
+        if big is not None:
             self._counts[_EVENTS] += 1
-        if not event or skipping:
+            rest = big.finish()
+            self._end_big(big)
+            return rest
+        if not event:
             return event
         if event[0] != 0x0A and event[0] != 0x0D:
             self._counts[_EVENTS] += 1

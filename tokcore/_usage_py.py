@@ -140,11 +140,16 @@ def _details_edits(data: bytes, found: Member | None, rules: Dialect, cached: in
 def usage_edits(data: bytes, rules: Rules) -> tuple[int, list[Edit]]:
     """``(outcome, edits)`` for one JSON text; edits are in offset order, only when the
     outcome is REWRITTEN."""
-    spec = rules.dialect
-    outcome, span = locate(data, spec)
+    outcome, span = locate(data, rules.dialect)
     if span is None:
         return outcome, []
-    start, end = span
+    return object_edits(data, span[0], span[1], rules)
+
+
+def object_edits(data: bytes, start: int, end: int, rules: Rules) -> tuple[int, list[Edit]]:
+    """``usage_edits`` of the usage value ``data[start:end]`` (found by ``locate``, or by the
+    relay's scan of an event too large to hold)."""
+    spec = rules.dialect
     if data[start] != _LBRACE:
         return NOT_OBJECT, []
     try:
