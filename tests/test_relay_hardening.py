@@ -1,0 +1,224 @@
+"""The hostile-input review's repros for the SSE/usage path, each on both twins.
+
+Each test is one finding of that review, stated as what must happen instead: the relay
+never raises on data and loses nothing; valid JSON in is valid JSON out, other members
+untouched; what a relay keeps after a read is bounded; a relay used by two calls at once
+refuses the second; both twins check ``max_event_bytes`` alike; nesting depth changes
+nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import tracemalloc
+from types import ModuleType
+from typing import Any
+
+import pytest
+from _twins import twin
+
+KINDS = ["c", "py"]
+#: what a relay may keep beyond its bound: the object, its state, a small buffer or two
+SMALL = 64 * 1024
+
+
+def strict_loads(text: bytes) -> Any:
+    """json.loads as a strict client reads it: no NaN, no Infinity."""
+    def refuse(name: str) -> Any:
+        raise ValueError(f"{name} is not JSON")
+    return json.loads(text, parse_constant=refuse)
+
+
+# --- 1: a count that cannot be written leaves that usage as it came -----------------------
+
+VALUE_4300 = b'{"completion_tokens":' + b"9" * 4300 + b"}"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("limit, outcome", [
+    (1 << 20, "unreadable"),  # held
+    (len(VALUE_4300), "unreadable"),  # scanned as it streams, the value within the bound
+    (16, "too_large")])  # the value itself larger than the bound
+def test_relay_does_not_raise_on_a_4300_digit_count(kind: str, limit: int,
+                                                    outcome: str) -> None:
+    sse = twin("stream", kind)
+    event = b'data: {"usage":' + VALUE_4300 + b"}\n\n"
+    stream = event + b"data: next\n\n"
+    relay = sse.UsageRelay(1, max_event_bytes=limit)
+    assert relay.feed(stream) == stream
+    assert relay.close() == b""
+    counts = relay.counts
+    assert (counts.events, counts.rewritten, getattr(counts, outcome)) == (2, 0, 1)
+    assert sse.rewrite_usage(event[6:-2], 1) == event[6:-2]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("prompt, cached, name", [
+    pytest.param(10**5000, None, "prompt_tokens", id="10**5000"),
+    pytest.param(2**63, None, "prompt_tokens", id="2**63"),
+    pytest.param(1, 10**5000, "cached_tokens", id="cached-10**5000")])
+def test_counts_past_2_63_are_refused_clearly(kind: str, prompt: int, cached: int | None,
+                                              name: str) -> None:
+    sse = twin("stream", kind)
+    for call in (lambda: sse.UsageRelay(prompt, cached),
+                 lambda: sse.rewrite_usage(b'{"usage":{}}', prompt, cached)):
+        with pytest.raises(ValueError, match=rf"^{name} must be in \[0, 2\*\*63\)"):
+            call()
+    sse.UsageRelay(2**63 - 1, 2**63 - 1)  # the largest counts are fine
+
+
+# --- 2: valid JSON in, valid JSON out, other members as they came ---------------------------
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_rewrite_keeps_every_other_member_byte_for_byte(kind: str) -> None:
+    sse = twin("stream", kind)
+    payload = b'{"usage":{"completion_tokens":5,"cost":1e400}}'
+    out = sse.rewrite_usage(payload, 10)
+    assert out == (b'{"usage":{"completion_tokens":5,"cost":1e400,"prompt_tokens":10,'
+                   b'"total_tokens":15}}')
+    strict_loads(out)  # no Infinity
+    spelled = (b'{"usage" : {"cost":1.0E+2, "completion_tokens": 5 ,"w":"\\u00e9\\/",'
+               b'"prompt_tokens":-0.0e0,"x":[1 ,2]} }')
+    out = sse.rewrite_usage(spelled, 10)
+    assert out == spelled.replace(b"-0.0e0", b"10").replace(b"[1 ,2]}", b'[1 ,2],'
+                                                            b'"total_tokens":15}')
+
+
+# --- 3: what a relay keeps after a read -----------------------------------------------------
+
+def kept_after(relay: Any, reads: list[bytes]) -> list[int]:
+    """The traced heap the relay holds after each read (its outputs dropped)."""
+    kept = []
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        for read in reads:
+            out = relay.feed(read)
+            del out
+            kept.append(tracemalloc.get_traced_memory()[0] - base)
+    finally:
+        tracemalloc.stop()
+    return kept
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_relay_keeps_nothing_after_a_large_read_ends_the_event(kind: str) -> None:
+    sse = twin("stream", kind)
+    head = b"data: " + b"x" * 1000
+    tail = b"y" * (50 << 20) + b"\n\n"
+    relay = sse.UsageRelay(1)  # the 1 MiB default bound
+    kept = kept_after(relay, [head, tail])
+    assert relay.pending_bytes == 0
+    assert kept[-1] <= SMALL, f"{kept[-1]} bytes kept after the event ended"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_relay_piece_table_does_not_stay_grown(kind: str) -> None:
+    sse = twin("stream", kind)
+    event = b'data: {"usage":{"completion_tokens":3}}\n\n'
+    # every event rewritten (the piece table is the Cython twin's; the Python twin, whose
+    # per-event cost is far higher under tracemalloc, gets a smaller read of the same kind)
+    size = int(7.8 * (1 << 20)) if kind == "c" else 1 << 19
+    read = event * (size // len(event))
+    relay = sse.UsageRelay(1)
+    kept = kept_after(relay, [read, event])
+    assert max(kept) <= SMALL, f"{max(kept)} bytes kept after a 7.8 MiB read"
+
+
+# --- 4: one relay, two calls at once --------------------------------------------------------
+
+def long_feed_event(lines: int) -> bytes:
+    """An event whose usage runs over many data lines: the twins' shared Python path, long
+    enough for another thread to be scheduled in the middle of it."""
+    body = b"\n".join(b"data: " + b'"x%d":%d,' % (i, i) for i in range(lines))
+    return b"data: {\n" + body + b'\ndata: "usage":{"completion_tokens":1}}\n\n'
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_relay_fed_from_two_threads_refuses_the_second_call(kind: str) -> None:
+    sse = twin("stream", kind)
+    event = long_feed_event(20000)
+    expected = sse.UsageRelay(7).feed(event)
+    assert expected != event
+    relay = sse.UsageRelay(7)
+    started, done = threading.Event(), threading.Event()
+    refused: list[BaseException] = []
+    results: list[bytes] = []
+
+    def first() -> None:
+        started.set()
+        try:
+            results.append(relay.feed(event))
+        finally:
+            done.set()
+
+    def second() -> None:
+        started.wait()
+        while not done.is_set():
+            try:
+                relay.feed(b": ping\n\n")
+            except RuntimeError as error:
+                refused.append(error)
+                return
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)
+    try:
+        threads = [threading.Thread(target=second), threading.Thread(target=first)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    # the call that ran is whole; the one that overlapped it was refused, not interleaved
+    assert results == [expected]
+    assert refused, "the overlapping call was never refused"
+    assert "UsageRelay is already in use" in str(refused[0])
+    assert relay.feed(b"data: 1\n\n") == b"data: 1\n\n"  # usable again afterwards
+
+
+# --- 5: max_event_bytes is checked alike ----------------------------------------------------
+
+@pytest.mark.parametrize("bad", [2**63, -1, 0, pytest.param(10**5000, id="10**5000")])
+def test_max_event_bytes_twins_agree(bad: int) -> None:
+    messages = set()
+    for kind in KINDS:
+        with pytest.raises(ValueError) as caught:
+            twin("stream", kind).UsageRelay(1, max_event_bytes=bad)
+        messages.add(str(caught.value))
+    assert len(messages) == 1 and messages.pop().startswith("max_event_bytes must be in [1, 2**63)")
+    for kind in KINDS:
+        twin("stream", kind).UsageRelay(1, max_event_bytes=2**63 - 1)
+
+
+# --- 7: depth changes nothing ----------------------------------------------------------------
+
+def at_stack_depth(depth: int, call: Any) -> Any:
+    return call() if depth == 0 else at_stack_depth(depth - 1, call)
+
+
+@pytest.mark.parametrize("depth", [1, 950, 1000, 100_000])
+def test_usage_after_deep_nesting_is_rewritten_by_both_twins(depth: int) -> None:
+    """The scanners count brackets, they do not recurse: a usage member after a value nested
+    any depth is found, one nested any depth is not the usage (only the dialect's paths
+    are), and the caller's own stack depth plays no part."""
+    deep = b'{"a":' + b"[" * depth + b"]" * depth
+    body = deep + b',"usage":{"completion_tokens":5}}'
+    nested = b'{"a":' + b'{"x":' * depth + b'{"usage":{"completion_tokens":5}}' + \
+        b"}" * depth + b"}"
+    expected = deep + (b',"usage":{"completion_tokens":5,"prompt_tokens":9,'
+                       b'"total_tokens":14}}')
+    for kind in KINDS:
+        sse: ModuleType = twin("stream", kind)
+        for stack in (0, 900):
+            assert at_stack_depth(stack, lambda: sse.rewrite_usage(body, 9)) == expected
+            assert at_stack_depth(stack, lambda: sse.rewrite_usage(nested, 9)) is nested
+        for limit in (1 << 30, 64):  # held, and scanned as it streams
+            relay = sse.UsageRelay(9, max_event_bytes=limit)
+            assert relay.feed(b"data: " + body + b"\n\n") == b"data: " + expected + b"\n\n"
+            relay = sse.UsageRelay(9, max_event_bytes=limit)
+            event = b"data: " + nested + b"\n\n"
+            assert relay.feed(event) == event
