@@ -14,7 +14,7 @@ from ._b64 import (
     urlsafe_b64encode,
 )
 from ._backend import backend_summary
-from ._events import Event, EventDecoder, iter_events
+from ._events import Event, EventDecoder, EventTooLarge, iter_events
 from ._ids import pack_ids, unpack_ids
 from ._json import del_member, find_member, set_member
 from ._sse import RelayCounts, UsageRelay
@@ -31,6 +31,7 @@ __all__ = [
     "BACKEND",
     "Event",
     "EventDecoder",
+    "EventTooLarge",
     "RelayCounts",
     "UsageRelay",
     "__version__",

@@ -1,17 +1,34 @@
 # cython: language_level=3
 """The WHATWG event-stream decoder: the Cython twin of ``_events_py``.
 
-Lines are found with ``memchr`` over the raw chunk (``tok_line_end``, shared with the relay);
-the field rules are the Python twin's, and ``Event`` is its type.
+Lines are found with ``memchr`` over the raw chunk (``tok_line_end``, shared with the relay)
+and their fields read in place: a line is copied only when it spans chunks. The rules, the
+bound on what is held, ``Event`` and ``EventTooLarge`` are the Python twin's.
 """
 
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyByteArray_Resize
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.unicode cimport PyUnicode_DecodeUTF8
+from libc.stdint cimport int64_t
+from libc.string cimport memchr, memcmp, memcpy
 
-from tokcore._args import payload_view
-from tokcore._events_py import Event
+from tokcore._args import check_max_event_bytes, payload_view
+from tokcore._events_py import (
+    DEFAULT_MAX_EVENT_BYTES, Event, EventTooLarge, event_too_large,
+)
 
 cdef extern from "_ssescan.h":
     Py_ssize_t tok_line_end(const char *p, Py_ssize_t i, Py_ssize_t n) noexcept nogil
+
+cdef extern from "Python.h":
+    const Py_ssize_t PY_SSIZE_T_MAX
+
+
+cdef int _append(bytearray buf, const char *p, Py_ssize_t n) except -1:
+    cdef Py_ssize_t size = PyByteArray_GET_SIZE(buf)
+    PyByteArray_Resize(buf, size + n)  # over-allocates as bytearray does: amortised O(1)
+    memcpy(PyByteArray_AS_STRING(buf) + size, p, <size_t>n)
+    return 0
 
 
 cdef class EventDecoder:
@@ -22,106 +39,195 @@ cdef class EventDecoder:
     this event, else None.
     """
 
-    cdef bytearray _buffer  # an unfinished line
-    cdef bint _started, _cr, _has_data, _closed
-    cdef list _data
-    cdef str _type
-    cdef object _last_id, _retry
+    cdef bytearray _line  # an unfinished line
+    cdef bytearray _data  # the data buffer: each data value and a LF
+    cdef bytes _type  # the event type buffer
+    cdef object _last_id, _id_before, _retry, _limit
+    cdef Py_ssize_t _max  # the bound, capped at what a size can be
+    cdef int64_t _offset  # bytes fed so far
+    cdef bint _started, _cr, _skipping, _skip_line_start, _closed
 
-    def __init__(self):
-        self._buffer = bytearray()
-        self._started = self._cr = self._has_data = self._closed = False
-        self._data = []
-        self._type = ""
-        self._last_id = self._retry = None
+    def __cinit__(self, *args, **kwargs):
+        self._line = bytearray()
+        self._data = bytearray()
+        self._type = b""
+
+    def __init__(self, *, max_event_bytes=DEFAULT_MAX_EVENT_BYTES):
+        self._limit = check_max_event_bytes(max_event_bytes)
+        self._max = min(self._limit, PY_SSIZE_T_MAX)
+        self._last_id = self._id_before = self._retry = None
+        self._started = self._cr = self._skipping = self._skip_line_start = False
+        self._closed = False
+        self._offset = 0
+
+    @property
+    def pending_bytes(self):
+        """Bytes held of the event being decoded (at most ``max_event_bytes``)."""
+        return self._held()
+
+    cdef inline Py_ssize_t _held(self) noexcept:
+        return (PyByteArray_GET_SIZE(self._line) + PyByteArray_GET_SIZE(self._data)
+                + PyBytes_GET_SIZE(self._type))
 
     def feed(self, chunk):
-        cdef const char *d
-        cdef Py_ssize_t n, i = 0, begin, line_end
         if type(chunk) is not bytes:
             chunk = bytes(payload_view(chunk, "chunk"))
         if self._closed:
             raise ValueError("feed() after close()")
-        events = []
-        d = PyBytes_AS_STRING(chunk)
-        n = PyBytes_GET_SIZE(chunk)
-        if n == 0:
-            return events
-        if self._cr and d[0] == 10:
-            i = 1  # the LF of a CRLF split across chunks
-        self._cr = False
-        begin = i
-        while i < n:
-            line_end = tok_line_end(d, i, n)
-            if line_end < 0:
-                break
-            line = PyBytes_FromStringAndSize(d + begin, line_end - begin)
-            if self._buffer:
-                self._buffer += line
-                line = bytes(self._buffer)
-                del self._buffer[:]
-            self._line(line, events)
-            if d[line_end] == 13:
-                if line_end + 1 == n:
-                    self._cr = True  # a LF may still follow in the next chunk
-                    i = n
-                elif d[line_end + 1] == 10:
-                    i = line_end + 2
-                else:
-                    i = line_end + 1
-            else:
-                i = line_end + 1
-            begin = i
-        if begin < n:
-            self._buffer += PyBytes_FromStringAndSize(d + begin, n - begin)
-        return events
+        return self._feed(<bytes>chunk)
 
     def close(self):
         """End of stream: an unfinished last event is discarded, as the rules say."""
         self._closed = True
-        del self._buffer[:]
-        del self._data[:]
+        self._drop()
+        self._skipping = False
         return []
 
-    cdef _line(self, bytes raw, list events):
+    cdef list _feed(self, bytes chunk):
+        cdef const char *d = PyBytes_AS_STRING(chunk)
+        cdef Py_ssize_t n = PyBytes_GET_SIZE(chunk), i = 0, end, room
+        cdef int64_t offset = self._offset
+        cdef list events = []
+        cdef list dropped = None
+        if n == 0:
+            return events
+        self._offset += n
+        if self._cr and d[0] == 10:
+            i = 1  # the LF of a CRLF split across chunks
+        self._cr = False
+        while i < n:
+            end = tok_line_end(d, i, n)
+            if end < 0:  # an unfinished line
+                if self._skipping:
+                    self._skip_line_start = False
+                else:
+                    room = self._max - self._held()
+                    if n - i > room:
+                        dropped = self._dropped(dropped, offset + i + room)
+                        self._skip_line_start = False
+                    else:
+                        _append(self._line, d + i, n - i)
+                break
+            if self._skipping:
+                if end == i and self._skip_line_start:
+                    self._skipping = False  # the blank line that ends the dropped event
+                self._skip_line_start = True
+            else:
+                room = self._max - self._held()
+                if end - i > room:
+                    dropped = self._dropped(dropped, offset + i + room)
+                    self._skip_line_start = True  # this line ends here
+                elif PyByteArray_GET_SIZE(self._line):
+                    _append(self._line, d + i, end - i)
+                    self._field(PyByteArray_AS_STRING(self._line),
+                                PyByteArray_GET_SIZE(self._line), events)
+                    PyByteArray_Resize(self._line, 0)
+                else:
+                    self._field(d + i, end - i, events)
+            if d[end] == 13:
+                if end + 1 == n:
+                    self._cr = True  # a LF may still follow in the next chunk
+                    i = n
+                elif d[end + 1] == 10:
+                    i = end + 2
+                else:
+                    i = end + 1
+            else:
+                i = end + 1
+        if dropped is not None:
+            raise event_too_large(self._limit, dropped, events)
+        return events
+
+    cdef list _dropped(self, list dropped, int64_t at):
+        if dropped is None:
+            dropped = []
+        dropped.append(at)
+        self._drop()
+        return dropped
+
+    cdef int _drop(self) except -1:
+        """Forget the event being decoded (as if it never came) and skip the rest of it."""
+        PyByteArray_Resize(self._line, 0)
+        PyByteArray_Resize(self._data, 0)
+        self._type = b""
+        self._retry = None
+        self._last_id = self._id_before
+        self._started = True
+        self._skipping = True
+        return 0
+
+    cdef int _field(self, const char *p, Py_ssize_t n, list events) except -1:
+        """One complete line, ``p[:n]``; ``p`` may point into ``_line``, never ``_data``."""
+        cdef const char *colon
+        cdef const char *value
+        cdef Py_ssize_t name_len, value_len = 0, k
         if not self._started:
             self._started = True
-            if raw.startswith(b"\xef\xbb\xbf"):
-                raw = raw[3:]
-        if not raw:
-            self._dispatch(events)
-            return
-        if raw[0] == 58:  # a comment
-            return
-        line = raw.decode("utf-8", "replace")
-        name, colon, value = line.partition(":")
-        if colon and value[:1] == " ":
-            value = value[1:]
-        if name == "data":
-            self._data.append(value)
-            self._has_data = True
-        elif name == "event":
-            self._type = value
-        elif name == "id":
-            if "\x00" not in value:
-                self._last_id = value
-        elif name == "retry":
-            if value and value.isascii() and value.isdigit():
-                self._retry = int(value)
+            if n >= 3 and memcmp(p, b"\xef\xbb\xbf", 3) == 0:
+                p += 3
+                n -= 3
+        if n == 0:
+            return self._dispatch(events)
+        if p[0] == 58:  # ":" a comment
+            return 0
+        colon = <const char *>memchr(p, 58, <size_t>n)
+        if colon is NULL:
+            name_len = n
+            value = p + n
+        else:
+            name_len = colon - p
+            value = colon + 1
+            value_len = n - name_len - 1
+            if value_len and value[0] == 32:
+                value += 1
+                value_len -= 1
+        if name_len == 4 and memcmp(p, b"data", 4) == 0:
+            _append(self._data, value, value_len)
+            _append(self._data, b"\n", 1)
+        elif name_len == 5 and memcmp(p, b"event", 5) == 0:
+            self._type = PyBytes_FromStringAndSize(value, value_len)
+        elif name_len == 2 and memcmp(p, b"id", 2) == 0:
+            if memchr(value, 0, <size_t>value_len) is NULL:
+                self._last_id = PyUnicode_DecodeUTF8(value, value_len, "replace")
+        elif name_len == 5 and memcmp(p, b"retry", 5) == 0 and value_len:
+            for k in range(value_len):
+                if not 48 <= value[k] <= 57:
+                    return 0  # not only ASCII digits: ignored
+            try:
+                self._retry = int(PyBytes_FromStringAndSize(value, value_len))
+            except ValueError:  # more digits than int() converts: ignored
+                pass
+        return 0
 
-    cdef _dispatch(self, list events):
-        if self._has_data:
-            events.append(Event(self._type or "message", "\n".join(self._data),
-                                self._last_id, self._retry))
-        del self._data[:]
-        self._has_data = False
-        self._type = ""
+    cdef int _dispatch(self, list events) except -1:
+        cdef Py_ssize_t size = PyByteArray_GET_SIZE(self._data)
+        if size:
+            data = PyUnicode_DecodeUTF8(PyByteArray_AS_STRING(self._data), size - 1, "replace")
+            if PyBytes_GET_SIZE(self._type):
+                kind = PyUnicode_DecodeUTF8(PyBytes_AS_STRING(self._type),
+                                            PyBytes_GET_SIZE(self._type), "replace")
+            else:
+                kind = "message"
+            events.append(Event(kind, data, self._last_id, self._retry))
+            PyByteArray_Resize(self._data, 0)
+        self._type = b""
         self._retry = None
+        self._id_before = self._last_id
+        return 0
 
 
-def iter_events(chunks):
-    """Decode an iterable of byte chunks into events."""
-    decoder = EventDecoder()
+def iter_events(chunks, *, max_event_bytes=DEFAULT_MAX_EVENT_BYTES):
+    """Decode an iterable of byte chunks into events. An event over ``max_event_bytes`` ends
+    the iteration with ``EventTooLarge``, once the events its chunk completed are yielded."""
+    return _iterate(EventDecoder(max_event_bytes=max_event_bytes), chunks)
+
+
+def _iterate(EventDecoder decoder, chunks):
     for chunk in chunks:
-        yield from decoder.feed(chunk)
+        try:
+            events = decoder.feed(chunk)
+        except EventTooLarge as exc:
+            yield from exc.events
+            raise
+        yield from events
     yield from decoder.close()

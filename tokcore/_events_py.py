@@ -1,8 +1,15 @@
 """The WHATWG HTML "event stream" decoder: the pure-Python reference twin.
 
 ``EventDecoder`` turns bytes, split anywhere, into ``Event`` objects by the parsing rules of
-the HTML standard (BOM, comments, the four fields, all line ends). ``Event`` is shared: the
-Cython twin makes the same objects.
+the HTML standard (BOM, comments, the four fields, all line ends). ``Event``,
+``EventTooLarge`` and the default bound are shared: the Cython twin uses the same ones.
+
+What a decoder holds is bounded by ``max_event_bytes``: the bytes of its unfinished line
+plus the event's data buffer (each ``data`` value and its LF) and its event type. Line ends
+are not held and not counted. The first byte that would take the held bytes past the bound
+drops the event (data, type, ``retry``, and an ``id`` it set) and starts a skip to its blank
+line; the ``feed`` that did so still decodes the rest of its chunk, then raises
+``EventTooLarge`` (a ``ValueError``) with the events it completed, so none is lost.
 """
 
 from __future__ import annotations
@@ -11,12 +18,20 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
-from ._args import BytesLike, payload_view
+from ._args import BytesLike, check_max_event_bytes, payload_view
 
 #: a UTF-8 byte order mark, skipped at the start of a stream
 BOM = b"\xef\xbb\xbf"
 #: any SSE line end (the relay's framing reads lines by the same rule)
 LINE_ENDS = re.compile(rb"\r\n|\r|\n")
+
+#: The decoder must hold a whole event to hand it over, and one event can be legitimately
+#: large (a whole response body, an image as base64), so the default only stops a runaway
+#: upstream (no blank line, endless data lines) from taking all memory. The relay's default
+#: is smaller because it forwards an oversized event unscanned; the decoder has to drop it.
+DEFAULT_MAX_EVENT_BYTES = 64 << 20
+
+_OFFSETS_SHOWN = 5  # in a message; ``EventTooLarge.offsets`` has them all
 
 
 class Event(NamedTuple):
@@ -28,6 +43,33 @@ class Event(NamedTuple):
     retry: int | None = None
 
 
+class EventTooLarge(ValueError):
+    """An event held more than ``max_event_bytes``: it was dropped and skipped up to its
+    blank line. Raised by the call that passed the bound once it has decoded its whole chunk:
+    ``events`` are the events that call completed (in stream order, the dropped ones left
+    out), ``offsets`` the stream offsets (bytes fed before the byte that did not fit) where
+    the bound was passed, one for each dropped event. The decoder can go on being fed."""
+
+    def __init__(self, message: str, events: list[Event] | None = None,
+                 offsets: list[int] | None = None) -> None:
+        super().__init__(message)
+        self.events: list[Event] = [] if events is None else events
+        self.offsets: list[int] = [] if offsets is None else offsets
+
+
+def event_too_large(limit: int, offsets: list[int], events: list[Event]) -> EventTooLarge:
+    """The error of a call that dropped ``len(offsets)`` events (the message of both twins)."""
+    if len(offsets) == 1:
+        what = f"an event passed max_event_bytes ({limit}) at stream offset {offsets[0]}"
+    else:
+        shown = ", ".join(map(str, offsets[:_OFFSETS_SHOWN]))
+        more = ", ..." if len(offsets) > _OFFSETS_SHOWN else ""
+        what = (f"{len(offsets)} events passed max_event_bytes ({limit}), at stream offsets "
+                f"{shown}{more}")
+    return EventTooLarge(f"{what}: dropped and skipped up to the blank line (the events "
+                         "this call completed are the error's .events)", events, offsets)
+
+
 class EventDecoder:
     """Bytes in, ``Event`` objects out, by the WHATWG HTML event-stream parsing rules.
 
@@ -36,92 +78,157 @@ class EventDecoder:
     this event, else None.
     """
 
-    __slots__ = ("_buffer", "_started", "_cr", "_data", "_has_data", "_type", "_last_id",
-                 "_retry", "_closed")
+    __slots__ = ("_max", "_line", "_data", "_type", "_last_id", "_id_before", "_retry",
+                 "_started", "_cr", "_skipping", "_skip_line_start", "_offset", "_closed")
 
-    def __init__(self) -> None:
-        self._buffer = bytearray()  # an unfinished line
-        self._started = False  # past the first bytes (where a BOM may be)
-        self._cr = False
-        self._data: list[str] = []
-        self._has_data = False
-        self._type = ""
+    def __init__(self, *, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
+        self._max = check_max_event_bytes(max_event_bytes)
+        self._line = bytearray()  # an unfinished line
+        self._data = bytearray()  # the data buffer: each data value and a LF
+        self._type = b""  # the event type buffer
         self._last_id: str | None = None
+        self._id_before: str | None = None  # the last event ID when this event began
         self._retry: int | None = None
+        self._started = False  # past the first line (where a BOM may be)
+        self._cr = False  # the last chunk ended with a CR: a LF first in the next is its end
+        self._skipping = False  # dropped an event: skipping it up to its blank line
+        self._skip_line_start = False  # skipping, and no byte of the current line seen yet
+        self._offset = 0  # bytes fed so far
         self._closed = False
+
+    @property
+    def pending_bytes(self) -> int:
+        """Bytes held of the event being decoded (at most ``max_event_bytes``)."""
+        return self._max - self._room()
 
     def feed(self, chunk: BytesLike) -> list[Event]:
         data = chunk if type(chunk) is bytes else bytes(payload_view(chunk, "chunk"))
         if self._closed:
             raise ValueError("feed() after close()")
-        events: list[Event] = []
-        if not data:
-            return events
-        if self._cr and data[:1] == b"\n":
-            data = data[1:]  # the LF of a CRLF split across chunks
-        self._cr = False
-        begin = 0
-        for match in LINE_ENDS.finditer(data):
-            if match.group() == b"\r" and match.end() == len(data):
-                self._cr = True  # a LF may still follow in the next chunk
-            line = data[begin:match.start()]
-            if self._buffer:
-                self._buffer += line
-                line = bytes(self._buffer)
-                self._buffer.clear()
-            self._line(line, events)
-            begin = match.end()
-        self._buffer += data[begin:]
-        return events
+        return self._feed(data)
 
     def close(self) -> list[Event]:
         """End of stream: an unfinished last event is discarded, as the rules say."""
         self._closed = True
-        self._buffer.clear()
-        self._data.clear()
+        self._drop()
+        self._skipping = False
         return []
 
-    def _line(self, raw: bytes, events: list[Event]) -> None:
+    def _room(self) -> int:
+        """How many more bytes the decoder may hold."""
+        return self._max - len(self._line) - len(self._data) - len(self._type)
+
+    def _feed(self, data: bytes) -> list[Event]:
+        events: list[Event] = []
+        n = len(data)
+        if not n:
+            return events
+        offset = self._offset
+        self._offset += n
+        # what is held grows by at most the bytes read: a chunk that fits needs no checks
+        check = n > self._max - len(self._line) - len(self._data) - len(self._type)
+        dropped: list[int] = []
+        begin = 0
+        if self._cr and data[0] == 0x0A:
+            begin = 1  # the LF of a CRLF split across chunks
+        for match in LINE_ENDS.finditer(data, begin):
+            end = match.start()
+            if self._skipping:
+                if end == begin and self._skip_line_start:
+                    self._skipping = False  # the blank line that ends the dropped event
+                self._skip_line_start = True
+            elif check and end - begin > self._room():
+                dropped.append(offset + begin + self._room())
+                self._drop()
+                self._skip_line_start = True  # this line ends here
+            else:
+                line = data[begin:end]
+                if self._line:
+                    self._line += line
+                    line = bytes(self._line)
+                    self._line.clear()
+                self._field(line, events)
+            begin = match.end()
+        # a CR last: a LF first in the next chunk is the end of the same line
+        self._cr = begin == n and data[n - 1] == 0x0D
+        if begin < n:  # an unfinished line
+            if self._skipping:
+                self._skip_line_start = False
+            elif check and n - begin > self._room():
+                dropped.append(offset + begin + self._room())
+                self._drop()
+                self._skip_line_start = False
+            else:
+                self._line += data[begin:]
+        if dropped:
+            raise event_too_large(self._max, dropped, events)
+        return events
+
+    def _drop(self) -> None:
+        """Forget the event being decoded (as if it never came) and skip the rest of it."""
+        self._line.clear()
+        self._data.clear()
+        self._type = b""
+        self._retry = None
+        self._last_id = self._id_before
+        self._started = True
+        self._skipping = True
+
+    def _field(self, raw: bytes, events: list[Event]) -> None:
         if not self._started:
             self._started = True
             if raw.startswith(BOM):
                 raw = raw[3:]
-        line = raw.decode("utf-8", "replace")
-        if not line:
+        if not raw:
             self._dispatch(events)
             return
-        if line[0] == ":":
+        if raw[0] == 0x3A:  # ":" a comment
             return
-        name, colon, value = line.partition(":")
-        if colon and value[:1] == " ":
+        # ":" and the ASCII field names never occur inside a UTF-8 sequence, so the bytes
+        # are split and compared as the decoded text would be
+        name, colon, value = raw.partition(b":")
+        if colon and value[:1] == b" ":
             value = value[1:]
-        if name == "event":
+        if name == b"data":
+            self._data += value
+            self._data += b"\n"
+        elif name == b"event":
             self._type = value
-        elif name == "data":
-            self._data.append(value)
-            self._has_data = True
-        elif name == "id":
-            if "\x00" not in value:
-                self._last_id = value
-        elif name == "retry":
-            if value and value.isascii() and value.isdigit():
-                self._retry = int(value)
+        elif name == b"id":
+            if b"\0" not in value:
+                self._last_id = value.decode("utf-8", "replace")
+        elif name == b"retry":
+            if value.isdigit():  # ASCII digits only, and not empty
+                try:
+                    self._retry = int(value)
+                except ValueError:  # more digits than int() converts: ignored
+                    pass
 
     def _dispatch(self, events: list[Event]) -> None:
-        if self._has_data:
-            events.append(Event(self._type or "message", "\n".join(self._data),
-                                self._last_id, self._retry))
-        self._data.clear()
-        self._has_data = False
-        self._type = ""
+        if self._data:
+            del self._data[-1]  # the LF after the last value
+            kind = self._type.decode("utf-8", "replace") if self._type else "message"
+            events.append(Event(kind, self._data.decode("utf-8", "replace"), self._last_id,
+                                self._retry))
+            self._data.clear()
+        self._type = b""
         self._retry = None
+        self._id_before = self._last_id
 
 
-def iter_events(chunks: Iterable[BytesLike]) -> Iterator[Event]:
-    """Decode an iterable of byte chunks into events."""
-    decoder = EventDecoder()
+def iter_events(chunks: Iterable[BytesLike], *,
+                max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> Iterator[Event]:
+    """Decode an iterable of byte chunks into events. An event over ``max_event_bytes`` ends
+    the iteration with ``EventTooLarge``, once the events its chunk completed are yielded."""
+    return _iterate(EventDecoder(max_event_bytes=max_event_bytes), chunks)
+
+
+def _iterate(decoder: EventDecoder, chunks: Iterable[BytesLike]) -> Iterator[Event]:
     for chunk in chunks:
-        yield from decoder.feed(chunk)
+        try:
+            events = decoder.feed(chunk)
+        except EventTooLarge as exc:
+            yield from exc.events
+            raise
+        yield from events
     yield from decoder.close()
-
-
