@@ -3,7 +3,8 @@
 The switch interval is cut to a few microseconds so that threads interleave inside the
 calls. Large numpy inputs take pack_ids' no-GIL path, so they are also read while another
 thread writes them: the result may mix old and new bytes (that race is the caller's), but
-it never crashes and never holds a byte that was in neither.
+it never crashes and never holds a byte that was in neither. A per-stream object (an
+EventDecoder) shared by mistake refuses overlapping calls with RuntimeError.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import pickle
 import struct
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
@@ -23,7 +25,8 @@ import pytest
 from _index_objects import Index
 
 import tokcore
-from tokcore import compact_ids
+from tokcore import Event, compact_ids
+from tokcore._args import in_use
 
 THREADS = 6
 ROUNDS = 40
@@ -223,6 +226,107 @@ def test_sse_shared_inputs(stream_twin: ModuleType) -> None:
         return work
 
     run_together(*[worker(i) for i in range(THREADS)])
+
+
+# --- one EventDecoder shared by mistake ----------------------------------------------------
+
+def decoder_chunk(seed: int, round_: int) -> tuple[bytes, list[Event]]:
+    """20 whole events naming their thread and round, and what they decode to."""
+    chunk = b"".join(b"id: %d\ndata: %d-%d\ndata: %d\n\n" % (k, seed, round_, k)
+                     for k in range(20))
+    return chunk, [Event(data=f"{seed}-{round_}\n{k}", id=str(k)) for k in range(20)]
+
+
+def test_one_event_decoder_fed_from_several_threads(events_twin: ModuleType) -> None:
+    """A call that overlaps another on the same decoder raises RuntimeError and consumes
+    nothing; every call that goes through returns exactly the events of its own chunk (each
+    chunk is whole events, so any interleaving of two streams would show)."""
+    decoder = events_twin.EventDecoder()
+    refused: list[int] = []
+    message = str(in_use("EventDecoder"))
+
+    def worker(seed: int) -> Callable[[], None]:
+        def work() -> None:
+            for round_ in range(ROUNDS * 5):
+                chunk, expected = decoder_chunk(seed, round_)
+                try:
+                    events = decoder.feed(chunk)
+                except RuntimeError as exc:
+                    assert str(exc) == message
+                    refused.append(1)
+                else:
+                    assert events == expected
+        return work
+
+    run_together(*[worker(i) for i in range(THREADS)])
+    assert refused, "no two calls overlapped: the test did not race"
+    assert decoder.feed(b"data: last\n\n") == [Event(data="last", id="19")]
+
+
+def test_close_while_other_threads_feed(events_twin: ModuleType) -> None:
+    """close() overlapping a feed raises RuntimeError too; once it goes through, every feed
+    is the ValueError of a closed decoder, and no feed before it returned wrong events."""
+    outcomes: list[str] = []  # list.append is atomic
+    for _attempt in range(20):
+        decoder = events_twin.EventDecoder()
+        closed = threading.Event()
+        fed: list[int] = []
+
+        def feeder(seed: int, decoder: Any = decoder, closed: Any = closed,
+                   fed: list[int] = fed) -> None:
+            for round_ in range(ROUNDS * 5):
+                chunk, expected = decoder_chunk(seed, round_)
+                try:
+                    assert decoder.feed(chunk) == expected
+                    fed.append(1)
+                except RuntimeError:
+                    outcomes.append("feed refused")
+                except ValueError as exc:
+                    assert str(exc) == "feed() after close()" and closed.is_set()
+                    return
+
+        def closer(decoder: Any = decoder, closed: Any = closed, fed: list[int] = fed) -> None:
+            deadline = time.monotonic() + 10
+            while len(fed) < 3 and time.monotonic() < deadline:  # the feeders are under way
+                time.sleep(0)
+            while True:
+                try:
+                    assert decoder.close() == []
+                except RuntimeError:
+                    outcomes.append("close refused")
+                else:
+                    closed.set()
+                    return
+
+        run_together(lambda: feeder(1), lambda: feeder(2), closer)
+        if "close refused" in outcomes:
+            break
+    assert "close refused" in outcomes, "close() never overlapped a feed: no race"
+
+
+def test_an_event_decoder_re_entered_from_inside_a_call(events_twin: ModuleType) -> None:
+    """A call made from inside a running one (here by a profile hook, while the decoder
+    builds an Event) is refused the same way, and the outer call is not disturbed."""
+    decoder = events_twin.EventDecoder()
+    inner: list[Any] = []
+
+    def hook(frame: Any, event: str, arg: Any) -> None:
+        if event == "call" and frame.f_globals.get("__name__") == "namedtuple_Event" \
+                and len(inner) < 2:
+            for call in (lambda: decoder.feed(b"data: inner\n\n"), decoder.close):
+                try:
+                    inner.append(call())
+                except RuntimeError as exc:
+                    inner.append(exc)
+
+    sys.setprofile(hook)
+    try:
+        events = decoder.feed(b"data: outer\r\n\r\n")
+    finally:
+        sys.setprofile(None)
+    assert events == [Event(data="outer")]
+    assert len(inner) == 2 and all(isinstance(r, RuntimeError) for r in inner), inner
+    assert decoder.feed(b"data: after\n\n") == [Event(data="after")]
 
 
 # --- base64 and the fused pair -------------------------------------------------------------

@@ -12,7 +12,7 @@ from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int64_t
 from libc.string cimport memchr, memcmp, memcpy
 
-from tokcore._args import check_max_event_bytes, payload_view
+from tokcore._args import check_max_event_bytes, in_use, payload_view
 from tokcore._events_py import (
     DEFAULT_MAX_EVENT_BYTES, Event, EventTooLarge, event_too_large,
 )
@@ -36,7 +36,8 @@ cdef class EventDecoder:
 
     ``id`` is the last event ID in force when the event was dispatched (None until an
     ``id`` field sets one); ``retry`` is the reconnection time set by a ``retry`` field of
-    this event, else None.
+    this event, else None. One decoder is one stream's state: a call made while another call
+    on it is running (another thread's) raises ``RuntimeError``.
     """
 
     cdef bytearray _line  # an unfinished line
@@ -46,6 +47,7 @@ cdef class EventDecoder:
     cdef Py_ssize_t _max  # the bound, capped at what a size can be
     cdef int64_t _offset  # bytes fed so far
     cdef bint _started, _cr, _skipping, _skip_line_start, _closed
+    cdef bint _busy  # a call is running: checked and set with no Python call in between
 
     def __cinit__(self, *args, **kwargs):
         self._line = bytearray()
@@ -72,16 +74,28 @@ cdef class EventDecoder:
     def feed(self, chunk):
         if type(chunk) is not bytes:
             chunk = bytes(payload_view(chunk, "chunk"))
-        if self._closed:
-            raise ValueError("feed() after close()")
-        return self._feed(<bytes>chunk)
+        if self._busy:
+            raise in_use("EventDecoder")
+        self._busy = True
+        try:
+            if self._closed:
+                raise ValueError("feed() after close()")
+            return self._feed(<bytes>chunk)
+        finally:
+            self._busy = False
 
     def close(self):
         """End of stream: an unfinished last event is discarded, as the rules say."""
-        self._closed = True
-        self._drop()
-        self._skipping = False
-        return []
+        if self._busy:
+            raise in_use("EventDecoder")
+        self._busy = True
+        try:
+            self._closed = True
+            self._drop()
+            self._skipping = False
+            return []
+        finally:
+            self._busy = False
 
     cdef list _feed(self, bytes chunk):
         cdef const char *d = PyBytes_AS_STRING(chunk)

@@ -15,10 +15,11 @@ line; the ``feed`` that did so still decodes the rest of its chunk, then raises
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
-from ._args import BytesLike, check_max_event_bytes, payload_view
+from ._args import BytesLike, check_max_event_bytes, in_use, payload_view
 
 #: a UTF-8 byte order mark, skipped at the start of a stream
 BOM = b"\xef\xbb\xbf"
@@ -75,11 +76,13 @@ class EventDecoder:
 
     ``id`` is the last event ID in force when the event was dispatched (None until an
     ``id`` field sets one); ``retry`` is the reconnection time set by a ``retry`` field of
-    this event, else None.
+    this event, else None. One decoder is one stream's state: a call made while another call
+    on it is running (another thread's) raises ``RuntimeError``.
     """
 
     __slots__ = ("_max", "_line", "_data", "_type", "_last_id", "_id_before", "_retry",
-                 "_started", "_cr", "_skipping", "_skip_line_start", "_offset", "_closed")
+                 "_started", "_cr", "_skipping", "_skip_line_start", "_offset", "_closed",
+                 "_lock")
 
     def __init__(self, *, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
         self._max = check_max_event_bytes(max_event_bytes)
@@ -95,6 +98,9 @@ class EventDecoder:
         self._skip_line_start = False  # skipping, and no byte of the current line seen yet
         self._offset = 0  # bytes fed so far
         self._closed = False
+        # acquired without blocking by every call: a second call at once (another thread)
+        # fails at once, as the Cython twin's busy flag has it (a flag alone is not atomic)
+        self._lock = threading.Lock()
 
     @property
     def pending_bytes(self) -> int:
@@ -103,16 +109,26 @@ class EventDecoder:
 
     def feed(self, chunk: BytesLike) -> list[Event]:
         data = chunk if type(chunk) is bytes else bytes(payload_view(chunk, "chunk"))
-        if self._closed:
-            raise ValueError("feed() after close()")
-        return self._feed(data)
+        if not self._lock.acquire(False):
+            raise in_use("EventDecoder")
+        try:
+            if self._closed:
+                raise ValueError("feed() after close()")
+            return self._feed(data)
+        finally:
+            self._lock.release()
 
     def close(self) -> list[Event]:
         """End of stream: an unfinished last event is discarded, as the rules say."""
-        self._closed = True
-        self._drop()
-        self._skipping = False
-        return []
+        if not self._lock.acquire(False):
+            raise in_use("EventDecoder")
+        try:
+            self._closed = True
+            self._drop()
+            self._skipping = False
+            return []
+        finally:
+            self._lock.release()
 
     def _room(self) -> int:
         """How many more bytes the decoder may hold."""
