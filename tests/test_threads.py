@@ -150,9 +150,32 @@ def test_pack_ids_of_an_array_another_thread_writes(ids_twin: ModuleType) -> Non
 
 
 def test_unpack_ids_of_a_bytearray_another_thread_writes(ids_twin: ModuleType) -> None:
+    """unpack_ids reads with the GIL held, so a writer that needs the GIL (``shared[:] =``)
+    never runs during a read and a race test with it cannot fail. numpy's copy releases the
+    GIL: this writer rewrites the bytearray while unpack_ids reads it, and reads that caught a
+    write half done (old and new ids in one result) must occur, each one still a valid mix."""
     old, new = le32(RACE_IDS), le32(RACE_NEW)
     shared = bytearray(old)  # rewritten at the same size: allowed while a view is held
-    race(flip(shared, new, old), lambda: check_race(ids_twin.unpack_ids(shared)), ROUNDS // 2)
+    target = np.frombuffer(shared, np.uint8)
+    old_bytes, new_bytes = np.frombuffer(old, np.uint8), np.frombuffer(new, np.uint8)
+    old_ids, new_ids = RACE_IDS.tolist(), RACE_NEW.tolist()
+    mixed: list[int] = []  # list.append is atomic
+
+    def write() -> None:
+        np.copyto(target, new_bytes)  # a plain copy: numpy drops the GIL for it
+        np.copyto(target, old_bytes)
+
+    def read() -> None:
+        got = ids_twin.unpack_ids(shared)
+        check_race(got)
+        if got != old_ids and got != new_ids:
+            mixed.append(1)
+
+    for _ in range(20):  # a read overlaps a write most of the time, not every time
+        race(write, read, ROUNDS // 2)
+        if mixed:
+            break
+    assert mixed, "no read overlapped a write: the test did not race"
 
 
 def test_pack_ids_of_a_list_another_thread_resizes(ids_twin: ModuleType) -> None:
