@@ -1,20 +1,29 @@
 """Memory does not grow: every public function, on good input and on each error path.
 
-Each case calls one function tens of thousands of times after a warm-up, and measures the
-growth of the Python heap (tracemalloc: every object the C twin creates goes through it) and
-of the process's resident memory (RSS: catches raw allocations tracemalloc cannot see). A
-leak of one small object per call would add well over the thresholds. The measured deltas
-are printed at the end of the module and written to build/leak-deltas.txt for the record.
+Each case calls one function thousands of times after a warm-up, and measures the growth of
+three things: the Python heap (tracemalloc: every object the C twin creates goes through
+it), the C heap (``malloc`` blocks in use: buffers the C code takes with ``malloc`` or
+``PyMem_RawMalloc``, such as the base64 exact path's output, which tracemalloc never sees),
+and the process's resident memory (RSS: anything else, coarsely). A leak of one small
+object or one small malloc block per call would add well over the thresholds. The measured
+deltas are printed at the end of the module and written to build/leak-deltas.txt.
 
-Under the sanitizers (TOKCORE_SANITIZE=1) ASan's quarantine holds freed memory on purpose,
-so the RSS figure is recorded there but not asserted; tracemalloc still is.
+The C heap figure is glibc's ``mallinfo2()`` (``uordblks + hblkhd``: bytes in use in the
+arenas and in mmapped blocks). Under the sanitizers (TOKCORE_SANITIZE=1) ASan replaces
+malloc and its ``mallinfo2`` reads all zeros, so the figure is ASan's own count of bytes in
+use (``__sanitizer_get_current_allocated_bytes``, freed blocks in quarantine not counted;
+with PYTHONMALLOC=malloc it includes Python's objects). Without either (not glibc, or glibc
+older than 2.33) the C heap tests skip and say so. ASan's quarantine holds freed memory on
+purpose, so the RSS figure is recorded there but not asserted; the two heaps still are.
 """
 
 from __future__ import annotations
 
 import array
+import ctypes
 import gc
 import importlib
+import itertools
 import os
 import pickle
 import sys
@@ -33,6 +42,7 @@ from tokcore import compact_ids
 CALLS = 6_000                  # per case; ~65 cases a twin: ~400k calls a twin in all
 WARM_UP = 600
 HEAP_LIMIT = 64 * 1024         # bytes; one leaked int a call would be 6_000 * 28 = 168 KB
+C_HEAP_LIMIT = 128 * 1024      # bytes; one leaked 24-byte malloc a call: 6_000 * 32 = 192 KB
 RSS_LIMIT = 1024 * 1024        # bytes; one leaked 64-id result a call would be 1.6 MB
 SANITIZED = os.environ.get("TOKCORE_SANITIZE", "") not in ("", "0")
 
@@ -47,9 +57,46 @@ def rss_bytes() -> int | None:
         return None  # not Linux: the heap figure still counts
 
 
+class MallInfo2(ctypes.Structure):
+    """glibc's ``struct mallinfo2`` (2.33 and later): every field a ``size_t``."""
+
+    _fields_ = [(name, ctypes.c_size_t) for name in (
+        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
+        "fordblks", "keepcost")]
+
+
+def c_heap_probe() -> tuple[Callable[[], int] | None, str]:
+    """A function giving the bytes of malloc blocks in use, and how it reads them (or None
+    and why there is none here)."""
+    try:
+        process = ctypes.CDLL(None)
+    except (OSError, TypeError):  # TypeError: no CDLL(None) on Windows
+        return None, "no handle on the process's C library"
+    asan = getattr(process, "__sanitizer_get_current_allocated_bytes", None)
+    if asan is not None:  # ASan (or another sanitizer allocator) is malloc here
+        asan.restype, asan.argtypes = ctypes.c_size_t, []
+        return asan, "sanitizer allocator: __sanitizer_get_current_allocated_bytes()"
+    if SANITIZED:
+        return None, ("TOKCORE_SANITIZE=1 but no sanitizer allocator count: mallinfo2 reads "
+                      "zeros under ASan")
+    mallinfo2 = getattr(process, "mallinfo2", None)
+    if mallinfo2 is None:
+        return None, "the C library has no mallinfo2 (not glibc, or glibc older than 2.33)"
+    mallinfo2.restype, mallinfo2.argtypes = MallInfo2, []
+
+    def in_use() -> int:
+        info = mallinfo2()
+        return int(info.uordblks + info.hblkhd)
+
+    return in_use, "glibc mallinfo2(): uordblks + hblkhd"
+
+
+C_HEAP, C_HEAP_HOW = c_heap_probe()
+
+
 def measure(call: Callable[[], Any], error: type[BaseException] | None,
-            calls: int = CALLS) -> tuple[int, int | None]:
-    """(heap growth, RSS growth) in bytes over ``calls`` calls of ``call``."""
+            calls: int = CALLS) -> tuple[int, int | None, int | None]:
+    """(Python heap growth, RSS growth, C heap growth) in bytes over ``calls`` calls."""
     def loop(n: int) -> None:
         for _ in range(n):
             try:
@@ -60,6 +107,10 @@ def measure(call: Callable[[], Any], error: type[BaseException] | None,
 
     loop(WARM_UP)  # caches, free lists, the id-object table fill here
     gc.collect()
+    # read outside tracemalloc's run: its trace of every live block is itself malloc'ed
+    # (under ASan with PYTHONMALLOC=malloc that alone is more than the limit); what
+    # starting and stopping it leaves behind is a few KiB
+    c_before = None if C_HEAP is None else C_HEAP()
     tracemalloc.start()
     try:
         rss_before = rss_bytes()
@@ -70,8 +121,10 @@ def measure(call: Callable[[], Any], error: type[BaseException] | None,
         rss_after = rss_bytes()
     finally:
         tracemalloc.stop()
+    c_after = None if C_HEAP is None else C_HEAP()
     rss = None if rss_before is None or rss_after is None else rss_after - rss_before
-    return heap_after - heap_before, rss
+    c_heap = None if c_before is None or c_after is None else c_after - c_before
+    return heap_after - heap_before, rss, c_heap
 
 
 RECORDED: list[str] = []  # every case's figures, for the whole session
@@ -81,7 +134,7 @@ RECORDED: list[str] = []  # every case's figures, for the whole session
 def record(pytestconfig: pytest.Config) -> Iterator[list[str]]:
     yield RECORDED
     report(pytestconfig, "leak-deltas.txt", f"leak deltas over {CALLS} calls a case "
-           "(heap = tracemalloc, rss = resident)", RECORDED)
+           f"(heap = tracemalloc, malloc = C heap by {C_HEAP_HOW}, rss = resident)", RECORDED)
 
 
 def check(record: list[str], twin: ModuleType, label: str, call: Callable[[], Any],
@@ -92,11 +145,16 @@ def check(record: list[str], twin: ModuleType, label: str, call: Callable[[], An
         assert error is not None and isinstance(exc, error), f"{label}: raised {exc!r}"
     else:
         assert error is None, f"{label}: should raise {error.__name__}"
-    heap, rss = measure(call, error)
+    heap, rss, c_heap = measure(call, error)
     kind = twin.__name__.rsplit("_", 1)[-1] if twin.__name__ != "tokcore" else "live"
     rss_text = "n/a" if rss is None else f"{rss / 1024:+.0f} KiB"
-    record.append(f"  {kind:>4} {label:<44} heap {heap / 1024:+8.1f} KiB   rss {rss_text}")
+    c_text = "n/a" if c_heap is None else f"{c_heap / 1024:+.1f} KiB"
+    record.append(f"  {kind:>4} {label:<44} heap {heap / 1024:+8.1f} KiB   malloc {c_text:>11}"
+                  f"   rss {rss_text}")
     assert heap < HEAP_LIMIT, f"{label}: the heap grew by {heap} bytes over {CALLS} calls"
+    if c_heap is not None:
+        assert c_heap < C_HEAP_LIMIT, \
+            f"{label}: malloc blocks in use grew by {c_heap} bytes over {CALLS} calls"
     if rss is not None and not SANITIZED:
         assert rss < RSS_LIMIT, f"{label}: RSS grew by {rss} bytes over {CALLS} calls"
 
@@ -105,8 +163,41 @@ def check(record: list[str], twin: ModuleType, label: str, call: Callable[[], An
 
 def test_measure_sees_a_leak() -> None:
     kept: list[bytes] = []
-    heap, _ = measure(lambda: kept.append(bytes(30)), None)  # one small object a call
+    heap, _, _ = measure(lambda: kept.append(bytes(30)), None)  # one small object a call
     assert heap > HEAP_LIMIT
+
+
+def test_c_heap_probe_sees_a_malloc_leak_tracemalloc_does_not() -> None:
+    """24 bytes from malloc a call, never freed (their addresses kept in a C array, so no
+    Python object grows): the C heap figure passes its limit, the traced heap stays flat."""
+    if C_HEAP is None:
+        pytest.skip(f"no C heap probe: {C_HEAP_HOW}")
+    libc = ctypes.CDLL(None)
+    libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+    libc.free.restype, libc.free.argtypes = None, [ctypes.c_void_p]
+    kept = (ctypes.c_void_p * (WARM_UP + CALLS))()
+    slot = itertools.count()
+    try:
+        heap, _, c_heap = measure(lambda: kept.__setitem__(next(slot), libc.malloc(24)), None)
+    finally:
+        for address in kept:
+            libc.free(address)
+    assert c_heap is not None and c_heap > C_HEAP_LIMIT, (c_heap, C_HEAP_HOW)
+    assert heap < HEAP_LIMIT, heap
+
+
+def test_c_heap_probe_is_there_on_glibc_and_under_asan() -> None:
+    """The probe is skipped only where it cannot work; under ASan it reads ASan's count."""
+    if SANITIZED:
+        assert C_HEAP is not None and "sanitizer" in C_HEAP_HOW, C_HEAP_HOW
+    else:
+        try:
+            glibc = os.confstr("CS_GNU_LIBC_VERSION") or ""  # "glibc 2.36"
+        except (AttributeError, ValueError, OSError):
+            glibc = ""
+        if glibc.startswith("glibc ") and \
+                tuple(map(int, glibc.split()[1].split(".")[:2])) >= (2, 33):
+            assert C_HEAP is not None, C_HEAP_HOW
 
 
 # --- token ids -----------------------------------------------------------------------------
@@ -139,6 +230,8 @@ IDS_CASES: list[Case] = [
     ("pack_ids(list) float item", lambda t: t.pack_ids([1, 2.5]), TypeError),
     ("pack_ids(str)", lambda t: t.pack_ids("abc"), TypeError),
     ("pack_ids(float array)", lambda t: t.pack_ids(np.zeros(4)), TypeError),
+    ("pack_ids(datetime64 array)", lambda t: t.pack_ids(np.zeros(4, "M8[s]")), TypeError),
+    ("unpack_ids(timedelta64 array)", lambda t: t.unpack_ids(np.zeros(4, "m8[s]")), TypeError),
     ("pack_ids(2-D array)", lambda t: t.pack_ids(np.zeros((2, 2), np.int32)), ValueError),
     ("pack_ids __index__ raises", lambda t: t.pack_ids([1, Raiser()]), KeyError),
     ("pack_ids list resized", lambda t: t.pack_ids(resized()), RuntimeError),
@@ -181,7 +274,8 @@ class Relayer:
     held bytes are released as events complete, so memory must stay flat across calls."""
 
     def __init__(self, sse: ModuleType, decoder: bool = False, limit: int = 1 << 20) -> None:
-        self.obj = sse.EventDecoder() if decoder else sse.UsageRelay(40, 32, max_event_bytes=limit)
+        self.obj = (sse.EventDecoder(max_event_bytes=limit) if decoder
+                    else sse.UsageRelay(40, 32, max_event_bytes=limit))
         self.pieces = [STREAM[i:i + 37] for i in range(0, len(STREAM), 37)]
         self.next = 0
 
@@ -220,6 +314,14 @@ SSE_CASES: list[tuple[str, Callable[[ModuleType], Callable[[], Any]], Any]] = [
      lambda m: lambda: (lambda d: d.feed(STREAM) + d.close())(m.EventDecoder()), None),
     ("iter_events", lambda m: lambda: list(m.iter_events([STREAM[:9], STREAM[9:]])), None),
     ("EventDecoder.feed(str)", lambda m: lambda: m.EventDecoder().feed("x"), TypeError),
+    ("EventDecoder: one decoder, events > limit",  # every feed drops four, keeps one
+     lambda m: (lambda d: lambda: d.feed(STREAM))(m.EventDecoder(max_event_bytes=120)),
+     ValueError),
+    ("EventDecoder(max_event_bytes=0)",
+     lambda m: lambda: m.EventDecoder(max_event_bytes=0), ValueError),
+    ("iter_events, an event > limit",
+     lambda m: lambda: list(m.iter_events([STREAM[:9], STREAM[9:]], max_event_bytes=100)),
+     ValueError),
 ]
 
 
