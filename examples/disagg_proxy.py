@@ -1,21 +1,37 @@
 """A disaggregated-serving orchestrator on aiohttp, in front of two fake workers.
 
-The client talks to the proxy (OpenAI chat completions, streaming). For each request the
-proxy asks the *context* worker to run the prompt, which answers with the prompt's token
-ids and a ``usage``; it then hands those ids to the *generation* worker, whose
-``text/event-stream`` of chat-completion chunks it relays to the client. The generation
-worker only sees a prompt whose KV cache arrived from elsewhere, so its ``usage`` is wrong;
-the proxy puts the context worker's prompt and cached token counts into it.
+The client talks to the proxy in any of four APIs: ``/v1/chat/completions``,
+``/v1/completions``, ``/v1/responses`` (OpenAI) and ``/v1/messages`` (Anthropic), streaming
+or not. For each request the proxy asks the *context* worker to run the prompt, which answers
+with the prompt's token ids and a ``usage``; it then hands those ids to the *generation*
+worker, whose answer (a ``text/event-stream`` or one JSON body, in the API's own format) it
+relays to the client. The generation worker only sees a prompt whose KV cache arrived from
+elsewhere, so its usage is wrong; the proxy puts the context worker's prompt and cached
+token counts into it, in each API's own field names. The workers are in fake_workers.py.
 
-Two ways to do the proxy's job, one flag apart:
+Three ways to do the proxy's job (``--mode``):
 
-- tokcore (default): the ids travel as one base64 string of int32 bytes
-  (``prompt_token_ids_b64``, made by ``tokcore.ids_to_b64``), which the proxy copies from
-  one JSON body to the next without decoding it; the stream goes through
-  ``tokcore.arelay_usage``, which forwards network reads as they are and rewrites only the
-  usage value (a non-streaming answer, ``"stream": false``, through ``tokcore.rewrite_usage``).
-- ``--plain``: the ids travel as a JSON int list, and every streamed event (or the whole
-  answer) is parsed with ``json.loads``, patched when it carries a usage, and serialised again.
+- ``tokcore`` (default), zero-decode: the ids travel as one base64 string of int32 bytes
+  (``prompt_token_ids_b64``). The proxy finds that member in the context answer with
+  ``tokcore.find_member`` and copies its bytes into the generation request with
+  ``tokcore.set_member``: the 213 KB of a 40k-token prompt is never a Python ``str``, list or
+  ``json`` value here; only the small rest of the answer (``tokcore.del_member``) is parsed.
+  The stream goes through ``tokcore.arelay_usage(..., api=...)``, which forwards network
+  reads as they come and rewrites only the usage values; a whole answer through
+  ``tokcore.rewrite_usage``.
+- ``plain``: the usual way. The ids travel as a JSON int list, and every streamed event (or
+  the whole answer) is parsed with ``json.loads``, patched when it carries a usage, and
+  serialised again.
+- ``floor``: only what any proxy must do, and no correctness beyond the happy path: the
+  counts and the ids member found by ``bytes.find`` and sliced, the stream and the answer
+  forwarded untouched (the usage not rewritten). The cheapest this architecture (aiohttp in
+  and out, two upstream calls, the stream copied) can be: ``bench/bench_e2e.py`` measures
+  the other two against it.
+
+The proxy follows the APIs' defaults: no ``stream`` key is a non-streaming answer; a usage
+chunk comes only when the client asked (``stream_options.include_usage`` for chat and
+completions); a body that is not a JSON object gets a 400 with the API's JSON error; a
+client that goes away mid-stream closes the upstream stream, with no traceback logged.
 
 Run it:
 
@@ -23,11 +39,8 @@ Run it:
     python examples/disagg_proxy.py --demo     # ... then send one request, print it, exit
     python examples/disagg_proxy.py --role context   # one part alone (prints READY <url>)
 
-The fake workers are stand-ins: the context worker "tokenizes" by inventing
-``fake_prompt_tokens`` ids (a request field; default: one per word of the prompt), the
-generation worker streams ``max_tokens`` canned tokens as fast as it can. Everything binds to
-127.0.0.1 only; worker URLs given on the command line must be loopback URLs too.
-Needs the ``examples`` extra (aiohttp).
+Everything binds to 127.0.0.1 only; worker URLs given on the command line must be loopback
+URLs too. Needs the ``examples`` extra (aiohttp).
 """
 
 from __future__ import annotations
@@ -36,124 +49,162 @@ import argparse
 import asyncio
 import ipaddress
 import json
+import logging
 import os
-import random
 import signal
 import subprocess
 import sys
-import time
-import zlib
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
-from functools import lru_cache
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from aiohttp import ClientSession, ClientTimeout, TCPConnector, web
 
-from tokcore import arelay_usage, b64_to_ids, ids_to_b64, pack_ids, rewrite_usage
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # fake_workers, beside this file
+from fake_workers import (  # noqa: E402
+    COMPACT,
+    ENDPOINTS,
+    JSON_HEADERS,
+    MODEL,
+    SSE_HEADERS,
+    cached_prompt_tokens,
+    fake_prompt_ids,
+    ids_fingerprint,
+    make_context_app,
+    make_generation_app,
+    token_text,
+)
+
+from tokcore import arelay_usage, del_member, find_member, rewrite_usage, set_member  # noqa: E402
+
+__all__ = ["cached_prompt_tokens", "fake_prompt_ids", "ids_fingerprint", "token_text"]
 
 LOOPBACK = "127.0.0.1"
-VOCAB = 152_000
-MODEL = "fake-model"
-JSON_HEADERS = {"Content-Type": "application/json"}
-SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
-# canned token texts; some look like JSON keys to show that only the real usage is touched
-TOKEN_TEXTS = [" The", " usage", ' "usage": {"prompt_tokens": 1}', " of", " \u00e9t\u00e9",
-               " data:", " [DONE]", "\n\n", " tokens", ' {"x": [1, 2]}', ",", " \\\"quoted\\\""]
-COMPACT = (",", ":")
+MODES = ("tokcore", "plain", "floor")
+IDS_KEY = "prompt_token_ids_b64"
+#: request members that are the proxy's own business, not the generation worker's
+CONTEXT_FIELDS = ("messages", "prompt", "input", "system", "instructions")
+log = logging.getLogger("disagg_proxy")
 
 
-def token_text(position: int) -> str:
-    """The text of the generation worker's ``position``-th token (the test's oracle too)."""
-    return TOKEN_TEXTS[position % len(TOKEN_TEXTS)]
+# --- the three ways to relay ---------------------------------------------------------------
+
+def patch_usage_plain(message: dict[str, Any], api: str, prompt_tokens: int,
+                      cached_tokens: int) -> None:
+    """The usual way to fix a parsed message's usage, per API (a no-op when it has none)."""
+    nested = message.get("response" if api == "responses" else "message")
+    usage = message.get("usage") or (nested.get("usage") if isinstance(nested, dict) else None)
+    if not isinstance(usage, dict):
+        return
+    if api == "messages":
+        usage["input_tokens"] = prompt_tokens - cached_tokens
+        usage["cache_read_input_tokens"] = cached_tokens
+        return
+    prompt, output, details = (("input_tokens", "output_tokens", "input_tokens_details")
+                               if api == "responses" else
+                               ("prompt_tokens", "completion_tokens", "prompt_tokens_details"))
+    usage[prompt] = prompt_tokens
+    usage["total_tokens"] = prompt_tokens + (usage.get(output) or 0)
+    usage[details] = {**(usage.get(details) or {}), "cached_tokens": cached_tokens}
 
 
-# --- fake context worker ------------------------------------------------------------------
-
-@lru_cache(maxsize=64)
-def fake_prompt_ids(text: str, count: int) -> tuple[int, ...]:
-    """Stand-in for a tokenizer: ``count`` ids drawn from a seed made of the text."""
-    rng = random.Random(zlib.crc32(text.encode()))
-    return tuple(rng.randrange(VOCAB) for _ in range(count))
-
-
-def cached_prompt_tokens(prompt_tokens: int) -> int:
-    """Stand-in for a prefix-cache hit: about half the prompt, in 64-token blocks."""
-    return prompt_tokens // 2 // 64 * 64
+def patch_event_plain(event: bytes, api: str, prompt_tokens: int, cached_tokens: int) -> bytes:
+    """One event the usual way: its data line parsed, patched and written again."""
+    lines = event.split(b"\n")
+    for number, line in enumerate(lines):
+        if line.startswith(b"data:") and line[5:].strip() != b"[DONE]":
+            message = json.loads(line[5:])
+            patch_usage_plain(message, api, prompt_tokens, cached_tokens)
+            lines[number] = b"data: " + json.dumps(message, separators=COMPACT).encode()
+    return b"\n".join(lines)
 
 
-def ids_fingerprint(ids: Any) -> str:
-    """What the generation worker reports about the ids it got (the test checks it)."""
-    return f"fp_{zlib.crc32(pack_ids(ids)):08x}"
+async def relay_plain(chunks: AsyncIterator[bytes], api: str, prompt_tokens: int,
+                      cached_tokens: int) -> AsyncIterator[bytes]:
+    """The usual way: split events, ``json.loads`` each, patch usage, serialise again."""
+    pending = b""
+    async for chunk in chunks:
+        pending += chunk
+        *events, pending = pending.split(b"\n\n")
+        if events:
+            yield b"".join(patch_event_plain(event, api, prompt_tokens, cached_tokens) + b"\n\n"
+                           for event in events)
+    if pending:
+        yield pending
 
 
-def prompt_text(body: dict[str, Any]) -> str:
-    return "\n".join(str(m.get("content", "")) for m in body.get("messages", []))
+async def relay_floor(chunks: AsyncIterator[bytes], api: str, prompt_tokens: int,
+                      cached_tokens: int) -> AsyncIterator[bytes]:
+    """The floor: the stream as it came."""
+    async for chunk in chunks:
+        yield chunk
 
 
-async def context_handler(request: web.Request) -> web.Response:
-    body = json.loads(await request.read())
-    text = prompt_text(body)
-    count = int(body.get("fake_prompt_tokens") or len(text.split()) or 1)
-    ids = fake_prompt_ids(text, count)
-    answer: dict[str, Any] = {
-        "request_id": body.get("request_id"),
-        "usage": {"prompt_tokens": count, "completion_tokens": 0, "total_tokens": count,
-                  "prompt_tokens_details": {"cached_tokens": cached_prompt_tokens(count)}},
-    }
-    if body.get("ids_format") == "list":
-        answer["prompt_token_ids"] = list(ids)
-    else:
-        answer["prompt_token_ids_b64"] = ids_to_b64(ids)
-    return web.Response(body=json.dumps(answer, separators=COMPACT).encode(),
-                        headers=JSON_HEADERS)
+async def relay_tokcore(chunks: AsyncIterator[bytes], api: str, prompt_tokens: int,
+                        cached_tokens: int) -> AsyncIterator[bytes]:
+    async for out in arelay_usage(chunks, prompt_tokens, cached_tokens, api=api):
+        yield out
 
 
-# --- fake generation worker --------------------------------------------------------------
-
-def chunk_event(head: str, choice: str, tail: str = ',"usage":null') -> bytes:
-    """One ``data:`` event in the compact form pydantic-based servers emit."""
-    return f'data: {head},"choices":[{choice}]{tail}}}\n\n'.encode()
+RELAYS = {"tokcore": relay_tokcore, "plain": relay_plain, "floor": relay_floor}
 
 
-async def generation_handler(request: web.Request) -> web.StreamResponse:
-    body = json.loads(await request.read())
-    if "prompt_token_ids_b64" in body:
-        ids: Any = b64_to_ids(body["prompt_token_ids_b64"])
-    else:
-        ids = body["prompt_token_ids"]
-    prompt, count = len(ids), int(body.get("max_tokens") or 16)
-    head = json.dumps({"id": f"chatcmpl-{body.get('request_id')}",
-                       "object": "chat.completion.chunk", "created": int(time.time()),
-                       "model": MODEL, "system_fingerprint": ids_fingerprint(ids)},
-                      separators=COMPACT)[:-1]
-    # the KV cache came from the context worker: this worker counts the whole prompt cached
-    usage = {"prompt_tokens": prompt, "completion_tokens": count, "total_tokens": prompt + count,
-             "prompt_tokens_details": {"cached_tokens": prompt}}
-    if body.get("stream") is False:
-        text = "".join(token_text(position) for position in range(count))
-        whole = head.replace('"chat.completion.chunk"', '"chat.completion"') + (
-            ',"choices":[{"index":0,"message":{"role":"assistant","content":'
-            f'{json.dumps(text)}}},"logprobs":null,"finish_reason":"length"}}],'
-            f'"usage":{json.dumps(usage, separators=COMPACT)}}}')
-        return web.Response(body=whole.encode(), headers=JSON_HEADERS)
-    response = web.StreamResponse(headers=SSE_HEADERS)
-    await response.prepare(request)
-    await response.write(chunk_event(head, '{"index":0,"delta":{"role":"assistant",'
-                                           '"content":""},"logprobs":null,"finish_reason":null}'))
-    for position in range(count):
-        finish = '"length"' if position == count - 1 else "null"
-        delta = json.dumps({"content": token_text(position)}, separators=COMPACT)
-        await response.write(chunk_event(
-            head, f'{{"index":0,"delta":{delta},"logprobs":null,"finish_reason":{finish}}}'))
-        if position % 16 == 15:
-            await asyncio.sleep(0)  # let the other streams have their turn
-    await response.write(f'data: {head},"choices":[],"usage":'
-                         f'{json.dumps(usage, separators=COMPACT)}}}\n\n'.encode())
-    await response.write(b"data: [DONE]\n\n")
-    await response.write_eof()
-    return response
+def whole_answer(mode: str, answer: bytes, api: str, prompt_tokens: int,
+                 cached_tokens: int) -> bytes:
+    """A non-streaming answer relayed in ``mode``."""
+    if mode == "tokcore":
+        return rewrite_usage(answer, prompt_tokens, cached_tokens, api=api)
+    if mode == "plain":
+        message = json.loads(answer)
+        patch_usage_plain(message, api, prompt_tokens, cached_tokens)
+        return json.dumps(message, separators=COMPACT).encode()
+    return answer
+
+
+class Context:
+    """What the proxy takes from the context worker's answer: the counts and the ids."""
+
+    def __init__(self, mode: str, answer: bytes) -> None:
+        self.ids: Any  # what goes into the generation request
+        if mode == "tokcore":  # zero-decode: the ids member's bytes, never a str or list
+            span = find_member(answer, IDS_KEY)
+            if span is None:
+                raise ValueError(f"the context answer has no {IDS_KEY}")
+            self.ids = memoryview(answer)[span[0]:span[1]]
+            usage = json.loads(del_member(answer, IDS_KEY))["usage"]
+        elif mode == "plain":
+            context = json.loads(answer)
+            self.ids, usage = context["prompt_token_ids"], context["usage"]
+        else:  # the floor: bytes.find and slicing, the happy path only
+            start = answer.index(b'"prompt_token_ids_b64":') + len(b'"prompt_token_ids_b64":')
+            self.ids = answer[start:answer.index(b'"', start + 1) + 1]
+            usage = {"prompt_tokens": floor_count(answer, b'"prompt_tokens":'),
+                     "prompt_tokens_details": {
+                         "cached_tokens": floor_count(answer, b'"cached_tokens":')}}
+        self.prompt_tokens: int = usage["prompt_tokens"]
+        self.cached_tokens: int = (usage.get("prompt_tokens_details") or {}).get(
+            "cached_tokens", 0)
+
+
+def floor_count(answer: bytes, key: bytes) -> int:
+    start = answer.index(key) + len(key)
+    end = start
+    while answer[end:end + 1].isdigit():
+        end += 1
+    return int(answer[start:end])
+
+
+def generation_request(mode: str, request: dict[str, Any], context: Context) -> bytes:
+    """The client's request for the generation worker, with the ids in place of the prompt."""
+    if mode == "plain":
+        return json.dumps({**request, "prompt_token_ids": context.ids},
+                          separators=COMPACT).encode()
+    text = json.dumps(request, separators=COMPACT).encode()
+    if mode == "tokcore":
+        return set_member(text, IDS_KEY, context.ids)
+    return text[:-1] + b',"prompt_token_ids_b64":' + context.ids + b"}"
 
 
 # --- the proxy ----------------------------------------------------------------------------
@@ -162,88 +213,73 @@ async def generation_handler(request: web.Request) -> web.StreamResponse:
 class ProxyState:
     context_url: str
     generation_url: str
-    plain: bool
+    mode: str
     session: ClientSession | None = None
     requests: int = 0
+    disconnects: int = 0
+    errors: dict[int, int] = field(default_factory=dict)
 
 
-def patch_usage_plain(message: dict[str, Any], prompt_tokens: int, cached_tokens: int) -> None:
-    """The usual way to fix a parsed message's usage (a no-op when it has none)."""
-    usage = message.get("usage")
-    if usage:
-        usage["prompt_tokens"] = prompt_tokens
-        usage["total_tokens"] = prompt_tokens + usage.get("completion_tokens", 0)
-        details = usage.get("prompt_tokens_details") or {}
-        details["cached_tokens"] = cached_tokens
-        usage["prompt_tokens_details"] = details
-
-
-async def relay_plain(chunks: AsyncIterator[bytes], prompt_tokens: int,
-                      cached_tokens: int) -> AsyncIterator[bytes]:
-    """The usual way: split events, ``json.loads`` each, patch usage, serialise again."""
-    pending = b""
-    async for chunk in chunks:
-        pending += chunk
-        *events, pending = pending.split(b"\n\n")
-        out = []
-        for event in events:
-            if event.startswith(b"data:") and event[5:].strip() != b"[DONE]":
-                message = json.loads(event[5:])
-                patch_usage_plain(message, prompt_tokens, cached_tokens)
-                event = b"data: " + json.dumps(message, separators=COMPACT).encode()
-            out.append(event + b"\n\n")
-        if out:
-            yield b"".join(out)
-    if pending:
-        yield pending
+def error_response(api: str, status: int, message: str) -> web.Response:
+    """An error in the API's own JSON shape."""
+    if api == "messages":
+        body: dict[str, Any] = {"type": "error", "error": {"type": "invalid_request_error",
+                                                           "message": message}}
+    else:
+        body = {"error": {"message": message, "type": "invalid_request_error", "param": None,
+                          "code": None}}
+    return web.json_response(body, status=status)
 
 
 async def proxy_handler(request: web.Request) -> web.StreamResponse:
-    """Context worker, then generation worker; streaming (the default) or not."""
+    """Context worker, then generation worker; the answer relayed in the API's format."""
     state: ProxyState = request.app[STATE]
     assert state.session is not None
-    body = json.loads(await request.read())
-    stream = body.get("stream", True) is not False
+    api = ENDPOINTS[request.path]
+    try:
+        body = json.loads(await request.read())
+    except ValueError as error:  # UnicodeDecodeError included
+        body = error
+    if not isinstance(body, dict):
+        state.errors[400] = state.errors.get(400, 0) + 1
+        return error_response(api, 400, f"the request body is not a JSON object ({body})")
+    stream = body.get("stream") is True  # every API's default is a whole answer
     state.requests += 1
     request_id = f"{os.getpid()}-{state.requests}"
-    context_request = {"request_id": request_id, "messages": body.get("messages", []),
+    context_request = {"request_id": request_id,
                        "fake_prompt_tokens": body.get("fake_prompt_tokens"),
-                       "ids_format": "list" if state.plain else "b64"}
+                       "ids_format": "list" if state.mode == "plain" else "b64",
+                       **{k: body[k] for k in CONTEXT_FIELDS if k in body}}
     async with state.session.post(f"{state.context_url}/context", headers=JSON_HEADERS,
                                   data=json.dumps(context_request).encode()) as answer:
-        answer.raise_for_status()
-        context = json.loads(await answer.read())
-    usage = context["usage"]
-    prompt_tokens = usage["prompt_tokens"]
-    cached_tokens = (usage.get("prompt_tokens_details") or {}).get("cached_tokens", 0)
+        if answer.status != 200:
+            return error_response(api, 502, f"the context worker said {answer.status}")
+        context = Context(state.mode, await answer.read())
 
-    generation_request: dict[str, Any] = {
-        "request_id": request_id, "model": body.get("model", MODEL),
-        "max_tokens": body.get("max_tokens", 16), "stream": stream,
-    }
-    if stream:
-        generation_request["stream_options"] = {"include_usage": True}
-    if state.plain:
-        generation_request["prompt_token_ids"] = context["prompt_token_ids"]
-    else:  # the base64 text goes on as it came: never decoded here
-        generation_request["prompt_token_ids_b64"] = context["prompt_token_ids_b64"]
-    async with state.session.post(f"{state.generation_url}/generate", headers=JSON_HEADERS,
-                                  data=json.dumps(generation_request).encode()) as upstream:
-        upstream.raise_for_status()
-        if not stream:  # one JSON body: only its usage value changes
-            whole = await upstream.read()
-            if state.plain:
-                message = json.loads(whole)
-                patch_usage_plain(message, prompt_tokens, cached_tokens)
-                whole = json.dumps(message, separators=COMPACT).encode()
-            else:
-                whole = rewrite_usage(whole, prompt_tokens, cached_tokens)
+    forwarded = {k: v for k, v in body.items()
+                 if k not in CONTEXT_FIELDS and k != "fake_prompt_tokens"}
+    data = generation_request(state.mode, {"request_id": request_id, **forwarded}, context)
+    async with state.session.post(f"{state.generation_url}{request.path}", data=data,
+                                  headers=JSON_HEADERS) as upstream:
+        if upstream.status != 200:
+            return error_response(api, 502, f"the generation worker said {upstream.status}")
+        if not stream:
+            whole = whole_answer(state.mode, await upstream.read(), api,
+                                 context.prompt_tokens, context.cached_tokens)
             return web.Response(body=whole, headers=JSON_HEADERS)
         response = web.StreamResponse(headers=SSE_HEADERS)
         await response.prepare(request)
-        relay = relay_plain if state.plain else arelay_usage
-        async for out in relay(upstream.content.iter_any(), prompt_tokens, cached_tokens):
-            await response.write(out)
+        relay = RELAYS[state.mode](upstream.content.iter_any(), api, context.prompt_tokens,
+                                   context.cached_tokens)
+        try:
+            async for out in relay:
+                await response.write(out)
+        except ConnectionResetError:  # the client went away: leaving closes the upstream
+            state.disconnects += 1
+            log.info("client of %s went away mid-stream", request_id)
+            return response
+        finally:
+            await relay.aclose()  # type: ignore[attr-defined]
     await response.write_eof()
     return response
 
@@ -254,19 +290,21 @@ async def stats_handler(request: web.Request) -> web.Response:
     times = os.times()
     return web.json_response({"cpu_seconds": times.user + times.system,
                               "user_seconds": times.user, "system_seconds": times.system,
-                              "requests": state.requests, "plain": state.plain,
-                              "pid": os.getpid()})
+                              "requests": state.requests, "mode": state.mode,
+                              "disconnects": state.disconnects, "pid": os.getpid()})
 
 
 STATE = web.AppKey("state", ProxyState)
 
 
 def make_proxy_app(context_url: str, generation_url: str, *,
-                   plain: bool = False) -> web.Application:
+                   mode: str = "tokcore") -> web.Application:
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
     for url in (context_url, generation_url):
         check_loopback(url)
     app = web.Application()
-    app[STATE] = state = ProxyState(context_url.rstrip("/"), generation_url.rstrip("/"), plain)
+    app[STATE] = state = ProxyState(context_url.rstrip("/"), generation_url.rstrip("/"), mode)
 
     async def session_context(app: web.Application) -> AsyncIterator[None]:
         state.session = ClientSession(connector=TCPConnector(limit=0),
@@ -275,20 +313,9 @@ def make_proxy_app(context_url: str, generation_url: str, *,
         await state.session.close()
 
     app.cleanup_ctx.append(session_context)
-    app.router.add_post("/v1/chat/completions", proxy_handler)
+    for path in ENDPOINTS:
+        app.router.add_post(path, proxy_handler)
     app.router.add_get("/stats", stats_handler)
-    return app
-
-
-def make_context_app() -> web.Application:
-    app = web.Application(client_max_size=1 << 26)
-    app.router.add_post("/context", context_handler)
-    return app
-
-
-def make_generation_app() -> web.Application:
-    app = web.Application(client_max_size=1 << 26)
-    app.router.add_post("/generate", generation_handler)
     return app
 
 
@@ -367,16 +394,17 @@ async def serve_forever(role: str, port: int, args: argparse.Namespace) -> None:
                 workers += [context, generation]
             elif not (context_url and generation_url):
                 raise SystemExit("--role proxy needs --context-url and --generation-url")
-            app = make_proxy_app(context_url, generation_url, plain=args.plain)
+            app = make_proxy_app(context_url, generation_url, mode=args.mode)
         runner, url = await start_app(app, port)
         print(f"READY {url}", flush=True)
         if role == "all" and args.demo:
-            await demo(url, args.plain)
+            await demo(url, args.mode)
         else:
             if role == "all":
-                print(f"proxy ({'plain' if args.plain else 'tokcore'} mode) on {url}; try:\n"
+                print(f"proxy ({args.mode} mode) on {url}; try:\n"
                       f"  curl -N {url}/v1/chat/completions -d '{{\"messages\": [{{\"role\": "
-                      f"\"user\", \"content\": \"hi there\"}}], \"max_tokens\": 5}}'", flush=True)
+                      f"\"user\", \"content\": \"hi there\"}}], \"max_tokens\": 5, "
+                      f"\"stream\": true}}'", flush=True)
             await until_signalled()
         await runner.cleanup()
     finally:
@@ -385,11 +413,11 @@ async def serve_forever(role: str, port: int, args: argparse.Namespace) -> None:
             worker.wait(timeout=10)
 
 
-async def demo(url: str, plain: bool) -> None:
+async def demo(url: str, mode: str) -> None:
     async with ClientSession() as session:
         events = await stream_chat(session, url, "Tell me about int32 token ids.", 12, 40_000)
     text = "".join(c["choices"][0]["delta"].get("content", "") for c in events if c["choices"])
-    print(f"mode: {'plain' if plain else 'tokcore'}")
+    print(f"mode: {mode}")
     print(f"streamed {len(events)} events; text: {text!r}")
     print(f"usage seen by the client: {json.dumps(events[-1]['usage'])}")
 
@@ -397,8 +425,11 @@ async def demo(url: str, plain: bool) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         description="Disaggregated-serving proxy example (tokcore vs plain JSON), on loopback.")
-    parser.add_argument("--plain", action="store_true",
-                        help="the plain way: int lists in JSON, json.loads on every event")
+    parser.add_argument("--mode", choices=MODES, default="tokcore",
+                        help="tokcore (default): zero-decode; plain: int lists in JSON, "
+                             "json.loads on every event; floor: bytes.find, nothing rewritten")
+    parser.add_argument("--plain", action="store_const", const="plain", dest="mode",
+                        help="the same as --mode plain")
     parser.add_argument("--role", choices=["all", "proxy", "context", "generation"],
                         default="all", help="all (default): start both workers, serve the proxy")
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: ephemeral)")

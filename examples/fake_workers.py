@@ -1,0 +1,319 @@
+"""The two fake workers behind examples/disagg_proxy.py, on aiohttp.
+
+- The *context* worker runs the prompt: it "tokenizes" by inventing ``fake_prompt_tokens``
+  ids (a request field; default: one per word of the prompt) and answers with those ids and
+  a ``usage``: ``{"request_id", "usage", "prompt_token_ids_b64"}`` (the ids as base64 of
+  int32, ``tokcore.ids_to_b64``), or ``"prompt_token_ids"`` as a JSON int list when asked
+  (``"ids_format": "list"``, the plain way).
+- The *generation* worker serves the four APIs (``/v1/chat/completions``,
+  ``/v1/completions``, ``/v1/responses``, ``/v1/messages``) in the byte format the real
+  servers write (compact JSON as vLLM's pydantic models dump it, ``event:`` lines where the
+  API has them), streaming when the request says ``"stream": true`` and not otherwise, a
+  usage chunk for chat and completions only when ``stream_options.include_usage`` asks. It
+  streams ``max_tokens`` canned tokens as fast as it can. Its KV cache came from the context
+  worker, so its usage counts the whole prompt as cached: the proxy must put the context
+  worker's counts in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+import zlib
+from collections.abc import Callable, Iterator
+from functools import lru_cache
+from typing import Any
+
+from aiohttp import web
+
+from tokcore import b64_to_ids, ids_to_b64, pack_ids
+
+VOCAB = 152_000
+MODEL = "fake-model"
+COMPACT = (",", ":")
+JSON_HEADERS = {"Content-Type": "application/json"}
+SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+# canned token texts; some look like JSON keys or SSE syntax to show only the usage changes
+TOKEN_TEXTS = [" The", " usage", ' "usage": {"prompt_tokens": 1}', " of", " \u00e9t\u00e9",
+               " data:", " [DONE]", "\n\n", " tokens", ' {"x": [1, 2]}', ",", " \\\"quoted\\\""]
+#: the four endpoints, and the tokcore dialect (``api=``) each speaks
+ENDPOINTS = {"/v1/chat/completions": "chat", "/v1/completions": "chat",
+             "/v1/responses": "responses", "/v1/messages": "messages"}
+GENERATIONS = web.AppKey("generations", dict)  # the worker's counts, for the tests
+
+
+def token_text(position: int) -> str:
+    """The text of the generation worker's ``position``-th token (the tests' oracle too)."""
+    return TOKEN_TEXTS[position % len(TOKEN_TEXTS)]
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, separators=COMPACT)
+
+
+# --- the context worker --------------------------------------------------------------------
+
+@lru_cache(maxsize=64)
+def fake_prompt_ids(text: str, count: int) -> tuple[int, ...]:
+    """Stand-in for a tokenizer: ``count`` ids drawn from a seed made of the text."""
+    rng = random.Random(zlib.crc32(text.encode()))
+    return tuple(rng.randrange(VOCAB) for _ in range(count))
+
+
+def cached_prompt_tokens(prompt_tokens: int) -> int:
+    """Stand-in for a prefix-cache hit: about half the prompt, in 64-token blocks."""
+    return prompt_tokens // 2 // 64 * 64
+
+
+def ids_fingerprint(ids: Any) -> str:
+    """What the generation worker reports about the ids it got (the tests check it)."""
+    return f"fp_{zlib.crc32(pack_ids(ids)):08x}"
+
+
+def content_text(content: Any) -> str:
+    """A message's or input's content as text (a string, or a list of text parts)."""
+    if isinstance(content, list):
+        return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return str(content or "")
+
+
+def prompt_text(body: dict[str, Any]) -> str:
+    """The prompt of a request of any of the four APIs."""
+    if "prompt" in body:  # completions
+        return content_text(body["prompt"])
+    if "input" in body:  # responses: a string or a list of messages
+        items = body["input"]
+        if isinstance(items, list):
+            return "\n".join(content_text(m.get("content")) for m in items if isinstance(m, dict))
+        return content_text(items)
+    parts = [content_text(body.get("system"))] if body.get("system") else []
+    parts += [content_text(m.get("content")) for m in body.get("messages", [])]
+    return "\n".join(parts)
+
+
+async def context_handler(request: web.Request) -> web.Response:
+    body = json.loads(await request.read())
+    text = prompt_text(body)
+    count = int(body.get("fake_prompt_tokens") or len(text.split()) or 1)
+    ids = fake_prompt_ids(text, count)
+    answer: dict[str, Any] = {
+        "request_id": body.get("request_id"),
+        "usage": {"prompt_tokens": count, "completion_tokens": 0, "total_tokens": count,
+                  "prompt_tokens_details": {"cached_tokens": cached_prompt_tokens(count)}},
+    }
+    if body.get("ids_format") == "list":
+        answer["prompt_token_ids"] = list(ids)
+    else:
+        answer["prompt_token_ids_b64"] = ids_to_b64(ids)
+    return web.Response(body=dumps(answer).encode(), headers=JSON_HEADERS)
+
+
+def make_context_app() -> web.Application:
+    app = web.Application(client_max_size=1 << 26)
+    app.router.add_post("/context", context_handler)
+    return app
+
+
+# --- the generation worker: one format per API ---------------------------------------------
+
+class Generation:
+    """One request to the generation worker: its ids, its tokens, its (wrong) usage."""
+
+    def __init__(self, body: dict[str, Any]) -> None:
+        if "prompt_token_ids_b64" in body:
+            self.ids: Any = b64_to_ids(body["prompt_token_ids_b64"])
+        else:
+            self.ids = body["prompt_token_ids"]
+        self.body = body
+        self.prompt = len(self.ids)
+        self.count = int(body.get("max_tokens") or body.get("max_output_tokens") or 16)
+        self.request_id = body.get("request_id")
+        self.fingerprint = ids_fingerprint(self.ids)
+        self.created = int(time.time())
+
+    def texts(self) -> Iterator[str]:
+        return (token_text(position) for position in range(self.count))
+
+    def text(self) -> str:
+        return "".join(self.texts())
+
+    def openai_usage(self) -> dict[str, Any]:
+        """The worker's chat usage: the whole prompt counted as cached (its KV came along)."""
+        return {"prompt_tokens": self.prompt, "total_tokens": self.prompt + self.count,
+                "completion_tokens": self.count,
+                "prompt_tokens_details": {"cached_tokens": self.prompt}}
+
+    def responses_usage(self) -> dict[str, Any]:
+        return {"input_tokens": self.prompt,
+                "input_tokens_details": {"cached_tokens": self.prompt},
+                "output_tokens": self.count, "output_tokens_details": {"reasoning_tokens": 0},
+                "total_tokens": self.prompt + self.count}
+
+    def messages_usage(self, output_tokens: int) -> dict[str, Any]:
+        return {"input_tokens": 0, "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": self.prompt, "output_tokens": output_tokens}
+
+
+def include_usage(body: dict[str, Any]) -> bool:
+    options = body.get("stream_options")
+    return isinstance(options, dict) and options.get("include_usage") is True
+
+
+def chat_body(g: Generation) -> dict[str, Any]:
+    return {"id": f"chatcmpl-{g.request_id}", "object": "chat.completion", "created": g.created,
+            "model": MODEL, "choices": [{"index": 0, "message": {
+                "role": "assistant", "content": g.text(), "refusal": None, "tool_calls": []},
+                "logprobs": None, "finish_reason": "length", "stop_reason": None}],
+            "system_fingerprint": g.fingerprint, "usage": g.openai_usage()}
+
+
+def chat_stream(g: Generation) -> Iterator[bytes]:
+    head = dumps({"id": f"chatcmpl-{g.request_id}", "object": "chat.completion.chunk",
+                  "created": g.created, "model": MODEL,
+                  "system_fingerprint": g.fingerprint})[:-1]
+    usage = include_usage(g.body)
+    tail = ',"usage":null}' if usage else "}"
+
+    def event(choice: str) -> bytes:
+        return f'data: {head},"choices":[{choice}]{tail}\n\n'.encode()
+
+    yield event('{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,'
+                '"finish_reason":null}')
+    for position, text in enumerate(g.texts()):
+        finish = '"length"' if position == g.count - 1 else "null"
+        yield event(f'{{"index":0,"delta":{dumps({"content": text})},"logprobs":null,'
+                    f'"finish_reason":{finish}}}')
+    if usage:
+        yield f'data: {head},"choices":[],"usage":{dumps(g.openai_usage())}}}\n\n'.encode()
+    yield b"data: [DONE]\n\n"
+
+
+def completion_body(g: Generation) -> dict[str, Any]:
+    return {"id": f"cmpl-{g.request_id}", "object": "text_completion", "created": g.created,
+            "model": MODEL, "choices": [{"index": 0, "text": g.text(), "logprobs": None,
+                                         "finish_reason": "length", "stop_reason": None}],
+            "system_fingerprint": g.fingerprint, "usage": g.openai_usage()}
+
+
+def completion_stream(g: Generation) -> Iterator[bytes]:
+    head = dumps({"id": f"cmpl-{g.request_id}", "object": "text_completion",
+                  "created": g.created, "model": MODEL,
+                  "system_fingerprint": g.fingerprint})[:-1]
+    usage = include_usage(g.body)
+    tail = ',"usage":null}' if usage else "}"
+    for position, text in enumerate(g.texts()):
+        finish = '"length"' if position == g.count - 1 else "null"
+        yield (f'data: {head},"choices":[{{"index":0,"text":{dumps(text)},"logprobs":null,'
+               f'"finish_reason":{finish},"stop_reason":null}}]{tail}\n\n').encode()
+    if usage:
+        yield f'data: {head},"choices":[],"usage":{dumps(g.openai_usage())}}}\n\n'.encode()
+    yield b"data: [DONE]\n\n"
+
+
+def response_object(g: Generation, status: str, text: str | None) -> dict[str, Any]:
+    output = [] if text is None else [message_item(g, text, "completed")]
+    return {"id": f"resp_{g.request_id}", "created_at": g.created, "model": MODEL,
+            "object": "response", "output": output, "parallel_tool_calls": True,
+            "status": status, "tool_choice": "auto", "tools": [],
+            "metadata": {"system_fingerprint": g.fingerprint},
+            "usage": g.responses_usage() if status == "completed" else None}
+
+
+def message_item(g: Generation, text: str | None, status: str) -> dict[str, Any]:
+    content = [] if text is None else [{"annotations": [], "text": text, "type": "output_text",
+                                        "logprobs": None}]
+    return {"id": f"msg_{g.request_id}", "content": content, "role": "assistant",
+            "status": status, "type": "message"}
+
+
+def responses_stream(g: Generation) -> Iterator[bytes]:
+    sequence = iter(range(1 << 30))
+
+    def event(kind: str, **fields: Any) -> bytes:
+        data = dumps({**fields, "sequence_number": next(sequence), "type": kind})
+        return f"event: {kind}\ndata: {data}\n\n".encode()
+
+    item = f"msg_{g.request_id}"
+    yield event("response.created", response=response_object(g, "in_progress", None))
+    yield event("response.in_progress", response=response_object(g, "in_progress", None))
+    yield event("response.output_item.added", item=message_item(g, None, "in_progress"),
+                output_index=0)
+    yield event("response.content_part.added", content_index=0, item_id=item, output_index=0,
+                part={"annotations": [], "text": "", "type": "output_text", "logprobs": None})
+    for text in g.texts():
+        yield event("response.output_text.delta", content_index=0, delta=text, item_id=item,
+                    logprobs=[], output_index=0)
+    text = g.text()
+    yield event("response.output_text.done", content_index=0, item_id=item, logprobs=[],
+                output_index=0, text=text)
+    yield event("response.content_part.done", content_index=0, item_id=item, output_index=0,
+                part={"annotations": [], "text": text, "type": "output_text", "logprobs": None})
+    yield event("response.output_item.done", item=message_item(g, text, "completed"),
+                output_index=0)
+    yield event("response.completed", response=response_object(g, "completed", text))
+
+
+def message_object(g: Generation, text: str | None, output_tokens: int) -> dict[str, Any]:
+    return {"id": f"msg_{g.request_id}", "type": "message", "role": "assistant",
+            "model": MODEL, "content": [] if text is None else [{"type": "text", "text": text}],
+            "stop_reason": None if text is None else "max_tokens", "stop_sequence": None,
+            "usage": g.messages_usage(output_tokens),
+            "container": None, "fingerprint": g.fingerprint}
+
+
+def messages_stream(g: Generation) -> Iterator[bytes]:
+    def event(kind: str, **fields: Any) -> bytes:
+        return f"event: {kind}\ndata: {dumps({'type': kind, **fields})}\n\n".encode()
+
+    yield event("message_start", message=message_object(g, None, 1))
+    yield event("content_block_start", index=0, content_block={"type": "text", "text": ""})
+    yield event("ping")
+    for text in g.texts():
+        yield event("content_block_delta", index=0, delta={"type": "text_delta", "text": text})
+    yield event("content_block_stop", index=0)
+    yield event("message_delta", delta={"stop_reason": "max_tokens", "stop_sequence": None},
+                usage={"output_tokens": g.count})
+    yield event("message_stop")
+
+
+FORMATS: dict[str, tuple[Callable[[Generation], dict[str, Any]],
+                         Callable[[Generation], Iterator[bytes]]]] = {
+    "/v1/chat/completions": (chat_body, chat_stream),
+    "/v1/completions": (completion_body, completion_stream),
+    "/v1/responses": (lambda g: response_object(g, "completed", g.text()), responses_stream),
+    "/v1/messages": (lambda g: message_object(g, g.text(), g.count), messages_stream),
+}
+
+
+async def generation_handler(request: web.Request) -> web.StreamResponse:
+    body = json.loads(await request.read())
+    g = Generation(body)
+    whole, stream = FORMATS[request.path]
+    counts = request.app[GENERATIONS]
+    counts["started"] = counts.get("started", 0) + 1
+    if body.get("stream") is not True:  # the APIs' default: one JSON body
+        counts["finished"] = counts.get("finished", 0) + 1
+        return web.Response(body=dumps(whole(g)).encode(), headers=JSON_HEADERS)
+    response = web.StreamResponse(headers=SSE_HEADERS)
+    await response.prepare(request)
+    try:
+        for number, event in enumerate(stream(g)):
+            await response.write(event)
+            if number % 16 == 15:
+                await asyncio.sleep(0)  # let the other streams have their turn
+    except (ConnectionResetError, asyncio.CancelledError):
+        counts["aborted"] = counts.get("aborted", 0) + 1  # the proxy closed the stream
+        raise
+    await response.write_eof()
+    counts["finished"] = counts.get("finished", 0) + 1
+    return response
+
+
+def make_generation_app() -> web.Application:
+    app = web.Application(client_max_size=1 << 26)
+    app[GENERATIONS] = {}
+    for path in FORMATS:
+        app.router.add_post(path, generation_handler)
+    return app
