@@ -66,6 +66,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # fake_workers, beside
 from fake_workers import (  # noqa: E402
     COMPACT,
     ENDPOINTS,
+    GENERATIONS,
     JSON_HEADERS,
     MODEL,
     SSE_HEADERS,
@@ -79,7 +80,8 @@ from fake_workers import (  # noqa: E402
 
 from tokcore import arelay_usage, del_member, find_member, rewrite_usage, set_member  # noqa: E402
 
-__all__ = ["cached_prompt_tokens", "fake_prompt_ids", "ids_fingerprint", "token_text"]
+__all__ = ["GENERATIONS", "cached_prompt_tokens", "fake_prompt_ids", "ids_fingerprint",
+           "token_text"]
 
 LOOPBACK = "127.0.0.1"
 MODES = ("tokcore", "plain", "floor")

@@ -303,9 +303,9 @@ async def generation_handler(request: web.Request) -> web.StreamResponse:
             await response.write(event)
             if number % 16 == 15:
                 await asyncio.sleep(0)  # let the other streams have their turn
-    except (ConnectionResetError, asyncio.CancelledError):
-        counts["aborted"] = counts.get("aborted", 0) + 1  # the proxy closed the stream
-        raise
+    except ConnectionResetError:  # the proxy closed the stream: stop generating
+        counts["aborted"] = counts.get("aborted", 0) + 1
+        return response
     await response.write_eof()
     counts["finished"] = counts.get("finished", 0) + 1
     return response
