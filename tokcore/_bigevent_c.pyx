@@ -230,7 +230,8 @@ cdef class BigEvent:
             if grown == NULL:
                 raise MemoryError()
             self._hold, self._hold_cap = grown, cap
-        memcpy(self._hold + self._hold_len, d + self._hold_from, at - self._hold_from)
+        if need > self._hold_len:
+            memcpy(self._hold + self._hold_len, d + self._hold_from, at - self._hold_from)
         self._hold_len = need
         self._copied = at
         return 0
@@ -239,7 +240,8 @@ cdef class BigEvent:
         cdef Py_ssize_t size = self._hold_len + at - self._hold_from
         cdef bytes held = PyBytes_FromStringAndSize(NULL, size)
         cdef char *p = PyBytes_AS_STRING(held)
-        memcpy(p, self._hold, self._hold_len)
+        if self._hold_len:  # (memcpy from NULL is undefined even for 0 bytes)
+            memcpy(p, self._hold, self._hold_len)
         memcpy(p + self._hold_len, d + self._hold_from, at - self._hold_from)
         self._hold_len = 0
         if self._hold_cap > KEEP_FREED:
