@@ -3,6 +3,15 @@
 The input picks a container (list, tuple, iterator, array.array, numpy array of any integer
 dtype and byte order with any stride, memoryview, hostile objects) and its values (around
 the int32 limits and beyond), then the rest of it is fed to unpack_ids as bytes-like data.
+
+Each input says which outcome the contract allows (:func:`build_ids` returns it with the
+argument): struct's packing of the values when they all fit int32; else an OverflowError
+naming the first index outside int32; a TypeError naming the index and the type of the first
+item that is not an integer; a RuntimeError when an item's ``__index__`` resizes the list;
+the item's own exception (HostileError) when its ``__index__`` raises; TypeError or
+ValueError (a buffer of 0 or 2 dimensions) for what is not a sequence of ids. The first
+problem in index order is the one raised. unpack_ids: the ints struct reads; ValueError for a
+length that is not a multiple of 4; TypeError for str and for a strided buffer.
 """
 
 from __future__ import annotations
@@ -10,24 +19,38 @@ from __future__ import annotations
 import array
 import struct
 import sys
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
-from _parity import Draw, HostileError, expect, fuzz_main, instrumented, load_twins, same_outcome
+from _parity import (
+    Allow,
+    Draw,
+    HostileError,
+    Raised,
+    fail,
+    fuzz_main,
+    instrumented,
+    load_twins,
+    same_outcome,
+)
 
-with instrumented(__name__ == "__main__" and "--random" not in sys.argv):
+with instrumented(__name__ == "__main__" and "--random" not in sys.argv, own=["_ids_py"]):
     TWINS = load_twins("ids")
 
 import numpy as np  # noqa: E402  (after the instrumented import of tokcore)
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
-PACK_ERRORS = (TypeError, OverflowError, ValueError, RuntimeError, HostileError)
-UNPACK_ERRORS = (TypeError, ValueError)
+RESIZED = Allow(RuntimeError, "changed size during pack_ids")
+ANY_OVERFLOW = Allow(OverflowError, r"^ids\[\d+\] = -?\d+ is outside the int32 range", "re")
 
 # values that matter: the int32 limits and just past, the int cache edge, digit edges
 EDGES = [0, 1, -1, 255, 2**15, 2**18 - 1, 2**18, 2**30 - 1, 2**30, -(2**30), -(2**30) - 1,
          INT32_MAX, INT32_MAX + 1, INT32_MIN, INT32_MIN - 1, 2**32 - 1, 2**32, 2**63 - 1,
          -(2**63), 2**64 - 1, 2**64, -(2**64), 10**30]
 ARRAY_CODES = "bBhHiIlLqQ"
+#: the values each array typecode holds
+ARRAY_RANGES = {code: (-(1 << (8 * array.array(code).itemsize - 1)) if code.islower() else 0,
+                       (1 << (8 * array.array(code).itemsize - code.islower())) - 1)
+                for code in ARRAY_CODES}
 DTYPES = ["i1", "u1", "i2", "u2", "i4", "u4", "i8", "u8"]
 
 
@@ -74,38 +97,75 @@ def draw_value(draw: Draw) -> int:
     return draw.int(-(2**70), 2**70)
 
 
+NOT_INTEGERS: list[Any] = [1.5, None, "7", b"7", [1], np.float64(2.0), object()]
+# (what is not a sequence of ids, the error it must raise)
+NOT_SEQUENCES: list[tuple[Any, Allow]] = [
+    *((bad, Allow(TypeError, f"ids must be a sequence of integers, not {name}"))
+      for bad, name in [("123", "str"), (b"1234", "bytes"), (bytearray(4), "bytearray"),
+                        (5, "int"), (None, "NoneType"), (2.5, "float")]),
+    (np.zeros((2, 2), np.int32), Allow(ValueError, "must be one-dimensional, not 2-")),
+    (np.int32(3), Allow(ValueError, "must be one-dimensional, not 0-")),
+    (np.array([1.0]), Allow(TypeError, "must hold integers, not format 'd'")),
+    (np.array([True]), Allow(TypeError, "must hold integers, not format '?'")),
+    (memoryview(b"abcd").cast("c"), Allow(TypeError, "must hold integers, not format 'c'")),
+]
+
+
 def draw_values(draw: Draw) -> list[int]:
     return [draw_value(draw) for _ in range(draw.int(0, 40))]
 
 
-def fits(values: list[int]) -> bool:
-    return all(INT32_MIN <= v <= INT32_MAX for v in values)
+class Expected(NamedTuple):
+    """What pack_ids may do with one drawn argument."""
+
+    allowed: list[Allow]  # the exceptions it may raise
+    must_raise: bool
+    values: list[bytes]  # the results it may return (with must_raise False)
 
 
-def build_ids(draw: Draw, kind: int,
-              values: list[int]) -> tuple[Callable[[], Any], list[int] | None]:
-    """A factory for a fresh ``ids`` argument (hostile ones are consumed) and, when the
-    result is plain, the int values it stands for (the oracle's input)."""
+def first_overflow(values: list[Any], stop: int | None = None) -> int | None:
+    """The index of the first int outside int32 in ``values[:stop]``, or None."""
+    for i, v in enumerate(values[:stop]):
+        if type(v) is int and not INT32_MIN <= v <= INT32_MAX:
+            return i
+    return None
+
+
+def overflow(values: list[int], i: int) -> Allow:
+    return Allow(OverflowError, f"ids[{i}] = {values[i]} is outside the int32 range")
+
+
+def packs(values: list[int]) -> Expected:
+    """The outcome for plain ints: struct's packing, or the first value outside int32."""
+    i = first_overflow(values)
+    if i is not None:
+        return Expected([overflow(values, i)], True, [])
+    return Expected([], False, [struct.pack(f"<{len(values)}i", *values)])
+
+
+def build_ids(draw: Draw, kind: int, values: list[int]) -> tuple[Callable[[], Any], Expected]:
+    """A factory for a fresh ``ids`` argument (hostile ones are consumed) and the outcome
+    the contract allows for it."""
     if kind == 0:
-        return (lambda: list(values)), values
+        return (lambda: list(values)), packs(values)
     if kind == 1:
-        return (lambda: tuple(values)), values
+        return (lambda: tuple(values)), packs(values)
     if kind == 2:
-        return (lambda: iter(values)), values
+        return (lambda: iter(values)), packs(values)
     if kind == 3:
-        return (lambda: [Index(v) for v in values]), values
+        return (lambda: [Index(v) for v in values]), packs(values)
     if kind == 4:
         code = draw.choice(ARRAY_CODES)
-        fitting = [v for v in values if _fits_code(v, code)]
-        return (lambda: array.array(code, fitting)), fitting
+        low, high = ARRAY_RANGES[code]
+        fitting = [v for v in values if low <= v <= high]
+        return (lambda: array.array(code, fitting)), packs(fitting)
     if kind == 5:
         dtype = np.dtype(draw.choice(DTYPES)).newbyteorder(draw.choice("<>="))
         info = np.iinfo(dtype)
         kept = [v for v in values if info.min <= v <= info.max]
         step = draw.choice([1, 1, 2, 3, -1, -2, -5])
         arr = np.array(kept, dtype=dtype)[::step]
-        expected = [int(v) for v in arr]
-        return (lambda: arr), expected
+        return (lambda: arr), packs([int(v) for v in arr])
     if kind == 6:
         kept = [v for v in values if INT32_MIN <= v <= INT32_MAX]
         fmt = draw.choice(["i", "b", "h", "q", "B"])
@@ -116,8 +176,7 @@ def build_ids(draw: Draw, kind: int,
             if fmt != "B":
                 size = struct.calcsize(fmt)
                 view = view[: len(raw) // size * size].cast(fmt)
-        expected = list(view)
-        return (lambda: view), expected
+        return (lambda: view), packs(list(view))
     if kind == 7:  # hostile items at a drawn position
         where = draw.int(0, len(values))
         action = draw.int(0, 4)
@@ -128,74 +187,90 @@ def build_ids(draw: Draw, kind: int,
             victim.insert(where, item)
             return victim
 
-        return hostile, None
+        return hostile, hostile_outcome(values, where, action)
     if kind == 8:  # not integers at all
-        bad = draw.choice([1.5, None, "7", b"7", [1], np.float64(2.0), object()])
+        bad = draw.choice(NOT_INTEGERS)
         where = draw.int(0, len(values))
-        return (lambda: values[:where] + [bad] + values[where:]), None
+        i = first_overflow(values, where)
+        if i is not None:
+            return (lambda: values[:where] + [bad] + values[where:]), \
+                Expected([overflow(values, i)], True, [])
+        message = f"ids[{where}] must be an integer, not {type(bad).__name__}"
+        return (lambda: values[:where] + [bad] + values[where:]), \
+            Expected([Allow(TypeError, message, "==")], True, [])
     if kind == 9:  # not sequences of ids
-        bad = draw.choice(["123", b"1234", bytearray(4), 5, None, 2.5,
-                           np.zeros((2, 2), np.int32), np.array([1.0]), np.array([True]),
-                           np.int32(3), memoryview(b"abcd").cast("c")])
-        return (lambda: bad), None
-    if kind == 10:  # numpy scalars as items
-        return (lambda: [np.int64(v) for v in values]), values
-    return (lambda: (v for v in values)), values
+        bad, error = draw.choice(NOT_SEQUENCES)
+        return (lambda: bad), Expected([error], True, [])
+    if kind == 10:  # numpy scalars as items (numpy's int64 cannot hold the others)
+        kept = [v for v in values if -(2**63) <= v < 2**63]
+        return (lambda: [np.int64(v) for v in kept]), packs(kept)
+    return (lambda: (v for v in values)), packs(values)
 
 
-def _fits_code(value: int, code: str) -> bool:
-    try:
-        array.array(code, [value])
-    except OverflowError:
-        return False
-    return True
+def hostile_outcome(values: list[int], where: int, action: int) -> Expected:
+    """``values`` with an item at ``where`` whose ``__index__`` raises (action 4) or changes
+    the list (0 clear, 1 grow, 3 shrink: a RuntimeError; 2: the last item replaced by
+    2**40, same size) and returns 7. The first problem in index order wins; after a resize,
+    which of the resize or a later value outside int32 is seen first is not said."""
+    i = first_overflow(values, where)
+    if i is not None:  # before the hostile item is reached
+        return Expected([overflow(values, i)], True, [])
+    if action == 4:
+        return Expected([Allow(HostileError, "__index__ raised", "==")], True, [])
+    if action != 2:
+        return Expected([RESIZED, ANY_OVERFLOW], True, [])
+    victim = values[:where] + [7] + values[where:]
+    if where == len(values):  # it replaces itself, already read
+        return packs(victim)
+    # the last item, read after the hostile one, is now 2**40: an OverflowError (or the
+    # old value, for a twin that read it before)
+    fits = first_overflow(victim) is None
+    return Expected([ANY_OVERFLOW], False, [struct.pack(f"<{len(victim)}i", *victim)]
+                    if fits else [])
 
 
-def draw_data(draw: Draw) -> tuple[Callable[[], Any], bytes | None]:
-    """A factory for unpack_ids' argument and the bytes it holds (None: must be refused)."""
+def draw_data(draw: Draw) -> tuple[Callable[[], Any], bytes, list[Allow]]:
+    """A factory for unpack_ids' argument, the bytes it holds and the errors it must raise
+    (a refusal of its type, or a length that is not a multiple of 4)."""
     kind = draw.int(0, 5)
     raw = draw.rest()
     if kind == 0:
-        return (lambda: raw), raw
-    if kind == 1:
-        return (lambda: bytearray(raw)), raw
-    if kind == 2:
-        return (lambda: memoryview(raw)), raw
-    if kind == 3:  # a numpy byte view, contiguous
-        return (lambda: np.frombuffer(raw, np.uint8)), raw
-    if kind == 4:  # a strided view: contiguous only when it holds one byte or none
-        return (lambda: memoryview(raw)[::2]), (raw[::2] if len(raw) <= 2 else None)
-    return (lambda: raw.decode("latin-1")), None  # str is text, not data
+        make: Callable[[], Any] = lambda: raw  # noqa: E731
+    elif kind == 1:
+        make = lambda: bytearray(raw)  # noqa: E731
+    elif kind == 2:
+        make = lambda: memoryview(raw)  # noqa: E731
+    elif kind == 3:  # a numpy byte view, contiguous
+        make = lambda: np.frombuffer(raw, np.uint8)  # noqa: E731
+    elif kind == 4:  # a strided view: contiguous only when it holds one byte or none
+        if len(raw) > 2:
+            return (lambda: memoryview(raw)[::2]), raw, \
+                [Allow(TypeError, "must be a contiguous bytes-like object")]
+        raw = raw[::2]
+        make = lambda: memoryview(raw)[::2]  # noqa: E731
+    else:  # str is text, not data
+        return (lambda: raw.decode("latin-1")), raw, \
+            [Allow(TypeError, "must be a bytes-like object, not str")]
+    if len(raw) % 4:
+        return make, raw, [Allow(ValueError, f"multiple of 4 bytes long, got {len(raw)} ")]
+    return make, raw, []
 
 
 def test_one_input(data: bytes) -> None:
     draw = Draw(data)
     kind = draw.int(0, 11)
     values = draw_values(draw)
-    make_ids, plain = build_ids(draw, kind, values)
-    packed = same_outcome(TWINS, lambda twin: twin.pack_ids(make_ids()), PACK_ERRORS,
-                          f"pack_ids kind {kind}")
-    if plain is not None:
-        if fits(plain):
-            expect(packed == struct.pack(f"<{len(plain)}i", *plain),
-                   f"pack_ids kind {kind}: {packed!r} is not struct's packing of {plain}")
-        else:
-            expect(getattr(packed, "type", None) is OverflowError,
-                   f"pack_ids kind {kind}: {plain} has values outside int32, got {packed!r}")
+    make_ids, expected = build_ids(draw, kind, values)
+    packed = same_outcome(TWINS, lambda twin: twin.pack_ids(make_ids()), expected.allowed,
+                          f"pack_ids kind {kind}", expected.must_raise)
+    if not isinstance(packed, Raised) and packed not in expected.values:
+        fail(f"pack_ids kind {kind}: {packed!r}, expected {expected.values} ({values})")
 
-    make_data, raw = draw_data(draw)
-    unpacked = same_outcome(TWINS, lambda twin: twin.unpack_ids(make_data()), UNPACK_ERRORS,
-                            "unpack_ids")
-    if raw is None:
-        expect(getattr(unpacked, "type", None) is TypeError,
-               f"unpack_ids must refuse a str or a strided buffer, got {unpacked!r}")
-    else:
-        if len(raw) % 4:
-            expect(getattr(unpacked, "type", None) is ValueError,
-                   f"unpack_ids of {len(raw)} bytes must raise ValueError, got {unpacked!r}")
-        else:
-            expect(unpacked == list(struct.unpack(f"<{len(raw) // 4}i", raw)),
-                   f"unpack_ids({raw!r}) -> {unpacked!r}")
+    make_data, raw, errors = draw_data(draw)
+    unpacked = same_outcome(TWINS, lambda twin: twin.unpack_ids(make_data()), errors,
+                            "unpack_ids", bool(errors))
+    if not errors and unpacked != list(struct.unpack(f"<{len(raw) // 4}i", raw)):
+        fail(f"unpack_ids({raw!r}) -> {unpacked!r}")
 
 
 if __name__ == "__main__":
