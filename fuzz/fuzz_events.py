@@ -1,64 +1,186 @@
-"""Fuzz EventDecoder / iter_events: both twins, split anywhere, a WHATWG oracle.
+"""Fuzz EventDecoder / iter_events: both twins, split anywhere, a WHATWG oracle, the bound.
 
-The first 2 bytes choose the splits and the chunk type; the rest is the stream. Every feed
-must return the same events in both twins, and all the events together must be what the
-WHATWG event-stream rules dispatch for the whole stream, however it was split.
+The first 5 bytes choose the entry point, the bound, the splits and the chunk type
+(:func:`draw_setup`); the rest is the stream. ``max_event_bytes`` is a small one (1..300)
+for 3 inputs in 8, so that events pass it, else the default. The oracle
+(``_oracles.whatwg_stream``, computed once) gives every event the WHATWG rules dispatch with
+the offset of the byte that dispatches it, and the offset of every byte that passes the
+bound (DESIGN.md: the event is dropped). Each input goes through one entry point on both
+twins, and each call must do exactly what the oracle says for the bytes it was given:
+- ``EventDecoder.feed`` piece by piece: the events dispatched by the piece's bytes, as
+  ``Event`` objects with fields of the right types; where the piece passed the bound,
+  exactly ``EventTooLarge`` with those events (``.events``) and those offsets
+  (``.offsets``); never another exception on data; ``pending_bytes`` at most the bound and
+  the same in both twins; ``close()`` gives nothing. For some inputs one more feed after
+  ``close()``, which must raise exactly ``ValueError("feed() after close()")``; for some a
+  ``str`` chunk first, which must raise exactly a ``TypeError`` naming the chunk;
+- ``iter_events`` over the pieces: the events up to the piece that first passes the bound,
+  which then ends it with that ``EventTooLarge``.
+The twins must agree call by call, error messages included.
 """
 
 from __future__ import annotations
 
-import random
 import sys
 from typing import Any
 
-from _oracles import whatwg_events
-from _parity import Draw, chunks, equal, expect, fuzz_main, instrumented, load_twins, outcome
+from _oracles import whatwg_stream
+from _parity import (
+    Allow,
+    Draw,
+    agree,
+    chunks,
+    cuts,
+    fail,
+    fuzz_main,
+    instrumented,
+    load_twins,
+    outcomes,
+)
 
-with instrumented(__name__ == "__main__" and "--random" not in sys.argv):
+with instrumented(__name__ == "__main__" and "--random" not in sys.argv,
+                  own=["_events_py", "_args"]):
     TWINS = load_twins("events")
 # a twin may share the other's decoder class: decoding twice with it would prove nothing
 DECODERS = {kind: t for kind, t in TWINS.items()
             if kind == "py" or t.EventDecoder is not TWINS["py"].EventDecoder}
+EVENT = TWINS["py"].Event  # both twins make this class's objects
+TOO_LARGE = TWINS["py"].EventTooLarge  # and raise this one
+KINDS = [bytes, bytearray, memoryview]
+AFTER_CLOSE = [Allow(ValueError, "feed() after close()", "==")]
+NOT_BYTES = [Allow(TypeError, "chunk")]
 
 
-def decode(twin: Any, pieces: list[Any]) -> list[Any]:
-    decoder = twin.EventDecoder()
-    results = [outcome(lambda p=piece: decoder.feed(p)) for piece in pieces]
-    results.append(outcome(decoder.close))
-    return results
+def draw_setup(draw: Draw) -> tuple[int, int | None, int, int]:
+    """``(mode, bound, cut seed, chunk kind)``: mode % 3 == 2 iter_events, else the decoder
+    (bit 2: a feed after close, bit 3: a str chunk first); bound None: the default."""
+    mode = draw.byte()
+    small = draw.int(1, 300)  # 2 bytes
+    bound = small if mode >= 160 else None
+    seed = draw.byte() | draw.byte() << 8
+    return mode, bound, seed, seed >> 14
 
 
 def test_one_input(data: bytes) -> None:
     draw = Draw(data)
-    control = draw.bytes(2).ljust(2, b"\0")
+    mode, bound, seed, kind = draw_setup(draw)
     stream = draw.rest()
-    rng = random.Random(control)
-    cuts = sorted(rng.randint(0, len(stream)) for _ in range(control[0] % 24))
-    if control[0] & 0xE0 == 0xE0 and len(stream) <= 256:  # every byte on its own
-        cuts = list(range(1, len(stream)))
-    kinds = [bytes, bytearray, memoryview]
-    pieces = [kinds[control[1] % 3](p) for p in chunks(stream, cuts)]
+    if seed >= 0xF800 and len(stream) <= 128:  # every byte on its own
+        pieces: list[Any] = [stream[i:i + 1] for i in range(len(stream))]
+    else:
+        pieces = chunks(stream, cuts(len(stream), seed % 17, seed))
+    if kind % 3:
+        pieces = [KINDS[kind % 3](p) for p in pieces]
+    options = {} if bound is None else {"max_event_bytes": bound}
+    expected = per_piece(pieces, *whatwg_stream(stream, bound))
+    if mode % 3 == 2:
+        check_iter(pieces, options, expected)
+        return
+    if mode & 8:  # a chunk of the wrong type: refused, exactly
+        agree(outcomes(DECODERS, lambda t: t.EventDecoder(**options).feed(
+            stream.decode("latin-1"))), NOT_BYTES, "EventDecoder.feed(str)", must_raise=True)
+    decoders = {name: twin.EventDecoder(**options) for name, twin in DECODERS.items()}
+    results = {name: decode(decoder, pieces, name) for name, decoder in decoders.items()}
+    check_decoded(results, expected, bound)
+    if mode & 4:  # the stream is over: one more feed is a ValueError, exactly
+        agree(outcomes(decoders, lambda d: d.feed(b"data: x\n\n")), AFTER_CLOSE,
+              "EventDecoder.feed() after close()", must_raise=True)
 
-    outputs = {kind: decode(t, pieces) for kind, t in DECODERS.items()}
-    first_kind, first = next(iter(outputs.items()))
-    for kind, output in outputs.items():
-        for i, (a, b) in enumerate(zip(first, output)):
-            expect(equal([tuple(e) for e in a] if isinstance(a, list) else a,
-                         [tuple(e) for e in b] if isinstance(b, list) else b),
-                   f"decoder call {i}: {first_kind} -> {a!r}, {kind} -> {b!r}")
-    for result in first:
-        expect(isinstance(result, list), f"EventDecoder raised {result!r} on bytes")
-    events = [tuple(e) for result in first for e in result]
-    expected = whatwg_events(stream)
-    expect(events == expected, f"events {events!r}, the WHATWG rules give {expected!r}")
-    for result in first:
-        for event in result:
-            expect(type(event.event) is str and type(event.data) is str,
-                   f"event fields must be str: {event!r}")
-    if control[1] & 4:  # iter_events too (every twin has its own)
-        for kind, twin in TWINS.items():
-            streamed = [tuple(e) for e in twin.iter_events(iter(pieces))]
-            expect(streamed == expected, f"{kind} iter_events -> {streamed!r}")
+
+def per_piece(pieces: list[Any], events: list[Any], drops: list[int]) -> list[Any]:
+    """For each piece, ``(the events its bytes dispatch, the drops among its bytes)``."""
+    expected, start, e, d = [], 0, 0, 0
+    for piece in pieces:
+        end = start + len(piece)
+        first_e, first_d = e, d
+        while e < len(events) and events[e][1] < end:
+            e += 1
+        while d < len(drops) and drops[d] < end:
+            d += 1
+        expected.append(([event for event, _ in events[first_e:e]], drops[first_d:d]))
+        start = end
+    return expected
+
+
+def decode(decoder: Any, pieces: list[Any], name: str) -> list[Any]:
+    """What each feed gives (its events, or ``("too large", message, events, offsets)``)
+    and pending_bytes after it, then what close gives; nothing else may be raised."""
+    results: list[Any] = []
+    try:
+        for piece in pieces:
+            try:
+                results.append(decoder.feed(piece))
+            except TOO_LARGE as exc:
+                if type(exc) is not TOO_LARGE:
+                    raise
+                results.append(("too large", str(exc), exc.events, exc.offsets))
+            results.append(decoder.pending_bytes)
+        results.append(decoder.close())
+    except Exception as exc:
+        fail(f"{name} EventDecoder raised {exc!r} on bytes")
+    return results
+
+
+def check_decoded(results: dict[str, list[Any]], expected: list[Any], bound: int | None) -> None:
+    first_name, first = next(iter(results.items()))
+    for name, result in results.items():
+        if result != first:
+            fail(f"decoder twins differ: {first_name} -> {first!r}, {name} -> {result!r}")
+    if first[-1] != []:
+        fail(f"EventDecoder.close() gave {first[-1]!r}")
+    for (events, drops), result, pending in zip(expected, first[0:-1:2], first[1:-1:2]):
+        if bound is not None and not 0 <= pending <= bound:
+            fail(f"{pending} bytes pending, over max_event_bytes={bound}")
+        if drops:
+            if type(result) is not tuple:
+                fail(f"EventDecoder.feed returned {result!r}; its bytes pass the bound at "
+                     f"{drops} (events {events!r})")
+            check_events(result[2], events, "EventTooLarge.events")
+            if result[3] != drops:
+                fail(f"EventTooLarge.offsets {result[3]}, the bound is passed at {drops}")
+        elif type(result) is not list:
+            fail(f"EventDecoder.feed gave {result!r}, expected the events {events!r}")
+        else:
+            check_events(result, events, "EventDecoder.feed")
+
+
+def check_iter(pieces: list[Any], options: dict[str, int], expected: list[Any]) -> None:
+    """iter_events: each twin yields the events up to the piece that first passes the
+    bound, then raises that EventTooLarge (the same one in both twins)."""
+    want: list[Any] = []
+    drops: list[int] = []
+    for events, dropped in expected:
+        want += events
+        if dropped:
+            drops = dropped
+            break
+    ends = {}
+    for name, twin in TWINS.items():
+        got: list[Any] = []
+        try:
+            for event in twin.iter_events(iter(pieces), **options):
+                got.append(event)
+            end: Any = None
+        except TOO_LARGE as exc:
+            end = (type(exc), str(exc), exc.offsets)
+        except Exception as exc:
+            fail(f"{name} iter_events raised {exc!r} on bytes")
+        check_events(got, want, f"{name} iter_events")
+        if (end is None) != (not drops) or end is not None and end[2] != drops:
+            fail(f"{name} iter_events ended with {end!r}; the bound is passed at {drops}")
+        ends[name] = end
+    if len(set(map(repr, ends.values()))) > 1:
+        fail(f"iter_events twins end differently: {ends}")
+
+
+def check_events(events: list[Any], expected: list[Any], what: str) -> None:
+    if events != expected:
+        fail(f"{what} -> {events!r}, the WHATWG rules give {expected!r}")
+    for event in events:
+        if type(event) is not EVENT or type(event.event) is not str \
+                or type(event.data) is not str or type(event.id) not in (str, type(None)) \
+                or type(event.retry) not in (int, type(None)):
+            fail(f"{what}: not an Event with fields of the right types: {event!r}")
 
 
 if __name__ == "__main__":
