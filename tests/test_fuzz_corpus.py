@@ -21,7 +21,12 @@ sys.path.insert(0, str(FUZZ_DIR))
 import _parity  # noqa: E402  (lives in fuzz/)
 
 HARNESSES = sorted(p.stem.removeprefix("fuzz_") for p in FUZZ_DIR.glob("fuzz_*.py"))
-KEPT = [(name, path) for name in HARNESSES for path in _parity.kept_inputs(name)]
+OPEN = {name: _parity.open_findings(name) for name in HARNESSES}
+KEPT = [pytest.param(name, path, id=f"{name}/{path.name[:20]}", marks=[pytest.mark.xfail(
+            raises=_parity.Finding, strict=True,
+            reason=f"open finding (fuzz/corpus/open.txt): {OPEN[name][path.name]}")]
+        if path.name in OPEN[name] else []) for name in HARNESSES
+        for path in _parity.kept_inputs(name)]
 
 
 def harness(name: str) -> ModuleType:
@@ -39,9 +44,23 @@ def test_harness_runs_on_empty_and_tiny_inputs(name: str) -> None:
         harness(name).test_one_input(data)
 
 
-@pytest.mark.parametrize("name, path", KEPT, ids=[f"{n}/{p.name[:20]}" for n, p in KEPT])
+@pytest.mark.parametrize("name, path", KEPT)
 def test_kept_input_replays_clean(name: str, path: Path) -> None:
-    harness(name).test_one_input(path.read_bytes())
+    """Every kept input passes; one listed as an open finding fails with its message."""
+    try:
+        harness(name).test_one_input(path.read_bytes())
+    except _parity.Finding as exc:
+        prefix = OPEN[name].get(path.name)
+        assert prefix is None or str(exc).startswith(prefix), \
+            f"{path.name} fails otherwise than its open finding ({prefix}): {exc}"
+        raise
+
+
+def test_open_findings_are_kept() -> None:
+    """Each line of fuzz/corpus/open.txt names a kept input of its harness."""
+    for name, findings in OPEN.items():
+        for kept in findings:
+            assert (_parity.CORPUS_DIR / name / kept).is_file(), f"{name}/{kept} is not kept"
 
 
 def test_parity_check_catches_a_difference() -> None:
