@@ -1,14 +1,27 @@
 """Run every fuzz harness for a bounded total time; print executions and findings per harness.
 
     python fuzz/run.py [--seconds TOTAL] [--per-harness SECONDS] [--jobs N] [--random]
-                       [harness ...]
+                       [--native {off,auto,on}] [harness ...]
 
 Each harness runs under atheris/libFuzzer with its seeds (fuzz/seeds/<name>), the inputs that
 ever found a bug (fuzz/corpus/<name>), a scratch corpus (fuzz/work/<name>, not kept) and,
 where there is one, a dictionary of tokens (fuzz/dicts/<name>.dict).
 An input that finds a bug is copied into fuzz/corpus/<name>/ so that the tests replay it
-until it is fixed, and the run fails. ``--random`` (chosen anyway when atheris is missing)
-feeds plain random inputs instead: a smoke test, not coverage-guided fuzzing.
+until it is fixed, and the run fails. An input that fails like an open finding
+(fuzz/corpus/open.txt) is counted as a hit of it, not a new finding, and fuzzing goes on.
+``--random`` (chosen anyway when atheris is missing) feeds plain random inputs instead: a
+smoke test, not coverage-guided fuzzing.
+
+The time is split by need: the harnesses are packed into ``--jobs`` slots (the longest
+first into the least loaded) and each gets a share of its slot in proportion to its weight
+in SETTINGS, which is about the inverse of its rate, so that every harness reaches the same
+number of executions (a million in the 10 minutes of ``make fuzz`` on a 2-core machine).
+
+``--native on`` builds a copy of the Cython twins with clang's -fsanitize=fuzzer-no-link in
+build/fuzz-native (rebuilt when a source changes) and runs the harnesses on it with
+atheris' libFuzzer loaded globally, so that libFuzzer sees the C edges and comparisons too;
+``auto`` does so where clang and atheris can, and says why not otherwise.
+
 The last line reads "fuzz: N passed, M failed[, K skipped]" (harnesses; skipped: the hot
 path it fuzzes is not in this tree).
 """
@@ -22,24 +35,38 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 FUZZ_DIR = Path(__file__).resolve().parent
+ROOT = FUZZ_DIR.parent
 WORK_DIR = FUZZ_DIR / "work"
 CRASH_DIR = FUZZ_DIR / "crashes"
 CORPUS_DIR = FUZZ_DIR / "corpus"
 SEEDS_DIR = FUZZ_DIR / "seeds"
 DICTS_DIR = FUZZ_DIR / "dicts"
+NATIVE_DIR = ROOT / "build" / "fuzz-native"
 ARTIFACT_PREFIXES = ("crash-", "timeout-", "oom-", "leak-", "slow-unit-")
-# (share of the time, libFuzzer -max_len): the stream harnesses run Python state machines
-# per input and are ~10x slower an execution, so they get twice the time and shorter inputs
-SETTINGS = {"relay": (2, 2048), "events": (2, 2048)}
-DEFAULT_SETTINGS = (1, 8192)
+# name: (weight: the share of the time, libFuzzer -max_len). The weights are about the
+# inverse of each harness' executions per second on the 2-core machine (a free core):
+# relay ~2k/s (the Python relay, instrumented, on every input: a state machine per event
+# and per oversized byte run), events ~4k/s, usage ~7k/s, ids ~10k/s, fused ~12k/s, b64
+# ~45k/s. Inputs: a stream of a few events, a JSON body, at most 40 ids.
+SETTINGS = {
+    "relay": (50, 1024),
+    "events": (30, 1024),
+    "usage": (15, 2048),
+    "ids": (10, 1024),
+    "fused": (8, 1024),
+    "b64": (2, 1024),
+}
+DEFAULT_SETTINGS = (10, 2048)
+STARTUP_SECONDS = 3  # python, numpy, the corpus: counted in each harness' slot
 EXECUTED = re.compile(r"stat::number_of_executed_units:\s*(\d+)")
 PROGRESS = re.compile(r"^#(\d+)\s", re.MULTILINE)
+MODULES = re.compile(r"INFO: Loaded (\d+) modules\s+\((\d+) inline 8-bit counters\)")
 
 
 @dataclass
@@ -48,8 +75,10 @@ class Result:
     seconds: float
     executions: int
     findings: list[Path]
+    open_hits: int
     returncode: int
     log: Path
+    counters: str
 
     @property
     def ok(self) -> bool:
@@ -75,7 +104,7 @@ def have_atheris() -> bool:
     return True
 
 
-def run_one(name: str, seconds: int, random_mode: bool) -> Result:
+def run_one(name: str, seconds: int, random_mode: bool, env: dict[str, str]) -> Result:
     work, crashes = WORK_DIR / name, CRASH_DIR / name
     for folder in (work, crashes, CORPUS_DIR / name, SEEDS_DIR / name):
         folder.mkdir(parents=True, exist_ok=True)
@@ -92,10 +121,12 @@ def run_one(name: str, seconds: int, random_mode: bool) -> Result:
             command.append(f"-dict={DICTS_DIR / name}.dict")
         command += [str(work), str(SEEDS_DIR / name), str(CORPUS_DIR / name)]
     log = WORK_DIR / f"{name}.log"
+    open_dir = crashes / "open"
     started = time.monotonic()
     with open(log, "w") as out:
         done = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, cwd=FUZZ_DIR,
-                              timeout=seconds + 300)
+                              timeout=seconds + 300,
+                              env={**os.environ, **env, "FUZZ_OPEN_HITS": str(open_dir)})
     elapsed = time.monotonic() - started
     text = log.read_text(errors="replace")
     executed = EXECUTED.findall(text)
@@ -104,7 +135,12 @@ def run_one(name: str, seconds: int, random_mode: bool) -> Result:
     findings = [keep(name, p) for p in sorted(crashes.iterdir())
                 if p.name.startswith(ARTIFACT_PREFIXES)]
     findings += sorted(kept_findings(name) - kept_before - set(findings))
-    return Result(name, elapsed, executions, findings, done.returncode, log)
+    hits = open_dir / "hits"
+    modules = MODULES.findall(text)
+    counters = f"{modules[0][0]} modules, {int(modules[0][1]):,} C counters" if modules else ""
+    return Result(name, elapsed, executions, findings,
+                  int(hits.read_text()) if hits.exists() else 0, done.returncode, log,
+                  counters)
 
 
 def kept_findings(name: str) -> set[Path]:
@@ -121,6 +157,69 @@ def keep(name: str, artifact: Path) -> Path:
     return kept
 
 
+def schedule(names: list[str], seconds: int, jobs: int) -> tuple[dict[str, int], list[list[str]]]:
+    """Seconds for each harness and the slots that run them one after another: the
+    harnesses packed by weight (the largest first into the least loaded slot), each slot's
+    time shared in proportion to the weights, so no slot runs past ``seconds``."""
+    weight = {n: SETTINGS.get(n, DEFAULT_SETTINGS)[0] for n in names}
+    slots: list[list[str]] = [[] for _ in range(max(1, min(jobs, len(names))))]
+    for name in sorted(names, key=lambda n: -weight[n]):
+        min(slots, key=lambda slot: sum(weight[n] for n in slot)).append(name)
+    unit = min((seconds - STARTUP_SECONDS * len(slot)) / sum(weight[n] for n in slot)
+               for slot in slots)
+    return {n: max(1, int(unit * weight[n])) for n in names}, slots
+
+
+# --- the coverage-instrumented build of the Cython twins ------------------------------------
+
+NATIVE_FLAGS = "-fsanitize=fuzzer-no-link"
+
+
+def native_build() -> tuple[Path | None, str]:
+    """``(tree, "")`` with the Cython twins built by clang with -fsanitize=fuzzer-no-link
+    in build/fuzz-native (a copy of the sources, rebuilt when they change), or
+    ``(None, why not)``."""
+    if not have_atheris():
+        return None, "atheris is not installed"
+    clang = shutil.which("clang")
+    if clang is None:
+        return None, "no clang on PATH (Debian: apt-get install clang)"
+    sources = sorted(p for p in (ROOT / "tokcore").iterdir()
+                     if p.suffix in (".py", ".pyx", ".pxd", ".pyi", ".h", ".typed"))
+    sources += [ROOT / "setup.py", ROOT / "pyproject.toml"]
+    digest = hashlib.sha1(NATIVE_FLAGS.encode())
+    for path in sources:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    stamp = NATIVE_DIR / ".sources"
+    if not (stamp.exists() and stamp.read_text() == digest.hexdigest()):
+        shutil.rmtree(NATIVE_DIR, ignore_errors=True)
+        (NATIVE_DIR / "tokcore").mkdir(parents=True)
+        for path in sources:
+            target = NATIVE_DIR / ("tokcore" if path.parent.name == "tokcore" else "") / path.name
+            shutil.copy2(path, target)
+        shutil.copy2(ROOT / "README.md", NATIVE_DIR / "README.md")
+        env = {**os.environ, "CC": clang, "LDSHARED": f"{clang} -shared",
+               "CFLAGS": NATIVE_FLAGS, "LDFLAGS": NATIVE_FLAGS,
+               "TOKCORE_REQUIRE_EXTENSIONS": "1"}
+        env.pop("TOKCORE_NO_EXTENSIONS", None)
+        print(f"fuzz: building the Cython twins with clang {NATIVE_FLAGS} in "
+              f"{NATIVE_DIR.relative_to(ROOT)}", flush=True)
+        built = subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace",
+                                "-j", "2"], cwd=NATIVE_DIR, env=env, capture_output=True,
+                               text=True)
+        if built.returncode:
+            return None, f"the clang build failed: {built.stderr.strip()[-800:]}"
+        stamp.write_text(digest.hexdigest())
+    probe = subprocess.run(
+        [sys.executable, "-c", "import _parity; _parity.load_libfuzzer_globally(); "
+         "import tokcore; print(tokcore.BACKEND)"],
+        cwd=FUZZ_DIR, env={**os.environ, "FUZZ_TOKCORE_ROOT": str(NATIVE_DIR)},
+        capture_output=True, text=True)
+    if probe.returncode or probe.stdout.strip() != "cython":
+        return None, f"the instrumented build does not load: {probe.stderr.strip()[-800:]}"
+    return NATIVE_DIR, ""
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("names", nargs="*", help="harnesses to run (default: all)")
@@ -132,6 +231,9 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
     parser.add_argument("--random", action="store_true",
                         help="random inputs from Python's random module instead of atheris")
+    parser.add_argument("--native", choices=["off", "auto", "on"], default="off",
+                        help="libFuzzer coverage of the Cython twins' C code too (a clang "
+                             "build in build/fuzz-native); auto: where it can be had")
     args = parser.parse_args()
 
     names = args.names or harnesses()
@@ -143,6 +245,16 @@ def main() -> int:
         print("fuzz: atheris is not installed: falling back on random inputs (a smoke test, "
               "not coverage-guided fuzzing)", flush=True)
         random_mode = True
+    env: dict[str, str] = {}
+    if args.native != "off" and not random_mode:
+        tree, why = native_build()
+        if tree is None:
+            print(f"fuzz: no native coverage: {why}", flush=True)
+            if args.native == "on":
+                print("fuzz: 0 passed, 1 failed (--native on)")
+                return 1
+        else:
+            env = {"FUZZ_NATIVE": "1", "FUZZ_TOKCORE_ROOT": str(tree)}
     absent = {n: missing_hot_paths(n) for n in names}
     for name, missing in absent.items():
         if missing:
@@ -152,29 +264,39 @@ def main() -> int:
     if not names:
         print(f"fuzz: 0 passed, 1 failed, {skipped} skipped (no harness could run)")
         return 1
-    jobs = max(1, min(args.jobs, len(names)))
-    weights = {n: SETTINGS.get(n, DEFAULT_SETTINGS)[0] for n in names}
-    unit = args.seconds * jobs / max(sum(weights.values()), jobs)
-    # a few seconds of each slot go to start-up (imports, corpus loading)
-    seconds = {n: args.per_harness or max(1, int(unit * weights[n]) - 3) for n in names}
-    mode = "random inputs" if random_mode else "atheris/libFuzzer"
-    print(f"fuzz: {len(names)} harnesses, {jobs} at a time, {mode}; seconds each: "
+    seconds, slots = schedule(names, args.seconds, args.jobs)
+    if args.per_harness:
+        seconds = dict.fromkeys(names, args.per_harness)
+    mode = "random inputs" if random_mode else "atheris/libFuzzer" + (
+        ", C coverage of the Cython twins" if env else "")
+    print(f"fuzz: {len(names)} harnesses, {len(slots)} at a time, {mode}; seconds each: "
           + ", ".join(f"{n} {seconds[n]}" for n in names), flush=True)
     shutil.rmtree(CRASH_DIR, ignore_errors=True)
 
-    longest_first = sorted(names, key=lambda n: -seconds[n])
-    with ThreadPoolExecutor(jobs) as pool:
-        done = dict(zip(longest_first, pool.map(
-            lambda n: run_one(n, seconds[n], random_mode), longest_first)))
+    done: dict[str, Result] = {}
+
+    def run_slot(slot: list[str]) -> None:
+        for name in slot:
+            done[name] = run_one(name, seconds[name], random_mode, env)
+
+    threads = [threading.Thread(target=run_slot, args=(slot,)) for slot in slots]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
     results = [done[n] for n in names]
 
     print(f"{'harness':<10} {'seconds':>8} {'executions':>12} {'exec/s':>8} {'findings':>9}")
     for r in results:
         rate = r.executions / r.seconds if r.seconds else 0
         print(f"{r.name:<10} {r.seconds:>8.0f} {r.executions:>12,} {rate:>8,.0f} "
-              f"{len(r.findings):>9}" + ("" if r.ok else f"   FAILED (log: {r.log})"))
+              f"{len(r.findings):>9}" + (f"   {r.counters}" if r.counters else "")
+              + ("" if r.ok else f"   FAILED (log: {r.log})"))
         for path in r.findings:
             print(f"    kept {path.relative_to(FUZZ_DIR.parent)}")
+        if r.open_hits:
+            print(f"    {r.open_hits:,} inputs hit an open finding (fuzz/corpus/open.txt); "
+                  f"some are in {(CRASH_DIR / r.name / 'open').relative_to(ROOT)}")
         if r.returncode and not r.findings:
             print(f"    exit status {r.returncode} without an artifact; see {r.log}")
     failed = sum(not r.ok for r in results)
