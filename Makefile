@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 SOURCES := $(wildcard tokcore/*.pyx tokcore/*.pxd tokcore/*.h) setup.py pyproject.toml
 
-.PHONY: all venv build test test-c test-py bench fuzz fuzz-smoke sanitize lint clean
+.PHONY: all venv build test test-c test-py bench fuzz fuzz-native fuzz-smoke sanitize lint clean
 
 all: test
 
@@ -40,12 +40,18 @@ bench: build $(VENV)/.deps-bench
 	PYTHONPATH=$(CURDIR) TOKCORE_REQUIRE_EXTENSIONS=1 $(BIN)/python bench/report.py $(BENCH_ARGS)
 
 # Fuzzing (fuzz/run.py): every harness runs both twins on the same input. FUZZ_SECONDS is
-# the total wall time; inputs that find a bug are kept in fuzz/corpus/ and replayed by tests.
+# the total wall time, split by need; inputs that find a bug are kept in fuzz/corpus/ and
+# replayed by tests. `make fuzz` adds the C coverage of the Cython twins where clang is.
 FUZZ_SECONDS ?= 600
 FUZZ_SMOKE_SECONDS ?= 4
 
 fuzz: build $(VENV)/.deps-fuzz
-	TOKCORE_REQUIRE_EXTENSIONS=1 $(BIN)/python fuzz/run.py --seconds $(FUZZ_SECONDS) $(FUZZ_ARGS)
+	TOKCORE_REQUIRE_EXTENSIONS=1 $(BIN)/python fuzz/run.py --seconds $(FUZZ_SECONDS) --native auto $(FUZZ_ARGS)
+
+# The same with libFuzzer's coverage of the Cython twins' C code required: they are built
+# with clang -fsanitize=fuzzer-no-link in build/fuzz-native (Debian: apt-get install clang).
+fuzz-native: build $(VENV)/.deps-fuzz
+	TOKCORE_REQUIRE_EXTENSIONS=1 $(BIN)/python fuzz/run.py --seconds $(FUZZ_SECONDS) --native on $(FUZZ_ARGS)
 
 # CI's short run of each harness. Without atheris (no wheel for this Python, no registry)
 # run.py says so and feeds random inputs instead.

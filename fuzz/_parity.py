@@ -84,30 +84,35 @@ NATIVE = os.environ.get("FUZZ_NATIVE", "") not in ("", "0")
 
 
 @contextlib.contextmanager
-def instrumented(active: bool, own: Sequence[str] = ()) -> Iterator[None]:
+def instrumented(active: bool, own: Sequence[str] = (),
+                 native_skip: Sequence[str] = ()) -> Iterator[None]:
     """Import tokcore in the ``with`` block; when running as a fuzzer, instrument its Python
-    code for atheris afterwards (:func:`instrument_tokcore`)."""
+    code for atheris afterwards (:func:`instrument_tokcore`). With the C coverage of the
+    Cython twins (NATIVE), the modules in ``native_skip`` are left alone: Python twins whose
+    Cython twin's edges and comparisons now guide the fuzzer, and whose Python tracing
+    would cost most of the harness' time (they still run and are checked on every input)."""
     atheris = _atheris() if active else None
     if atheris is not None and NATIVE:
         load_libfuzzer_globally()
     yield
     if atheris is not None:
-        instrument_tokcore(atheris, own)
+        instrument_tokcore(atheris, own, native_skip if NATIVE else ())
 
 
-def instrument_tokcore(atheris: Any, own: Sequence[str]) -> int:
+def instrument_tokcore(atheris: Any, own: Sequence[str], skip: Sequence[str] = ()) -> int:
     """Patch every function of the loaded ``tokcore`` modules for coverage.
 
     The modules of the code a harness is about (``own``: ``"_sse_py"`` for
     ``tokcore._sse_py``) trace branches and comparisons (atheris' dataflow tracing: the
     operands of ``==`` and ``in`` guide the mutator); every other module traces its
-    branches only. Helpers fuzzed with comparisons by their own harness (the JSON scan for
-    the relay) still show their paths, at a third of the cost. Returns how many functions
-    were patched."""
+    branches only: helpers fuzzed with comparisons by their own harness (the JSON scan for
+    the relay) still show their paths, for less. The modules in ``skip`` are not patched.
+    Returns how many functions were patched."""
     patched = 0
     dataflow = {f"tokcore.{name}" for name in own}
+    skipped = {f"tokcore.{name}" for name in skip}
     for name, module in sorted(sys.modules.items()):
-        if name != "tokcore" and not name.startswith("tokcore."):
+        if name != "tokcore" and not name.startswith("tokcore.") or name in skipped:
             continue
         trace = name in dataflow
         for value in list(vars(module).values()):

@@ -73,3 +73,28 @@ def test_parity_check_catches_a_difference() -> None:
     twins["py"].f = twins["c"].f = lambda: {}[0]  # type: ignore[attr-defined]
     with pytest.raises(_parity.Finding, match="outside the contract"):
         _parity.same_outcome(twins, lambda t: t.f(), (ValueError,), "f")
+
+
+def test_usage_oracle_agrees_with_the_tests_oracle() -> None:
+    """fuzz/_oracles.py's dialect rules (written apart, from DESIGN.md's table) and
+    tests/_usage.py's expected_usage agree on usage objects of every shape."""
+    import itertools
+
+    import _oracles
+    from _usage import expected_usage
+
+    counts: list[object] = [None, 0, 7, -3, 10**18 - 1, 10**18, -(10**18), 1.5, "2", True]
+    details: list[object] = [None, {}, {"cached_tokens": 1, "x": 2}, [], 3]
+    shapes = [{}, {"x": 1}]
+    for rules in _oracles.DIALECTS.values():
+        for output, detail in itertools.product(counts, details):
+            shapes.append({rules.output_key: output, "x": [1]})
+            shapes.append({"a": 1, rules.prompt_key: output, rules.output_key: output,
+                           **({rules.details_key: detail} if rules.details_key else {})})
+            shapes.append({rules.prompt_key: 1, "total_tokens": 9, rules.cached_key: detail})
+    for api, usage, prompt, cached in itertools.product(
+            _oracles.APIS, shapes, [0, 12_345, 2**63 - 1], [None, 0, 5]):
+        ours = _oracles.rewritten_usage(usage, prompt, cached, api)
+        theirs = expected_usage(usage, prompt, cached, api)
+        assert (ours is None) == (theirs is None) and (
+            ours is None or _oracles.same_json(ours, theirs)), (api, usage, prompt, cached)
