@@ -19,7 +19,7 @@ from ._ids import pack_ids, unpack_ids
 from ._json import del_member, find_member, set_member
 from ._sse import RelayCounts, UsageRelay
 from ._usage import find_usage, rewrite_usage
-from .pickling import compact_ids
+from .pickling import compact_ids, ids_buffer
 from .relay import arelay_usage, relay_usage
 
 __version__ = "0.1.0"
@@ -43,6 +43,7 @@ __all__ = [
     "del_member",
     "find_member",
     "find_usage",
+    "ids_buffer",
     "ids_to_b64",
     "iter_events",
     "pack_ids",
