@@ -233,3 +233,19 @@ def test_oversized_first_event_after_a_bom(kind: str) -> None:
         chunks = [event[i:i + size] for i in range(0, len(event), size)]
         assert relay_run(kind, chunks, limit=64)[:2] == (held[0], (*held[1][:5], 1, 0))
     assert held[0] != event
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("limit", [16, 22, 23, 24, 30])
+def test_a_usage_value_never_closed_counts_the_same_however_cut(kind: str, limit: int) -> None:
+    """Found by fuzz_relay: a usage object still open when its (oversized) event ends was
+    unreadable fed whole but too_large when a read ended inside it past the bound. Its
+    size at the event's end decides, whatever the cut."""
+    event = b'data: {"pad":"' + b"p" * 40 + b'","usage":{"completion_tokens":1\n\n'
+    stream = event + b"data: next\n\n"
+    whole = relay_run(kind, [stream], limit=limit)
+    assert whole[0] == stream and whole[1][1] == 0
+    assert whole[1][4] + whole[1][6] == 1  # unreadable or too_large, once
+    for cut_at in range(1, len(stream)):
+        assert relay_run(kind, [stream[:cut_at], stream[cut_at:]], limit=limit)[:2] == \
+            whole[:2], cut_at

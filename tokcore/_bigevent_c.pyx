@@ -192,9 +192,11 @@ cdef class BigEvent:
         return 0
 
     cdef int _end(self, const char *d, Py_ssize_t at) except -1:
-        if self._holding:
+        cdef Py_ssize_t size
+        if self._holding:  # never closed: unreadable, or over the bound as a cut would say
+            size = self._hold_len + at - self._hold_from
             self._release(d, at)
-            self._count(O_UNREADABLE)
+            self._count(O_TOO_LARGE if size > self._max else O_UNREADABLE)
         elif self._fields and self._state != J_DONE and not self._handled and self._needle:
             self._count(O_UNREADABLE)
         return 0

@@ -199,9 +199,10 @@ class BigEvent:
 
     def _end(self, data: bytes, at: int) -> None:
         """The event ends at ``data[at]``: a usage value still held goes out as it came."""
-        if self._holding:
+        if self._holding:  # never closed: unreadable, or over the bound as a cut would say
+            size = len(self._hold) + at - self._hold_from
             self._release(data, at)
-            self._count(UNREADABLE)
+            self._count(TOO_LARGE if size > self._max else UNREADABLE)
         elif self._fields and self._state != J_DONE and not self._handled and self._needle:
             self._count(UNREADABLE)
 
