@@ -49,19 +49,19 @@ SEEDS_DIR = FUZZ_DIR / "seeds"
 DICTS_DIR = FUZZ_DIR / "dicts"
 NATIVE_DIR = ROOT / "build" / "fuzz-native"
 ARTIFACT_PREFIXES = ("crash-", "timeout-", "oom-", "leak-", "slow-unit-")
-# name: (weight: the share of the time, libFuzzer -max_len). The weights are about the
-# inverse of each harness' executions per CPU second on the 2-core machine with the C
-# coverage on (make fuzz): relay ~2k/s (the Python relay on every input, its framing and
-# usage rules traced), events ~8k/s, usage ~7k/s, ids ~10k/s, fused ~12k/s, b64 ~45k/s; so
-# the relay has a slot to itself and the other five share the second one. Inputs: a stream
-# of a few events, a JSON body, at most 40 ids.
+# name: (weight: the share of the time, libFuzzer -max_len). The weights are the CPU
+# seconds each harness needs for a million executions on the 2-core machine with the C
+# coverage on (make fuzz), over 10: relay ~2,000 executions a second (the Python relay on
+# every input, its framing and usage rules traced), events ~7,000, ids ~9,300, usage ~9,600,
+# fused ~11,000, b64 ~40,000. So the relay has a slot to itself and the other five share
+# the second one. Inputs: a stream of a few events, a JSON body, at most 40 ids.
 SETTINGS = {
     "relay": (50, 1024),
-    "events": (12, 1024),
-    "usage": (14, 2048),
-    "ids": (10, 1024),
-    "fused": (8, 1024),
-    "b64": (2, 1024),
+    "events": (15, 1024),
+    "usage": (11, 2048),
+    "ids": (11, 1024),
+    "fused": (9, 1024),
+    "b64": (3, 1024),
 }
 DEFAULT_SETTINGS = (10, 2048)
 STARTUP_SECONDS = 3  # python, numpy, the corpus: counted in each harness' slot
