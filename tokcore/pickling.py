@@ -20,17 +20,17 @@ the markers in the pickle stream; no user value pickles like them. The decorator
 the class a ``__setstate__`` (wrapping the class's own, if any) that resolves markers left in
 a state that never went through pickle (``copy.copy``) and installs placeholders.
 
-Laziness. A lazy name gets a data descriptor on the class: ``_LazyAttr`` for an attribute
-kept in the instance ``__dict__``, ``_LazySlot`` (wrapping the slot's member descriptor) for
-a ``__slots__`` attribute. The placeholder sits where the list would be, in the same dict
-position or slot; the descriptor's first read unpacks it and puts the list in its place
-(under a lock, so concurrent first reads all return one list), and assignment and ``del``
-work on that same place. An instance ``__dict__`` that holds a placeholder is a ``_LazyDict``,
-a dict whose Python-level reads (``vars(obj)[name]``, ``items()``, ``dict(...)``, ``==``,
-``repr``, ``copy``) see the list, not the placeholder. While the decorator's ``__getstate__``
-runs (and while ``ids_buffer`` reads), reads of that object's held values give the
-placeholders themselves ("raw mode", per thread), so pickling it again sends the held bytes
-as they are.
+Laziness. A lazy name gets a data descriptor on the class (``_lazy``, a Cython twin and a
+Python one): ``LazyAttr`` for an attribute kept in the instance ``__dict__``, ``LazySlot``
+(wrapping the slot's member descriptor) for a ``__slots__`` attribute. The placeholder sits
+where the list would be, in the same dict position or slot; the descriptor's first read
+unpacks it and puts the list in its place (under a lock, so concurrent first reads all
+return one list), and assignment and ``del`` work on that same place. An instance
+``__dict__`` that holds a placeholder is a ``_LazyDict``, a dict whose Python-level reads
+(``vars(obj)[name]``, ``items()``, ``dict(...)``, ``==``, ``repr``, ``copy``) see the list,
+not the placeholder. While the decorator's ``__getstate__`` runs (and while ``ids_buffer``
+reads), reads of that object's held values give the placeholders themselves ("raw mode", per
+thread), so pickling it again sends the held bytes as they are.
 
 What travels compact: a value whose type is exactly ``list`` or ``tuple`` and whose items
 ``pack_ids`` accepts and that fit int32, and a held placeholder. Anything else travels
@@ -61,8 +61,9 @@ from operator import index as _index
 from types import MemberDescriptorType, ModuleType
 from typing import Any, NamedTuple, TypeVar, overload
 
-from . import _ids
+from . import _ids, _lazy
 from ._ids_py import ID_BYTES, LITTLE_ENDIAN_HOST, length_error
+from ._lazy_py import MISSING as _MISSING
 
 _T = TypeVar("_T", bound=type)
 
@@ -73,7 +74,6 @@ _OBJECT_GETSTATE = getattr(object, "__getstate__", None)  # Python 3.11+
 #: the token-id codec in use: the dispatched twin (tests and benchmarks swap in either one)
 _codec: ModuleType = _ids
 
-_MISSING: Any = object()
 _PACK_ERRORS = (TypeError, OverflowError, ValueError, RuntimeError)
 #: memoryview format of a native int32 (``ids_buffer``)
 _INT32_FORMAT = "i" if array("i").itemsize == ID_BYTES else "l"
@@ -84,6 +84,7 @@ _dict_setitem = dict.__setitem__
 _dict_items = dict.items
 _object_getattribute = object.__getattribute__
 _object_setattr = object.__setattr__
+_intern = sys.intern
 
 #: serialises the swap of a placeholder for its list (never held while unpacking)
 _swap_lock = threading.Lock()
@@ -370,6 +371,23 @@ def _instance_dict(obj: object) -> dict[Any, Any] | None:
     return instance_dict
 
 
+def _set_lazy_dict(obj: object, state: Any) -> bool:
+    """Pickle's default setting of a dict ``state`` into a fresh object, as one ``_LazyDict``
+    (keys interned, as pickle does); False, doing nothing, for any other case."""
+    if type(state) is not dict:
+        return False
+    instance_dict = _instance_dict(obj)
+    if instance_dict:  # not fresh (its __new__ set something): the general path
+        return False
+    try:
+        lazy_dict = _LazyDict(zip(map(_intern, state), state.values()))  # keys as pickle sets them
+    except TypeError:  # a key that is not a str
+        lazy_dict = _LazyDict(
+            {_intern(key) if type(key) is str else key: value for key, value in state.items()})
+    _object_setattr(obj, "__dict__", lazy_dict)
+    return True
+
+
 def _lazy_dict_of(obj: object) -> None:
     """Make ``obj``'s instance ``__dict__`` a ``_LazyDict`` (keeping what it holds)."""
     instance_dict = _instance_dict(obj)
@@ -377,133 +395,90 @@ def _lazy_dict_of(obj: object) -> None:
         _object_setattr(obj, "__dict__", _LazyDict(instance_dict))
 
 
-# --- the descriptors of lazy names ----------------------------------------------------------
+# --- where a held value lives: a slot -----------------------------------------------------
 
-class _LazyAttr:
-    """A lazy attribute kept in the instance ``__dict__`` (a data descriptor)."""
-
-    __slots__ = ("name", "default")
-
-    def __init__(self, name: str, default: Any) -> None:
-        self.name = name
-        self.default = default  # the class attribute it replaced (a dataclass default), if any
-
-    def __get__(self, obj: Any, owner: Any = None) -> Any:
-        if obj is None:
-            return self._on_class(owner)
-        instance_dict = obj.__dict__
+def _list_in_slot(slot: Any, obj: object, held: _HeldIds) -> Any:
+    """The list for ``held`` in ``slot`` of ``obj``, swapped in as ``_list_in_dict`` does."""
+    ids = _codec.unpack_ids(held.data)
+    member = slot.member
+    with _swap_lock:
         try:
-            value = _dict_getitem(instance_dict, self.name)
-        except KeyError:
-            return self._absent(obj)
-        if type(value) is _HeldIds:
-            return _dict_value(instance_dict, self.name, value)
-        return value
-
-    def __set__(self, obj: Any, value: Any) -> None:
-        _dict_setitem(obj.__dict__, self.name, value)
-
-    def __delete__(self, obj: Any) -> None:
-        try:
-            del obj.__dict__[self.name]
-        except KeyError:
-            raise AttributeError(self.name) from None
-
-    def _on_class(self, owner: Any) -> Any:
-        default = self.default
-        if default is _MISSING:
-            raise AttributeError(
-                f"type object {getattr(owner, '__name__', owner)!r} has no attribute "
-                f"{self.name!r}"
-            )
-        getter = getattr(type(default), "__get__", None)
-        return default if getter is None else getter(default, None, owner)
-
-    def _absent(self, obj: Any) -> Any:
-        default = self.default
-        if default is _MISSING:
-            raise AttributeError(
-                f"{type(obj).__name__!r} object has no attribute {self.name!r}",
-                name=self.name, obj=obj,
-            )
-        getter = getattr(type(default), "__get__", None)
-        return default if getter is None else getter(default, obj, type(obj))
+            current = member.__get__(obj)
+        except AttributeError:
+            current = _MISSING
+        if current is held:
+            member.__set__(obj, ids)
+            return ids
+    if current is _MISSING:
+        return member.__get__(obj)  # deleted meanwhile: the member's own AttributeError
+    if type(current) is _HeldIds:
+        return _list_in_slot(slot, obj, current)
+    return current
 
 
-class _LazySlot:
-    """A lazy ``__slots__`` attribute: wraps the slot's member descriptor."""
+def _slot_value(slot: Any, obj: object, held: _HeldIds) -> Any:
+    """What a read of ``slot`` that found ``held`` gives (a slot descriptor's ``on_held``)."""
+    raw = _raw()
+    if raw is not None and raw[0] is obj:
+        return held
+    return _list_in_slot(slot, obj, held)
 
-    __slots__ = ("name", "member", "_get", "_set", "_delete")
 
-    def __init__(self, name: str, member: Any) -> None:
-        self.name = name
-        self.member = member
-        self._get = member.__get__
-        self._set = member.__set__
-        self._delete = member.__delete__
+# --- the descriptors of lazy names (_lazy_c, _lazy_py) ----------------------------------------
 
-    def __get__(self, obj: Any, owner: Any = None) -> Any:
-        if obj is None:
-            return self
-        value = self._get(obj)
-        if type(value) is _HeldIds:
-            raw = _raw()
-            if raw is None or raw[0] is not obj:
-                return self._list(obj, value)
-        return value
+#: the twin whose descriptors the decorator puts on classes (tests swap in either one)
+_descriptors: ModuleType = _lazy
 
-    def _list(self, obj: Any, held: _HeldIds) -> Any:
-        ids = _codec.unpack_ids(held.data)
-        with _swap_lock:
-            try:
-                current = self._get(obj)
-            except AttributeError:
-                current = _MISSING
-            if current is held:
-                self._set(obj, ids)
-                return ids
-        if current is _MISSING:
-            return self._get(obj)  # deleted meanwhile: the member's own AttributeError
-        if type(current) is _HeldIds:
-            return self._list(obj, current)
-        return current
 
-    def __set__(self, obj: Any, value: Any) -> None:
-        self._set(obj, value)
-
-    def __delete__(self, obj: Any) -> None:
-        self._delete(obj)
+def _descriptor_kind(value: object) -> str | None:
+    """``"attr"`` or ``"slot"`` for a lazy descriptor of either twin, else None."""
+    kind = type(value)
+    if kind.__module__ in ("tokcore._lazy_py", "tokcore._lazy_c"):
+        if kind.__name__ == "LazyAttr":
+            return "attr"
+        if kind.__name__ == "LazySlot":
+            return "slot"
+    return None
 
 
 class _Layout(NamedTuple):
     """Where a type keeps its lazy names: those in ``__dict__`` and the slots."""
 
     in_dict: frozenset[str]
-    slots: dict[str, _LazySlot]
+    slots: dict[str, Any]  # name -> its LazySlot
 
 
 _layouts: weakref.WeakKeyDictionary[type, _Layout] = weakref.WeakKeyDictionary()
 _NO_LAYOUT = _Layout(frozenset(), {})
 
 
+_last_layout: tuple[type | None, _Layout] = (None, _NO_LAYOUT)  # the one most often asked
+
+
 def _layout(cls: type) -> _Layout:
     """The lazy names of ``cls`` whose descriptor is what its attribute lookup finds."""
+    global _last_layout
+    last = _last_layout
+    if last[0] is cls:
+        return last[1]
     layout = _layouts.get(cls)
     if layout is None:
         seen: set[str] = set()
         in_dict: set[str] = set()
-        slots: dict[str, _LazySlot] = {}
+        slots: dict[str, Any] = {}
         for klass in cls.__mro__:
             for key, value in vars(klass).items():
                 if key in seen:
                     continue
                 seen.add(key)
-                if type(value) is _LazyAttr:
+                kind = _descriptor_kind(value)
+                if kind == "attr":
                     in_dict.add(key)
-                elif type(value) is _LazySlot:
+                elif kind == "slot":
                     slots[key] = value
         layout = _Layout(frozenset(in_dict), slots) if in_dict or slots else _NO_LAYOUT
         _layouts[cls] = layout
+    _last_layout = (cls, layout)
     return layout
 
 
@@ -519,11 +494,11 @@ def _list_of_held(owner: object, held: _HeldIds) -> Any:
                     break
     for slot in _layout(type(owner)).slots.values():
         try:
-            value = slot._get(owner)
+            value = slot.member.__get__(owner)
         except AttributeError:
             continue
         if value is held:
-            return slot._list(owner, held)
+            return _list_in_slot(slot, owner, held)
     return _codec.unpack_ids(held.data)  # no longer held there: the same ids, a new list
 
 
@@ -634,10 +609,8 @@ def _resolve_dict(state: dict[Any, Any], keep: Container[Any]) -> tuple[dict[Any
     return state, held
 
 
-class _Resolved(NamedTuple):
-    state: Any
-    held_in_dict: bool  # a placeholder is to be set into the instance __dict__
-    held: bool  # a placeholder is to be set at all
+#: (state, a placeholder is to be set into the instance __dict__, one is to be set at all)
+_Resolved = tuple[Any, bool, bool]
 
 
 
@@ -653,7 +626,7 @@ def _resolve_state(obj: object, state: Any, own_setstate: bool) -> _Resolved:
     in_dict = layout.in_dict.union(slot_names) if own_setstate else layout.in_dict
     if _is_dict(state):
         state, held = _resolve_dict(state, in_dict)
-        return _Resolved(state, held, held)
+        return state, held, held
     if type(state) is tuple and len(state) == 2:
         dict_state, slot_state = state
         if (dict_state is None or _is_dict(dict_state)) and type(slot_state) is dict:
@@ -662,8 +635,8 @@ def _resolve_state(obj: object, state: Any, own_setstate: bool) -> _Resolved:
             new_slots, held_in_slots = _resolve_dict(slot_state, slot_names)
             if new_dict is not dict_state or new_slots is not slot_state:
                 state = (new_dict, new_slots)
-            return _Resolved(state, held_in_dict, held_in_dict or held_in_slots)
-        return _Resolved(state, False, False)
+            return state, held_in_dict, held_in_dict or held_in_slots
+        return state, False, False
     if type(state) is list and any(type(value) in _MARKERS for value in state):
         # a frozen slots=True dataclass: values by field, set through the descriptors
         try:
@@ -675,8 +648,8 @@ def _resolve_state(obj: object, state: Any, own_setstate: bool) -> _Resolved:
         lazy = layout.in_dict.union(slot_names)
         state = [_resolve(value, lazy, field) for value, field in zip(state, fields)]
         held = _holds(state)
-        return _Resolved(state, held and bool(layout.in_dict), held)
-    return _Resolved(state, False, False)
+        return state, held and bool(layout.in_dict), held
+    return state, False, False
 
 
 def default_state(obj: object) -> Any:
@@ -780,10 +753,10 @@ def _lookup(cls: type, name: str) -> Any:
 def _hold_lazily(cls: type, name: str) -> None:
     """Put the descriptor of lazy name ``name`` on ``cls`` (unless one already applies)."""
     found = _lookup(cls, name)
-    if type(found) is _LazyAttr or type(found) is _LazySlot:
+    if _descriptor_kind(found) is not None:
         return
     if type(found) is MemberDescriptorType:
-        setattr(cls, name, _LazySlot(name, found))
+        setattr(cls, name, _descriptors.LazySlot(name, found, _HeldIds, _slot_value))
         return
     kind = type(found)
     if found is not _MISSING and (hasattr(kind, "__set__") or hasattr(kind, "__delete__")):
@@ -796,7 +769,7 @@ def _hold_lazily(cls: type, name: str) -> None:
             f"compact_ids(lazy=True) cannot hold {cls.__qualname__}.{name}: it is not one of "
             "the class's __slots__ and its instances have no __dict__"
         )
-    setattr(cls, name, _LazyAttr(name, found))
+    setattr(cls, name, _descriptors.LazyAttr(name, found, _HeldIds, _dict_value))
 
 
 def compact_ids(*names: str, lazy: bool = False) -> Callable[[_T], _T]:
@@ -875,7 +848,9 @@ def compact_ids(*names: str, lazy: bool = False) -> Callable[[_T], _T]:
         set_own = own_setstate
 
         def __getstate__(self: Any) -> Any:
-            if _layout(type(self)) is _NO_LAYOUT:
+            layout = _layout(type(self))
+            if layout is _NO_LAYOUT or (own_getstate is None and not layout.slots):
+                # (the default state is the __dict__ itself: its placeholders come as they are)
                 return _compact_state(self, get_own(self), plan)
             previous = _enter_raw(self)  # held values read as placeholders: sent as they are
             try:
@@ -885,14 +860,16 @@ def compact_ids(*names: str, lazy: bool = False) -> Callable[[_T], _T]:
             return _compact_state(self, state, plan)
 
         def __setstate__(self: Any, state: Any) -> None:
-            resolved = _resolve_state(self, state, set_own is not None)
-            if resolved.held_in_dict:
+            state, held_in_dict, held = _resolve_state(self, state, set_own is not None)
+            if held_in_dict:
+                if set_own is None and _set_lazy_dict(self, state):
+                    return
                 _lazy_dict_of(self)
             if set_own is None:
-                default_setstate(self, resolved.state)
+                default_setstate(self, state)
             else:
-                set_own(self, resolved.state)
-                if resolved.held:
+                set_own(self, state)
+                if held:
                     _adopt_placeholders(self)
 
         functions: tuple[Any, ...] = (__getstate__, __setstate__)
@@ -905,7 +882,9 @@ def compact_ids(*names: str, lazy: bool = False) -> Callable[[_T], _T]:
         klass.__setstate__ = __setstate__
         klass.__compact_ids__ = plan.names
         klass.__compact_lazy__ = tuple(name for name in plan.names if name in plan.lazy)
+        global _last_layout
         _layouts.clear()  # layouts of its subclasses may change too
+        _last_layout = (None, _NO_LAYOUT)
         return cls
 
     return decorate
