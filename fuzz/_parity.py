@@ -243,8 +243,10 @@ def equal(a: Any, b: Any) -> bool:
     """Equal values of the same type (so ``b"x"`` and ``bytearray(b"x")`` differ)."""
     if type(a) is not type(b):
         return False
-    if isinstance(a, (list, tuple)):
-        return len(a) == len(b) and all(equal(x, y) for x, y in zip(a, b))
+    if isinstance(a, (list, tuple)):  # equal items (C loops), then their types, then nested
+        if len(a) != len(b) or a != b or list(map(type, a)) != list(map(type, b)):
+            return False
+        return all(equal(x, y) for x, y in zip(a, b) if isinstance(x, (list, tuple)))
     return bool(a == b)
 
 
