@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import lru_cache
 from typing import NamedTuple
 
 from ._args import BytesLike, check_key, check_path, payload_bytes, payload_view
@@ -249,6 +250,7 @@ def top_members(data: bytes) -> tuple[list[Member], int]:
         raise not_an_object(error) from None
 
 
+@lru_cache(maxsize=256)  # a relay's rules are made per stream: their few keys, not json
 def key_text(key: str) -> bytes:
     """A new member's key as JSON text."""
     return json.dumps(key).encode("ascii")
