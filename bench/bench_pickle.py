@@ -1,23 +1,37 @@
-"""pickle.dumps + pickle.loads of a request object holding token ids, with and without
-compact_ids, at 1k, 40k and 128k ids (a data-parallel broadcast or an IPC hop).
+"""Pickling a request object that holds token ids (a data-parallel broadcast, an IPC hop),
+with ``compact_ids`` (eager and ``lazy=True``) and without, at 1k, 40k and 128k ids, uniform
+and Zipf-distributed.
+
+Three cases for each data set:
+
+- ``pickle+unpickle``: ``pickle.loads(pickle.dumps(request))``, nothing read. Lazily, the
+  ids are packed, travel as bytes and stay bytes: no list is built.
+- ``pickle+unpickle+read``: the same, then the ids attribute read once (lazily, the first
+  read builds the list; eagerly, and for plain pickle, it was built by the unpickler).
+- ``relay hop``: ``pickle.dumps(pickle.loads(data))``, the attribute never read: what a
+  process in the middle does (an orchestrator between an API server and its workers).
+  Lazily, the held bytes are sent again as they came.
 
 Allocator state matters here, so it is set the same way for every implementation. A compact
-round trip allocates and frees three large blocks: the pickle and the bytes object the
-unpickler makes of the payload (4 bytes per id each), and the new list (8 bytes per id). They
-add up to twice the list, and glibc's dynamic trim threshold is twice the largest block it
-has freed from mmap, which in a young process is that same list. Such a process gives the
-memory back to the system on every round trip and faults it in again (about 125 page faults
-for 40k ids, 40 % of the round trip on this VM); a process that has once handled a longer
-request, as a server that has seen a 128k-token prompt has, never does for 40k. So each
-worker first checks every implementation on every data set, 128k included, and the timed
-cases run in that state, as in a long-running server. One case, "40k uniform, fresh process",
-is timed before those checks, so the report shows the young-process figure too; it is not a
-goal. ``MALLOC_TRIM_THRESHOLD_=40000000`` removes the pattern in any process.
+round trip allocates and frees a few blocks of 4 or 8 bytes per id (the packed ids, the
+pickle and pickle's output buffer, the unpickler's copy of the payload, the list). In a young
+glibc process blocks of 128 KiB or more are mapped and unmapped at every call, and the
+dynamic thresholds rise only when such a block is freed (the mmap threshold to its size, the
+trim threshold to twice that), so the pages are faulted in again at every call. A process that
+has once handled a longer request, as a server that has seen a 128k-token prompt has, is out of
+that pattern for anything shorter. So each worker first runs every compiled implementation on
+128k ids (the parent process checks every implementation on every data set), and the timed
+cases run in that state, as in a long-running server. The cases ``..., fresh process`` are
+timed before that, in a worker that has made nothing larger than its own 40k request (and,
+for the relay hop, pickled it once per implementation), so the report shows the young-process
+figures too; they are not goals. ``MALLOC_MMAP_THRESHOLD_=4194304`` together with
+``MALLOC_TRIM_THRESHOLD_=40000000`` removes the pattern in any process (either alone does not).
 """
 
 from __future__ import annotations
 
 import pickle
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -26,12 +40,25 @@ from _common import FAST, REFERENCE, SIZES, Target, add, make_runner, uniform_id
 
 from tokcore import _ids_c, _ids_py, compact_ids, pickling
 
+LAZY, LAZY_REFERENCE = f"{FAST} lazy", f"{REFERENCE} lazy"
+PLAIN, NUMPY = "plain pickle", "numpy int32 attribute"
+ROUND_TRIP, READ, RELAY = "pickle+unpickle", "pickle+unpickle+read", "relay hop"
+FRESH = "40k uniform, fresh process"
+
 TARGETS = [
-    Target("pickle+unpickle 40k uniform", "plain pickle", 4),
-    Target("pickle+unpickle 40k zipf", "plain pickle", 4),
+    Target(f"{ROUND_TRIP} 40k uniform", PLAIN, 4),
+    Target(f"{ROUND_TRIP} 40k zipf", PLAIN, 4),
+    # issue 13: the lazy round trip as fast as the C++ path's memcpy (19x there)
+    Target(f"{ROUND_TRIP} 40k uniform", PLAIN, 20, LAZY),
+    Target(f"{ROUND_TRIP} 40k zipf", PLAIN, 20, LAZY),
+    # a relay hop sends the held bytes as they came
+    Target(f"{RELAY} 40k uniform", PLAIN, 50, LAZY),
+    Target(f"{RELAY} 40k zipf", PLAIN, 50, LAZY),
+    # reading the ids after a lazy round trip costs no more than the eager round trip (10 %)
+    Target(f"{READ} 40k uniform", FAST, 1 / 1.1, LAZY),
+    Target(f"{READ} 40k zipf", FAST, 1 / 1.1, LAZY),
 ]
 PROTOCOL = pickle.HIGHEST_PROTOCOL
-FRESH_CASE = "pickle+unpickle 40k uniform, fresh process"
 
 
 # plain classes, not dataclasses: report.py loads this file without registering it as a module
@@ -48,44 +75,114 @@ class CompactRequest(Request):
     pass
 
 
-def round_trip(obj: object) -> object:
+@compact_ids("prompt_token_ids", "output_token_ids", lazy=True)
+class LazyRequest(Request):
+    pass
+
+
+Timed = Callable[[Any], Any]
+
+
+def on(codec: ModuleType | None, run: Timed) -> Timed:
+    """``run`` with compact_ids on ``codec`` (each pyperf worker times one function)."""
+    if codec is None:
+        return run
+
+    def timed(arg: Any) -> Any:
+        pickling._codec = codec
+        return run(arg)
+    return timed
+
+
+def round_trip(obj: Any) -> Any:
     return pickle.loads(pickle.dumps(obj, PROTOCOL))
 
 
-def round_trip_on(codec: ModuleType) -> Any:
-    def run(obj: object) -> object:
-        pickling._codec = codec  # each pyperf worker times one function: set its twin
-        return pickle.loads(pickle.dumps(obj, PROTOCOL))
-    return run
+def round_trip_read(obj: Any) -> Any:
+    return pickle.loads(pickle.dumps(obj, PROTOCOL)).prompt_token_ids
 
 
-def check(ids: list[int]) -> None:
-    """Every implementation round-trips ``ids`` (and leaves the allocator as a server's)."""
-    for codec in (_ids_c, _ids_py):
-        assert round_trip_on(codec)(CompactRequest("req-1", ids)).prompt_token_ids == ids
-    assert round_trip(Request("req-1", ids)).prompt_token_ids == ids
-    assert round_trip(Request("req-1", np.asarray(ids, np.int32))).prompt_token_ids.tolist() == ids
+def round_trip_tolist(obj: Any) -> Any:  # the hand-made lazy attribute: keep the array
+    return pickle.loads(pickle.dumps(obj, PROTOCOL)).prompt_token_ids.tolist()
+
+
+def relay(data: bytes) -> bytes:
+    return pickle.dumps(pickle.loads(data), PROTOCOL)
+
+
+class Impl:
+    """One implementation: its request class, codec, and whether it is timed everywhere."""
+
+    def __init__(self, name: str, make: Callable[[list[int]], Any], codec: ModuleType | None,
+                 read: Timed = round_trip_read, everywhere: bool = True) -> None:
+        self.name, self.make, self.codec, self.read = name, make, codec, read
+        self.everywhere = everywhere
+
+
+IMPLS = [
+    Impl(FAST, lambda ids: CompactRequest("req-1", ids), _ids_c),
+    Impl(LAZY, lambda ids: LazyRequest("req-1", ids), _ids_c),
+    # the Python twins: only the 40k round trips
+    Impl(REFERENCE, lambda ids: CompactRequest("req-1", ids), _ids_py, everywhere=False),
+    Impl(LAZY_REFERENCE, lambda ids: LazyRequest("req-1", ids), _ids_py, everywhere=False),
+    Impl(PLAIN, lambda ids: Request("req-1", ids), None),
+    # what a user might do by hand instead: keep the ids in a numpy int32 array (40k only)
+    Impl(NUMPY, lambda ids: Request("req-1", np.asarray(ids, np.int32)), None,
+         read=round_trip_tolist, everywhere=False),
+]
+FRESH_IMPLS = (FAST, LAZY, PLAIN)
+
+
+def values(ids: Any) -> list[int]:
+    return ids.tolist() if isinstance(ids, np.ndarray) else list(ids)
+
+
+def check(ids: list[int], impls: list[Impl]) -> None:
+    """Every implementation gets ``ids`` back in every case (and leaves the allocator as a
+    server's would be)."""
+    for impl in impls:
+        obj = impl.make(ids)
+        back = on(impl.codec, round_trip)(obj)
+        if impl.name in (LAZY, LAZY_REFERENCE):
+            assert pickling._is_held(back, "prompt_token_ids")
+        assert values(back.prompt_token_ids) == ids
+        assert values(on(impl.codec, impl.read)(obj)) == ids
+        data = on(impl.codec, relay)(pickle.dumps(obj, PROTOCOL))
+        again = pickle.loads(data)
+        if impl.name in (LAZY, LAZY_REFERENCE):
+            assert pickling._is_held(again, "prompt_token_ids")
+        assert values(again.prompt_token_ids) == ids
+
+
+def add_cases(runner: Any, label: str, ids: list[int], impls: list[Impl]) -> None:
+    for case, timed in ((ROUND_TRIP, round_trip), (READ, None), (RELAY, relay)):
+        timed_here = [impl for impl in impls if impl.everywhere or (
+            "40k" in label and (case == ROUND_TRIP or impl.name == NUMPY))]
+        # (the Python twins: the 40k round trip; numpy: every 40k case)
+        runs = [(impl, impl.read if timed is None else timed) for impl in timed_here]
+        # every input of a case is made before any of its implementations is timed
+        args = [pickle.dumps(impl.make(ids), PROTOCOL) if run is relay else impl.make(ids)
+                for impl, run in runs]
+        for (impl, run), arg in zip(runs, args):
+            add(runner, f"{case} {label}", impl.name, on(impl.codec, run), arg)
 
 
 def main() -> None:
     runner = make_runner()
-    sets = [("1k uniform", uniform_ids(SIZES["1k"])), ("40k uniform", uniform_ids(SIZES["40k"])),
-            ("40k zipf", zipf_ids(SIZES["40k"])), ("128k uniform", uniform_ids(SIZES["128k"]))]
-    # timed before any large round trip has run in this worker: see the module's docstring
-    fresh_ids = dict(sets)["40k uniform"]
-    add(runner, FRESH_CASE, FAST, round_trip_on(_ids_c), CompactRequest("req-1", fresh_ids))
-    add(runner, FRESH_CASE, "plain pickle", round_trip, Request("req-1", fresh_ids))
-    for _, ids in sets:
-        check(ids)
+    # timed before any large block has been freed in this worker: see the module's docstring
+    fresh_ids = uniform_ids(SIZES["40k"])
+    add_cases(runner, FRESH, fresh_ids, [i for i in IMPLS if i.name in FRESH_IMPLS])
+    sets = [(f"{size} {kind}", make(SIZES[size])) for size in SIZES
+            for kind, make in (("uniform", uniform_ids), ("zipf", zipf_ids))]
+    # The parent process checks every implementation on every set; a worker (it times one
+    # case) runs the compiled ones on 128k uniform ids, which puts it in the state above.
+    if runner.parse_args().worker:
+        check(dict(sets)["128k uniform"], [i for i in IMPLS if i.everywhere])
+    else:
+        for _, ids in sets:
+            check(ids, IMPLS)
     for label, ids in sets:
-        case = f"pickle+unpickle {label}"
-        compact = CompactRequest("req-1", ids)
-        add(runner, case, FAST, round_trip_on(_ids_c), compact)
-        add(runner, case, REFERENCE, round_trip_on(_ids_py), compact)
-        add(runner, case, "plain pickle", round_trip, Request("req-1", ids))
-        # what a user might do by hand instead: keep the ids in a numpy int32 array
-        add(runner, case, "numpy int32 attribute", round_trip,
-            Request("req-1", np.asarray(ids, np.int32)))
+        add_cases(runner, label, ids, IMPLS)
 
 
 if __name__ == "__main__":
