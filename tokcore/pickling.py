@@ -538,9 +538,9 @@ class _Plan(NamedTuple):
 
 def _compact_dict(obj: object, state: dict[Any, Any], plan: _Plan) -> dict[Any, Any]:
     """A copy of ``state`` with the named values compacted (``state`` itself if none is)."""
-    if type(state) is _LazyDict:
-        state = dict(_dict_items(state))  # its storage, placeholders included
     compacted = None
+    if type(state) is _LazyDict:
+        state = compacted = dict(_dict_items(state))  # its storage, placeholders included
     for name in plan.names:
         value = _dict_get(state, name, _MISSING)
         if value is not _MISSING:
@@ -613,7 +613,6 @@ def _resolve_dict(state: dict[Any, Any], keep: Container[Any]) -> tuple[dict[Any
 _Resolved = tuple[Any, bool, bool]
 
 
-
 def _resolve_state(obj: object, state: Any, own_setstate: bool) -> _Resolved:
     """Markers back to values; placeholders kept only where the type holds them lazily.
 
@@ -623,15 +622,15 @@ def _resolve_state(obj: object, state: Any, own_setstate: bool) -> _Resolved:
     """
     layout = _layout(type(obj))
     slot_names = layout.slots
-    in_dict = layout.in_dict.union(slot_names) if own_setstate else layout.in_dict
+    keep = layout.in_dict.union(slot_names) if own_setstate else layout.in_dict
     if _is_dict(state):
-        state, held = _resolve_dict(state, in_dict)
+        state, held = _resolve_dict(state, keep)
         return state, held, held
     if type(state) is tuple and len(state) == 2:
         dict_state, slot_state = state
         if (dict_state is None or _is_dict(dict_state)) and type(slot_state) is dict:
             new_dict, held_in_dict = (dict_state, False) if dict_state is None else (
-                _resolve_dict(dict_state, in_dict))
+                _resolve_dict(dict_state, keep))
             new_slots, held_in_slots = _resolve_dict(slot_state, slot_names)
             if new_dict is not dict_state or new_slots is not slot_state:
                 state = (new_dict, new_slots)
