@@ -236,13 +236,17 @@ def test_oversized_first_event_after_a_bom(kind: str) -> None:
 
 
 @pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("limit", [16, 22, 23, 24, 30])
-def test_a_usage_value_never_closed_counts_the_same_however_cut(kind: str, limit: int) -> None:
+@pytest.mark.parametrize("limit", [16, 22, 23, 24, 25, 26, 30])
+@pytest.mark.parametrize("line_end", [b"\n", b"\r\n", b"\r"])
+def test_a_usage_value_never_closed_counts_the_same_however_cut(kind: str, limit: int,
+                                                               line_end: bytes) -> None:
     """Found by fuzz_relay: a usage object still open when its (oversized) event ends was
-    unreadable fed whole but too_large when a read ended inside it past the bound. Its
-    size at the event's end decides, whatever the cut."""
-    event = b'data: {"pad":"' + b"p" * 40 + b'","usage":{"completion_tokens":1\n\n'
-    stream = event + b"data: next\n\n"
+    unreadable fed whole but too_large when a read ended inside it past the bound (and, with
+    CRLF, the other way when a read ended between the blank line's CR and LF). Its size at
+    the event's end, up to the blank line's CR or LF, decides, whatever the cut."""
+    event = (b'data: {"pad":"' + b"p" * 40 + b'","usage":{"completion_tokens":1' + line_end
+             + line_end)
+    stream = event + b"data: next" + line_end + line_end
     whole = relay_run(kind, [stream], limit=limit)
     assert whole[0] == stream and whole[1][1] == 0
     assert whole[1][4] + whole[1][6] == 1  # unreadable or too_large, once

@@ -34,7 +34,7 @@ cdef class BigEvent:
     cdef Py_ssize_t held_bytes(self) noexcept
     cdef int _emit(self, const char *d, Py_ssize_t start, Py_ssize_t stop) except -1
     cdef int _field(self) except -1
-    cdef int _end(self, const char *d, Py_ssize_t at) except -1
+    cdef int _end(self, const char *d, Py_ssize_t at, bint lf) except -1
     cdef void _count(self, int outcome) noexcept
     cdef int _release(self, const char *d, Py_ssize_t at) except -1
     cdef int _keep(self, const char *d, Py_ssize_t at) except -1

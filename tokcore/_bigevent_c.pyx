@@ -102,6 +102,7 @@ cdef class BigEvent:
         cdef Py_ssize_t i = pos, stop, j, end = -1
         cdef unsigned char c
         cdef int line
+        cdef bint lf
         self._out = []
         self._copied = pos
         self._hold_from = pos
@@ -125,11 +126,12 @@ cdef class BigEvent:
                 i += 1
                 self._cr = c == 13
                 if self._line_empty:  # a blank line: the event ends
-                    if self._cr and i < n and d[i] == 10:
+                    lf = self._cr and i < n and d[i] == 10
+                    if lf:
                         i += 1
                         self._cr = False
                     end = i
-                    self._end(d, end)
+                    self._end(d, end, lf)
                     break
                 if line == L_NAMED or line == L_COLON:
                     self._field()  # "data" or "data:" alone: an empty value
@@ -176,7 +178,7 @@ cdef class BigEvent:
         if self._line == L_NAMED or self._line == L_COLON:
             self._field()  # an unfinished last line still counts as a field
         self._out = []
-        self._end(b"", 0)
+        self._end(b"", 0, False)
         out, self._out = self._out, []
         return b"".join(out)
 
@@ -191,10 +193,10 @@ cdef class BigEvent:
         self._fields = True
         return 0
 
-    cdef int _end(self, const char *d, Py_ssize_t at) except -1:
+    cdef int _end(self, const char *d, Py_ssize_t at, bint lf) except -1:
         cdef Py_ssize_t size
         if self._holding:  # never closed: unreadable, or over the bound as a cut would say
-            size = self._hold_len + at - self._hold_from
+            size = self._hold_len + at - self._hold_from - lf  # (see _bigevent_py._end)
             self._release(d, at)
             self._count(O_TOO_LARGE if size > self._max else O_UNREADABLE)
         elif self._fields and self._state != J_DONE and not self._handled and self._needle:

@@ -137,11 +137,12 @@ class BigEvent:
                 i += 1
                 self._cr = byte == _CR
                 if self._line_empty:  # a blank line: the event ends
-                    if self._cr and i < n and data[i] == _LF:
+                    lf = self._cr and i < n and data[i] == _LF
+                    if lf:
                         i += 1
                         self._cr = False
                     end = i
-                    self._end(data, end)
+                    self._end(data, end, lf)
                     break
                 if line == L_NAMED or line == L_COLON:
                     self._field()  # "data" or "data:" alone: an empty value
@@ -188,7 +189,7 @@ class BigEvent:
         if self._line == L_NAMED or self._line == L_COLON:
             self._field()  # an unfinished last line still counts as a field
         self._out = []
-        self._end(b"", 0)
+        self._end(b"", 0, False)
         out, self._out = self._out, []
         return b"".join(out)
 
@@ -197,10 +198,12 @@ class BigEvent:
             self._json(b"\n", 0, 1)  # the joiner of two data values
         self._fields = True
 
-    def _end(self, data: bytes, at: int) -> None:
-        """The event ends at ``data[at]``: a usage value still held goes out as it came."""
+    def _end(self, data: bytes, at: int, lf: bool) -> None:
+        """The event ends at ``data[at]``: a usage value still held goes out as it came.
+        ``lf``: the blank line's CRLF ended in this read (its LF is not counted, so the size
+        is the same whether or not a read ended between the CR and the LF)."""
         if self._holding:  # never closed: unreadable, or over the bound as a cut would say
-            size = len(self._hold) + at - self._hold_from
+            size = len(self._hold) + at - self._hold_from - lf
             self._release(data, at)
             self._count(TOO_LARGE if size > self._max else UNREADABLE)
         elif self._fields and self._state != J_DONE and not self._handled and self._needle:
