@@ -12,6 +12,7 @@ import copy
 import dataclasses
 import io
 import json
+import os
 import pickle
 import struct
 import sys
@@ -773,12 +774,22 @@ def test_descriptors_keep_references_balanced(kind: type) -> None:
     assert sys.getrefcount(held_ids) == alone - 1
 
 
+#: traced-heap growth allowed over MEMORY_CYCLES; one leaked placeholder (56 bytes) a cycle is
+#: 112 KB, one leaked payload (1.2 KB) 2.4 MB. Under the sanitizers (TOKCORE_SANITIZE=1, make
+#: sanitize) CPython keeps a bounded, churning pool of small blocks live that tracemalloc
+#: counts (about 1,800 blocks, 110 KiB, for plain lazy loads; the eager path shows the same),
+#: so the limit there only catches payload-sized leaks.
+MEMORY_CYCLES = 2000
+SANITIZED = os.environ.get("TOKCORE_SANITIZE", "") not in ("", "0")
+MEMORY_LIMIT = (512 if SANITIZED else 64) * 1024
+
+
 @pytest.mark.parametrize("kind", KINDS, ids=by_name)
 def test_memory_is_flat_over_many_lazy_cycles(kind: type) -> None:
     import gc
     import tracemalloc
 
-    data = pickle.dumps(make(kind, ids=list(range(1000))))
+    data = pickle.dumps(make(kind, ids=list(range(300))))
 
     def cycle() -> None:
         back = pickle.loads(data)
@@ -790,19 +801,19 @@ def test_memory_is_flat_over_many_lazy_cycles(kind: type) -> None:
         if hasattr(relayed, "__dict__"):
             dict(vars(relayed))
 
-    for _ in range(50):
+    for _ in range(100):
         cycle()
     gc.collect()
     tracemalloc.start()
     try:
         start = tracemalloc.get_traced_memory()[0]
-        for _ in range(300):
+        for _ in range(MEMORY_CYCLES):
             cycle()
         gc.collect()
         grown = tracemalloc.get_traced_memory()[0] - start
     finally:
         tracemalloc.stop()
-    assert grown < 16 * 1024, grown  # one leaked 4 KB payload a cycle would be 1.2 MB
+    assert grown < MEMORY_LIMIT, grown
 
 
 # --- threads --------------------------------------------------------------------------------------
