@@ -76,3 +76,39 @@ def test_public_names() -> None:
     for name in tokcore.__all__:
         assert hasattr(tokcore, name), name
     assert tokcore.pack_ids is tokcore._ids.pack_ids
+
+
+def _pure_copy(tmp_path: Path) -> Path:
+    """The package as a pure wheel (or one whose extensions fail to load) installs it."""
+    package = tmp_path / "tokcore"
+    package.mkdir()
+    for source in (ROOT / "tokcore").glob("*.py"):
+        (package / source.name).write_bytes(source.read_bytes())
+    return tmp_path
+
+
+def _import_copy(copy: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("TOKCORE_")}
+    environ.update(env, PYTHONPATH=str(copy))
+    return subprocess.run([sys.executable, "-c", "import tokcore; print(tokcore.BACKEND)"],
+                          env=environ, capture_output=True, text=True, cwd=copy)
+
+
+def test_missing_extensions_are_said_once(tmp_path: Path) -> None:
+    done = _import_copy(_pure_copy(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "python"
+    assert done.stderr.count("RuntimeWarning") == 1
+    assert "is not installed or does not load" in done.stderr
+    assert "TOKCORE_NO_EXTENSIONS=1" in done.stderr
+
+
+def test_pure_twins_on_purpose_are_quiet(tmp_path: Path) -> None:
+    done = _import_copy(_pure_copy(tmp_path), TOKCORE_NO_EXTENSIONS="1")
+    assert (done.returncode, done.stdout.strip(), done.stderr) == (0, "python", "")
+
+
+def test_required_extensions_missing_fail_the_import(tmp_path: Path) -> None:
+    done = _import_copy(_pure_copy(tmp_path), TOKCORE_REQUIRE_EXTENSIONS="1")
+    assert done.returncode == 1
+    assert "ModuleNotFoundError: No module named 'tokcore._" in done.stderr

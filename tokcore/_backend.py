@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import warnings
 from types import ModuleType
 
 NO_EXTENSIONS_VAR = "TOKCORE_NO_EXTENSIONS"
@@ -28,14 +29,35 @@ LOADED: dict[str, str] = {}
 MODULES: dict[str, ModuleType] = {}
 
 
+#: said once a process when a compiled twin is missing and nobody asked for the pure ones
+MISSING_WARNING = (
+    "tokcore: the compiled extension {module} is not installed or does not load ({error}); "
+    "its pure-Python twin runs instead, several times slower. Set "
+    f"{NO_EXTENSIONS_VAR}=1 to choose the pure twins on purpose (and silence this), or "
+    "reinstall with a C compiler present: pip install --no-cache-dir --force-reinstall tokcore"
+)
+_warned = False
+
+
+def _missing(module: str, error: ImportError) -> None:
+    """A slow install never goes unnoticed: an install with no compiler and no
+    TOKCORE_NO_EXTENSIONS fails, and a pure wheel reused from pip's cache is said here."""
+    global _warned
+    if not _warned:
+        _warned = True
+        warnings.warn(MISSING_WARNING.format(module=module, error=error), RuntimeWarning,
+                      stacklevel=4)
+
+
 def load_twin(name: str) -> ModuleType:
     """Import ``tokcore._<name>_c``, or ``tokcore._<name>_py`` when that is not possible."""
     if not NO_EXTENSIONS:
         try:
             module = importlib.import_module(f"tokcore._{name}_c")
-        except ImportError:
+        except ImportError as exc:
             if REQUIRE_EXTENSIONS:
                 raise
+            _missing(f"tokcore._{name}_c", exc)
         else:
             LOADED[name], MODULES[name] = "cython", module
             return module
