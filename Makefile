@@ -5,7 +5,8 @@ BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 SOURCES := $(wildcard tokcore/*.pyx tokcore/*.pxd tokcore/*.h) setup.py pyproject.toml
 
-.PHONY: all venv build test test-c test-py bench fuzz fuzz-native fuzz-smoke sanitize lint clean
+.PHONY: all venv build test test-c test-py bench fuzz fuzz-native fuzz-smoke sanitize lint clean \
+	install-check
 
 all: test
 
@@ -79,6 +80,11 @@ sanitize: $(VENV)/.deps-test
 		ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1 \
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		TOKCORE_REQUIRE_EXTENSIONS=1 $(CURDIR)/$(BIN)/python -m pytest -q -p no:cacheprovider
+
+# The package as users install it: sdist and wheel by python -m build, twine check, a
+# manylinux wheel by auditwheel, fresh venvs with and without a compiler (tools/install_check.py).
+install-check: $(VENV)/.deps-dist
+	$(BIN)/python tools/install_check.py
 
 clean:
 	rm -rf build $(VENV) tokcore/*.so tokcore/_*_c.c tokcore/*.html .pytest_cache .hypothesis bench/results fuzz/work fuzz/crashes

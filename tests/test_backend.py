@@ -13,13 +13,16 @@ import tokcore
 from tokcore import _backend
 
 ROOT = Path(__file__).resolve().parent.parent
+#: where the tokcore under test lives: the source tree, or site-packages when the suite runs
+#: from an unpacked sdist against an installed wheel
+PACKAGE_PARENT = Path(tokcore.__file__).resolve().parent.parent
 
 
 def run_python(code: str, **env: str) -> str:
     environ = {k: v for k, v in os.environ.items() if not k.startswith("TOKCORE_")}
-    environ.update(env, PYTHONPATH=str(ROOT))
+    environ.update(env, PYTHONPATH=str(PACKAGE_PARENT))
     done = subprocess.run([sys.executable, "-c", code], env=environ, capture_output=True,
-                          text=True, check=True, cwd=ROOT)
+                          text=True, check=True, cwd=PACKAGE_PARENT)
     return done.stdout.strip()
 
 
