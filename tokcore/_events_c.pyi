@@ -1,8 +1,11 @@
 from collections.abc import Iterable, Iterator
 
+from typing_extensions import disjoint_base
+
 from ._args import BytesLike
 from ._events_py import Event
 
+@disjoint_base
 class EventDecoder:
     def __init__(self, *, max_event_bytes: int = ...) -> None: ...
     @property

@@ -1,8 +1,7 @@
-from typing import Any
-
+from ._args import BytesLike
 from ._ids_py import IdsArg
 
 BUILD_INFO: dict[str, str]
 
 def pack_ids(ids: IdsArg) -> bytes: ...
-def unpack_ids(data: Any) -> list[int]: ...
+def unpack_ids(data: BytesLike) -> list[int]: ...

@@ -11,7 +11,9 @@ import sys
 from array import array
 from collections.abc import Iterable
 from operator import index as _index
-from typing import Any, Union
+from typing import Any, SupportsIndex, Union
+
+from ._args import Buffer, BytesLike
 
 INT32_MIN = -(2**31)
 INT32_MAX = 2**31 - 1
@@ -25,7 +27,8 @@ NOT_ID_SEQUENCES = (str, bytes, bytearray)
 _INT_FORMATS = frozenset("bBhHiIlLqQnN")
 _BYTE_ORDER_PREFIXES = frozenset("@=<>!")
 
-IdsArg = Union[Iterable[Any], memoryview]
+#: token ids: integers (or anything with ``__index__``), or a buffer of them (numpy, array)
+IdsArg = Union[Iterable[SupportsIndex], Buffer]
 
 # array typecode for (signed, itemsize) on this platform, e.g. (True, 4) -> "i"
 _TYPECODES: dict[tuple[bool, int], str] = {}
@@ -177,7 +180,7 @@ def pack_ids(ids: IdsArg) -> bytes:
     return packed.tobytes()
 
 
-def unpack_ids(data: Any) -> list[int]:
+def unpack_ids(data: BytesLike) -> list[int]:
     """Little-endian int32 bytes -> a list of Python ints."""
     if isinstance(data, str):
         raise TypeError("int32 data must be a bytes-like object, not str")

@@ -1,10 +1,21 @@
 """SSE usage relay dispatcher: the Cython twin when it loads, else the Python one."""
 
-from ._backend import load_twin
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ._sse_py import RelayCounts
 
-_twin = load_twin("sse")
+# Checkers read the Python twin, typed and checked with the code; the Cython twin's stub
+# declares the same signatures (tests/test_typing.py compares them). At run time the twin
+# that loads is used.
+if TYPE_CHECKING:
+    from ._sse_py import UsageRelay
+else:
+    from ._backend import load_twin
 
-UsageRelay = _twin.UsageRelay
+    _twin = load_twin("sse")
+
+    UsageRelay = _twin.UsageRelay
 
 __all__ = ["RelayCounts", "UsageRelay"]

@@ -1,11 +1,14 @@
-from ._args import BytesLike
+from typing_extensions import disjoint_base
+
+from ._args import Api, BytesLike
 from ._sse_py import RelayCounts
 
 BUILD_INFO: dict[str, str]
 
+@disjoint_base
 class UsageRelay:
     def __init__(self, prompt_tokens: int, cached_tokens: int | None = None, *,
-                 api: str = "chat", max_event_bytes: int = ...) -> None: ...
+                 api: Api = "chat", max_event_bytes: int = ...) -> None: ...
     @property
     def pending_bytes(self) -> int: ...
     @property

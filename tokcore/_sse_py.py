@@ -16,7 +16,7 @@ import re
 from threading import Lock
 from typing import NamedTuple
 
-from ._args import BytesLike, check_max_event_bytes, in_use, payload_bytes
+from ._args import Api, BytesLike, check_max_event_bytes, in_use, payload_bytes
 from ._bigevent_py import BigEvent
 from ._dialects import FOREIGN, NONE, NOT_OBJECT, REWRITTEN, TOO_LARGE, UNREADABLE
 from ._fields import rewrite_event
@@ -91,7 +91,7 @@ class UsageRelay:
                  "_counts", "_lock")
 
     def __init__(self, prompt_tokens: int, cached_tokens: int | None = None, *,
-                 api: str = "chat", max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
+                 api: Api = "chat", max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
         self._rules = make_rules(prompt_tokens, cached_tokens, api)
         self._max = check_max_event_bytes(max_event_bytes)
         self._pending = bytearray()  # the start of an event whose blank line is not here yet

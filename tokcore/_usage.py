@@ -1,10 +1,20 @@
 """Usage dispatcher: the Cython twin when it loads, else the Python one."""
 
-from ._backend import load_twin
+from __future__ import annotations
 
-_twin = load_twin("usage")
+from typing import TYPE_CHECKING
 
-find_usage = _twin.find_usage
-rewrite_usage = _twin.rewrite_usage
+# Checkers read the Python twin, typed and checked with the code; the Cython twin's stub
+# declares the same signatures (tests/test_typing.py compares them). At run time the twin
+# that loads is used.
+if TYPE_CHECKING:
+    from ._usage_py import find_usage, rewrite_usage
+else:
+    from ._backend import load_twin
+
+    _twin = load_twin("usage")
+
+    find_usage = _twin.find_usage
+    rewrite_usage = _twin.rewrite_usage
 
 __all__ = ["find_usage", "rewrite_usage"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from ._args import BytesLike, check_count, payload_bytes
+from ._args import Api, BytesLike, check_count, payload_bytes
 from ._dialects import (
     FOREIGN,
     MAX_COUNT_DIGITS,
@@ -208,7 +208,7 @@ def text_edits(data: bytes, rules: Rules) -> tuple[int, list[Edit]]:
     return usage_edits(data, rules)
 
 
-def find_usage(payload: BytesLike, *, api: str = "chat") -> Span | None:
+def find_usage(payload: BytesLike, *, api: Api = "chat") -> Span | None:
     """Byte span of the usage value of a JSON object text, or None."""
     data = payload_bytes(payload)
     spec = dialect(api)
@@ -216,7 +216,7 @@ def find_usage(payload: BytesLike, *, api: str = "chat") -> Span | None:
 
 
 def rewrite_usage(payload: BytesLike, prompt_tokens: int, cached_tokens: int | None = None,
-                  *, api: str = "chat") -> bytes:
+                  *, api: Api = "chat") -> bytes:
     """The payload with only its usage counts rewritten (see the contract)."""
     data = payload_bytes(payload)
     rules = make_rules(prompt_tokens, cached_tokens, api)

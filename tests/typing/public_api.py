@@ -1,0 +1,304 @@
+"""tokcore's public API as a strict type checker sees it, whichever twin loads.
+
+``make lint`` runs mypy --strict and pyright (strict) on this file; tests/test_typing.py runs
+it too, so each use below also does at run time what its types say.
+
+- The ``accepted_*`` functions: correct uses, each result's exact static type asserted
+  with ``assert_type`` (a checker fails on any other type, ``Any`` included).
+- ``rejected``: wrong uses, each an error the checkers must report, silenced on its line
+  by ``# type: ignore[code]``. Unused ignores are errors (mypy's warn_unused_ignores, pyright's
+  reportUnnecessaryTypeIgnoreComment), so a wrong use that a checker lets through fails the
+  lint. At run time each one raises what the contract says (the few that cannot raise are
+  marked).
+"""
+
+from __future__ import annotations
+
+import array
+import asyncio
+import mmap
+import pickle
+import sys
+from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator
+from typing import Literal, Optional
+
+import numpy as np
+import pytest
+
+import tokcore
+from tokcore import Event, EventTooLarge, RelayCounts, UsageRelay
+
+if sys.version_info >= (3, 11):
+    from typing import assert_type
+else:
+    from typing_extensions import assert_type
+
+Span = tuple[int, int]
+BODY = b'{"usage":{"prompt_tokens":1,"completion_tokens":2}}'
+SSE = b"data: " + BODY + b"\n\n"
+
+
+@tokcore.compact_ids("ids")
+class Request:
+    def __init__(self, ids: list[int]) -> None:
+        self.ids = ids
+
+
+@tokcore.compact_ids("ids", lazy=True)
+class LazyRequest:
+    def __init__(self, ids: list[int]) -> None:
+        self.ids = ids
+
+
+# --- correct uses: their exact types ---------------------------------------------------------
+
+def accepted_ids() -> None:
+    assert_type(tokcore.pack_ids([1, 2, 3]), bytes)
+    assert_type(tokcore.pack_ids((1, 2)), bytes)
+    assert_type(tokcore.pack_ids(range(3)), bytes)
+    assert_type(tokcore.pack_ids(i for i in range(3)), bytes)
+    assert_type(tokcore.pack_ids([True, np.int64(5)]), bytes)  # anything with __index__
+    assert_type(tokcore.pack_ids(np.arange(3, dtype=np.int64)), bytes)
+    assert_type(tokcore.pack_ids(array.array("q", [1])), bytes)
+    assert_type(tokcore.pack_ids(memoryview(array.array("i", [1]))), bytes)
+    data = tokcore.pack_ids([1, 2])
+    assert tokcore.unpack_ids(data) == [1, 2]
+    assert_type(tokcore.unpack_ids(data), list[int])
+    assert_type(tokcore.unpack_ids(bytearray(data)), list[int])
+    assert_type(tokcore.unpack_ids(memoryview(data)), list[int])
+    assert_type(tokcore.unpack_ids(array.array("i", [1])), list[int])
+    with mmap.mmap(-1, 8) as mapped:
+        assert_type(tokcore.unpack_ids(mapped), list[int])
+    ids = np.arange(2, dtype="<i4")
+    assert_type(tokcore.unpack_ids(ids.data), list[int])  # a memoryview on every Python
+    if sys.version_info >= (3, 12):  # numpy's stubs declare ndarray's buffer from 3.12 on
+        assert_type(tokcore.unpack_ids(ids), list[int])
+
+
+def accepted_b64() -> None:
+    assert_type(tokcore.b64encode(b"x"), bytes)
+    assert_type(tokcore.b64encode(bytearray(b"x"), altchars=b"-_"), bytes)
+    assert_type(tokcore.b64encode(memoryview(b"x"), memoryview(b"-_")), bytes)
+    assert_type(tokcore.b64decode("eA=="), bytes)
+    assert_type(tokcore.b64decode(b"eA==", altchars="-_", validate=True), bytes)
+    assert_type(tokcore.standard_b64encode(b"x"), bytes)
+    assert_type(tokcore.standard_b64decode("eA=="), bytes)
+    assert_type(tokcore.urlsafe_b64encode(b"\xff"), bytes)
+    assert_type(tokcore.urlsafe_b64decode(b"_w=="), bytes)
+    assert tokcore.ids_to_b64([1]) == "AQAAAA=="
+    assert_type(tokcore.ids_to_b64([1]), str)
+    assert_type(tokcore.ids_to_b64(np.arange(2, dtype=np.int32)), str)
+    assert_type(tokcore.b64_to_ids("AQAAAA=="), list[int])
+    assert_type(tokcore.b64_to_ids(b"AQAAAA==", validate=True), list[int])
+
+
+def accepted_json_and_usage() -> None:
+    assert_type(tokcore.find_usage(BODY), Optional[Span])
+    assert_type(tokcore.find_usage(bytearray(BODY), api="responses"), Optional[Span])
+    assert_type(tokcore.rewrite_usage(BODY, 10), bytes)
+    assert_type(tokcore.rewrite_usage(memoryview(BODY), 10, 2, api="messages"), bytes)
+    api: Literal["chat", "responses", "messages"] = "responses"
+    assert_type(tokcore.rewrite_usage(BODY, prompt_tokens=10, cached_tokens=None, api=api),
+                bytes)
+    assert_type(tokcore.find_member(b'{"a":{"b":1}}', "a", "b"), Optional[Span])
+    assert_type(tokcore.set_member(b"{}", "a", b"1"), bytes)
+    assert_type(tokcore.set_member(bytearray(b"{}"), "a", memoryview(b"[]")), bytes)
+    assert_type(tokcore.del_member(b'{"a":1}', "a"), bytes)
+
+
+def accepted_relay() -> None:
+    relay = UsageRelay(10, 2, api="chat", max_event_bytes=1 << 16)
+    assert_type(relay, UsageRelay)
+    assert_type(relay.feed(SSE), bytes)
+    assert_type(relay.feed(bytearray(SSE)), bytes)
+    assert_type(relay.close(), bytes)
+    assert_type(relay.pending_bytes, int)
+    counts = relay.counts
+    assert_type(counts, RelayCounts)
+    assert_type(counts.events, int)
+    assert_type(counts.rewritten, int)
+    assert_type(counts.foreign, int)
+    assert_type(counts.not_object, int)
+    assert_type(counts.unreadable, int)
+    assert_type(counts.oversized, int)
+    assert_type(counts.too_large, int)
+    assert counts == RelayCounts(events=2, rewritten=2)
+    assert_type(UsageRelay(prompt_tokens=1, api="messages"), UsageRelay)
+
+    stream = tokcore.relay_usage([SSE], 10)
+    assert_type(stream, Generator[bytes, None, None])
+    assert_type(next(stream), bytes)
+    stream.close()
+    mine = UsageRelay(10, api="responses")
+    assert_type(tokcore.relay_usage(iter([SSE]), relay=mine), Generator[bytes, None, None])
+    assert_type(tokcore.relay_usage((SSE,), 10, None, api="messages", max_event_bytes=64),
+                Generator[bytes, None, None])
+
+
+async def accepted_async() -> None:
+    async def chunks() -> AsyncIterator[bytes]:
+        yield SSE
+
+    stream = tokcore.arelay_usage(chunks(), 10, api="responses")
+    assert_type(stream, AsyncGenerator[bytes, None])
+    async for out in stream:
+        assert_type(out, bytes)
+    await stream.aclose()
+    assert_type(tokcore.arelay_usage(chunks(), relay=UsageRelay(1)), AsyncGenerator[bytes, None])
+
+
+def accepted_events() -> None:
+    decoder = tokcore.EventDecoder(max_event_bytes=1024)
+    events = decoder.feed(b"id: 7\nretry: 10\ndata: x\n\n")
+    assert_type(events, list[Event])
+    assert_type(decoder.close(), list[Event])
+    assert_type(decoder.pending_bytes, int)
+    event = events[0]
+    assert event == Event("message", "x", "7", 10)
+    assert_type(event.event, str)
+    assert_type(event.data, str)
+    assert_type(event.id, Optional[str])
+    assert_type(event.retry, Optional[int])
+    assert_type(tokcore.iter_events([b"data: x\n\n"], max_event_bytes=64), Iterator[Event])
+    try:
+        tokcore.EventDecoder(max_event_bytes=4).feed(b"data: too long\n\n")
+    except EventTooLarge as exc:
+        assert_type(exc.events, list[Event])
+        assert_type(exc.offsets, list[int])
+        assert_type(exc, EventTooLarge)
+    else:
+        raise AssertionError("EventTooLarge was not raised")
+
+
+def accepted_pickling_and_module() -> None:
+    request = pickle.loads(pickle.dumps(Request([1, 2])))
+    assert isinstance(request, Request) and request.ids == [1, 2]
+    assert_type(Request([1]), Request)  # the decorator keeps the class's type
+    assert_type(LazyRequest([1]), LazyRequest)
+    assert_type(tokcore.ids_buffer(LazyRequest([1, 2]), "ids"), memoryview)
+    assert_type(tokcore.BACKEND, Literal["cython", "python", "mixed"])
+    assert_type(tokcore.__version__, str)
+
+
+# --- wrong uses: each a checker error (and an error at run time) -----------------------------
+
+def rejected() -> None:
+    # token ids
+    with pytest.raises(TypeError):
+        tokcore.pack_ids("abc")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        tokcore.pack_ids(["1", "2"])  # type: ignore[list-item]
+    with pytest.raises(TypeError):
+        tokcore.pack_ids([1.5])  # type: ignore[list-item]
+    with pytest.raises(TypeError):
+        tokcore.pack_ids(7)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        tokcore.unpack_ids(123)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        tokcore.unpack_ids("AAAA")  # type: ignore[arg-type]
+    with pytest.raises(AttributeError):
+        tokcore.unpack_ids(b"").decode()  # type: ignore[attr-defined]
+    text: str = tokcore.unpack_ids(b"")  # type: ignore[assignment]  # (no error at run time)
+    del text
+
+    # base64
+    with pytest.raises(TypeError):
+        tokcore.b64encode(42)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        tokcore.b64encode("text")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        tokcore.b64encode(b"x", altchars="-_")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        tokcore.b64decode(42)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        tokcore.urlsafe_b64encode("x")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        tokcore.ids_to_b64("abc")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        tokcore.b64_to_ids(None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        tokcore.b64_to_ids("AQAAAA==", True)  # type: ignore[call-arg]
+    encoded: bytes = tokcore.ids_to_b64([1])  # type: ignore[assignment]  # (no error at run time)
+    del encoded
+
+    # usage and JSON members
+    with pytest.raises(TypeError):
+        tokcore.find_usage("text")  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        tokcore.find_usage(BODY, api="chatgpt")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        tokcore.find_usage(BODY, dialect="chat")  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        tokcore.find_usage(BODY, "chat")  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        tokcore.rewrite_usage(BODY, "10")  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        tokcore.rewrite_usage(BODY, 10, api="Chat")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        tokcore.find_member(b"{}", 1)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        tokcore.set_member(b"{}", "k", "1")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        tokcore.del_member("{}", "k")  # type: ignore[arg-type]
+    span: tuple[int, int] = tokcore.find_usage(BODY)  # type: ignore[assignment]  # may be None
+    del span
+
+    # the relay and the stream helpers
+    with pytest.raises(TypeError):
+        UsageRelay("10")  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        UsageRelay(10, api="completions")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        UsageRelay(10, max_event_size=64)  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        UsageRelay(10).feed("data: x\n\n")  # type: ignore[arg-type]
+    with pytest.raises(AttributeError):
+        UsageRelay(10).counts.rewritten = 1  # type: ignore[misc]
+    with pytest.raises(ValueError):
+        tokcore.relay_usage([SSE], 10, api="gpt")  # type: ignore[call-overload]
+    with pytest.raises(TypeError):
+        tokcore.relay_usage([SSE])  # type: ignore[call-overload]
+    with pytest.raises(TypeError):
+        tokcore.relay_usage([SSE], 10, relay=UsageRelay(10))  # type: ignore[call-overload]
+    with pytest.raises(TypeError):
+        list(tokcore.relay_usage(["data: x\n\n"], 10))  # type: ignore[list-item]
+    with pytest.raises(TypeError):
+        tokcore.arelay_usage([SSE], 10)  # type: ignore[call-overload]
+    relayed: Iterator[str] = tokcore.relay_usage([SSE], 1)  # type: ignore[assignment]
+    del relayed
+
+    # events
+    with pytest.raises(TypeError):
+        tokcore.EventDecoder(1024)  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        tokcore.EventDecoder(max_event_bytes="1")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        tokcore.EventDecoder().feed("data: x\n\n")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        list(tokcore.iter_events("data: x\n\n"))  # type: ignore[arg-type]
+    with pytest.raises(AttributeError):
+        tokcore.Event().data.decode()  # type: ignore[attr-defined]
+
+    # pickling, and the module's constants
+    with pytest.raises(TypeError):
+        tokcore.compact_ids("ids", lazy="yes")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        tokcore.compact_ids(1)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        tokcore.compact_ids("ids")(accepted_ids)  # type: ignore[type-var]
+    with pytest.raises(TypeError):
+        tokcore.ids_buffer(Request([1]), 1)  # type: ignore[arg-type]
+    compiled = tokcore.BACKEND == "c"  # type: ignore[comparison-overlap]  # (no error at run time)
+    assert not compiled
+
+
+def run_all() -> None:
+    """Every function above, at run time (tests/test_typing.py)."""
+    accepted_ids()
+    accepted_b64()
+    accepted_json_and_usage()
+    accepted_relay()
+    asyncio.run(accepted_async())
+    accepted_events()
+    accepted_pickling_and_module()
+    rejected()
