@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import binascii
 import itertools
+import platform
 import threading
 from array import array
 from collections.abc import Callable, Iterator
@@ -87,8 +88,12 @@ def test_build_info(b64_twin: ModuleType) -> None:
     info = getattr(b64_twin, "BUILD_INFO", None)
     if b64_twin is _b64_py:
         assert info is None
-    else:
-        assert info["simd"] in ("avx2", "scalar")
+        return
+    assert info["simd"] in ("avx2", "neon", "scalar")
+    if platform.machine().lower() in ("aarch64", "arm64"):  # NEON is in every aarch64 CPU
+        assert info["simd"] == "neon"
+    with scalar_only(b64_twin):
+        assert info["simd"] == "scalar"
 
 
 # --- drop-in base64: fixed unusual inputs ------------------------------------------------
@@ -203,6 +208,29 @@ def test_every_short_text_exactly(kernel: ModuleType) -> None:
             for validate in (False, True):
                 assert message_outcome(kernel.b64decode, text, validate=validate) == (
                     message_outcome(base64.b64decode, text, validate=validate)), (text, validate)
+
+
+def test_every_byte_in_every_lane(kernel: ModuleType) -> None:
+    """Each of the 256 byte values at each position of the first SIMD block (64 characters
+    for NEON, 32 for AVX2) and the start of the next, in both modes: the lookups that tell
+    alphabet characters from the rest see every character in every lane."""
+    good = base64.b64encode(bytes(range(7, 103)))  # 128 characters
+    for pos in range(70):
+        for char in range(256):
+            data = good[:pos] + bytes((char,)) + good[pos + 1:]
+            for validate in (False, True):
+                assert outcome(kernel.b64decode, data, validate=validate) == outcome(
+                    base64.b64decode, data, validate=validate), (pos, char, validate)
+
+
+def test_encode_every_byte_in_every_lane(kernel: ModuleType) -> None:
+    """Every byte value at every position of a 48-byte block (NEON's step, AVX2's is 24)."""
+    raw = bytes(range(256))
+    for shift in range(48):
+        data = raw[shift:] + raw[:shift] + raw[:shift]
+        encoded = base64.b64encode(data)
+        assert kernel.b64encode(data) == encoded
+        assert kernel.b64decode(encoded, validate=True) == data
 
 
 @pytest.mark.parametrize("bad", [b"*", b"=", b"\n", b"\x80", b"-"])

@@ -1,4 +1,5 @@
-/* Base64 kernels for _b64_c: table-driven scalar code everywhere, AVX2 where the CPU has it.
+/* Base64 kernels for _b64_c: table-driven scalar code everywhere, AVX2 where the CPU has it
+ * (x86), NEON on aarch64 (_b64_neon.h).
  *
  * Encoding: 3 bytes -> 4 characters of the standard alphabet, '=' padding at the end.
  * Decoding has two paths. The fast one takes well-formed text (only alphabet characters,
@@ -13,7 +14,9 @@
  * 16-bit multiplies to split 24-bit groups into 6-bit indices, nibble lookups with pshufb
  * to validate and translate characters, and multiply-adds to join 6-bit values again.
  * They are compiled with a function-level target attribute and picked at run time, so the
- * module still loads on CPUs without AVX2 and builds on any architecture.
+ * module still loads on CPUs without AVX2 and builds on any architecture. NEON is in every
+ * aarch64 CPU, so its kernels are picked at compile time. Either way the scalar kernels stay
+ * compiled and tests switch to them (tok_b64_set_simd), comparing both on one machine.
  * Every function here is GIL-free: it touches only the memory it is given.
  */
 #ifndef TOKCORE_B64_CORE_H
@@ -33,7 +36,8 @@ static uint16_t tok_b64_pairs[4096];
 static uint32_t tok_b64_dec[4][256];
 #define TOK_B64_BAD 0x01000000u
 
-/* -DTOK_B64_HAVE_AVX2=0 builds the portable kernels only (what non-x86 hosts get) */
+/* -DTOK_B64_HAVE_AVX2=0 / -DTOK_B64_HAVE_NEON=0 build the portable kernels only (what other
+ * hosts get) */
 #ifndef TOK_B64_HAVE_AVX2
 #  if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #    define TOK_B64_HAVE_AVX2 1
@@ -41,12 +45,23 @@ static uint32_t tok_b64_dec[4][256];
 #    define TOK_B64_HAVE_AVX2 0
 #  endif
 #endif
+#ifndef TOK_B64_HAVE_NEON
+#  if defined(__aarch64__) && defined(__ARM_NEON) && (defined(__GNUC__) || defined(__clang__)) \
+      && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#    define TOK_B64_HAVE_NEON 1
+#  else
+#    define TOK_B64_HAVE_NEON 0
+#  endif
+#endif
 #if TOK_B64_HAVE_AVX2
 #  include <immintrin.h>
 #endif
+#if TOK_B64_HAVE_NEON
+#  include "_b64_neon.h"
+#endif
 
-static int tok_b64_cpu_avx2 = 0;  /* what the CPU offers */
-static int tok_b64_use_avx2 = 0;  /* what the kernels use (tests can turn it off) */
+static int tok_b64_cpu_simd = 0;  /* what the CPU offers: AVX2 (checked at run time) or NEON */
+static int tok_b64_use_simd = 0;  /* what the kernels use (tests can turn it off) */
 
 static void tok_b64_init(void) {
     for (int i = 0; i < 4096; i++) {
@@ -64,19 +79,25 @@ static void tok_b64_init(void) {
     }
 #if TOK_B64_HAVE_AVX2
     __builtin_cpu_init();
-    tok_b64_cpu_avx2 = __builtin_cpu_supports("avx2") ? 1 : 0;
+    tok_b64_cpu_simd = __builtin_cpu_supports("avx2") ? 1 : 0;
+#elif TOK_B64_HAVE_NEON
+    tok_b64_neon_init(tok_b64_alphabet);
+    tok_b64_cpu_simd = 1;
 #endif
-    tok_b64_use_avx2 = tok_b64_cpu_avx2;
+    tok_b64_use_simd = tok_b64_cpu_simd;
 }
 
 /* Turn the SIMD kernels on or off (on only if the CPU has them); returns the old state. */
 static int tok_b64_set_simd(int on) {
-    int before = tok_b64_use_avx2;
-    tok_b64_use_avx2 = on && tok_b64_cpu_avx2;
+    int before = tok_b64_use_simd;
+    tok_b64_use_simd = on && tok_b64_cpu_simd;
     return before;
 }
 
-static const char *tok_b64_simd_name(void) { return tok_b64_use_avx2 ? "avx2" : "scalar"; }
+static const char *tok_b64_simd_name(void) {
+    if (!tok_b64_use_simd) return "scalar";
+    return TOK_B64_HAVE_NEON ? "neon" : "avx2";
+}
 
 #if TOK_B64_HAVE_AVX2
 
@@ -166,7 +187,9 @@ static size_t tok_b64_decode_avx2(const unsigned char *src, size_t nquads, unsig
 static void tok_b64_encode(const unsigned char *src, size_t n, unsigned char *out) {
     size_t done = 0;
 #if TOK_B64_HAVE_AVX2
-    if (tok_b64_use_avx2) done = tok_b64_encode_avx2(src, n, out);
+    if (tok_b64_use_simd) done = tok_b64_encode_avx2(src, n, out);
+#elif TOK_B64_HAVE_NEON
+    if (tok_b64_use_simd) done = tok_b64_encode_neon(src, n, out);
 #endif
     out += done / 3 * 4;
     for (; n - done >= 3; done += 3, out += 4) {
@@ -194,7 +217,9 @@ static void tok_b64_encode(const unsigned char *src, size_t n, unsigned char *ou
 static size_t tok_b64_decode_quads(const unsigned char *src, size_t nquads, unsigned char *out) {
     size_t q = 0;
 #if TOK_B64_HAVE_AVX2
-    if (tok_b64_use_avx2) q = tok_b64_decode_avx2(src, nquads, out);
+    if (tok_b64_use_simd) q = tok_b64_decode_avx2(src, nquads, out);
+#elif TOK_B64_HAVE_NEON
+    if (tok_b64_use_simd) q = tok_b64_decode_neon(src, nquads, out);
 #endif
     for (; q < nquads; q++) {
         const unsigned char *s = src + q * 4;

@@ -4,6 +4,9 @@ from ._args import Api, BytesLike
 from ._sse_py import RelayCounts
 
 BUILD_INFO: dict[str, str]
+_SCANS: tuple[str, ...]
+
+def _scan(name: str, data: bytes, simd: bool = True) -> int: ...
 
 @disjoint_base
 class UsageRelay:

@@ -29,8 +29,20 @@ cdef extern from "_ssescan.h":
     Py_ssize_t tok_last_lflf(const char *p, Py_ssize_t n) noexcept nogil
     Py_ssize_t tok_count_event_ends(const char *p, Py_ssize_t n) noexcept nogil
     Py_ssize_t tok_line_end(const char *p, Py_ssize_t i, Py_ssize_t n) noexcept nogil
+    bint TOK_SCAN_SIMD
+    Py_ssize_t tok_scan_by_number(int which, int simd, const char *p, Py_ssize_t n) noexcept nogil
 
 BUILD_INFO = {"byte scan": TOK_SCAN_KIND.decode()}
+# the scans _scan runs, by their number in tok_scan_by_number
+_SCANS = ("next_candidate", "next_candidate_cr", "first_lflf", "last_lflf", "count_event_ends")
+
+
+def _scan(name, bytes data, simd=True):
+    """One byte scan of ``_ssescan.h`` on ``data``: the vector loops (``simd``, where the
+    build has them) or the portable ones. For the tests that compare both; -1 is none."""
+    cdef int which = _SCANS.index(name)
+    return tok_scan_by_number(which, 1 if simd and TOK_SCAN_SIMD else 0,
+                              PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data))
 
 cdef int O_NONE = NONE, O_REWRITTEN = REWRITTEN
 # RelayCounts fields

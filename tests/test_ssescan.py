@@ -1,0 +1,142 @@
+"""The relay's byte scans (``_ssescan.h``): the vector loops (SSE2 on x86-64, NEON on aarch64)
+and the portable ones against a Python oracle, exhaustively on short inputs, at every offset
+around the 16-byte blocks, and on random bytes. The Cython twin's ``_scan`` runs one scan of
+either kind on the same machine; only the Cython twin has scans, so these tests need it."""
+
+from __future__ import annotations
+
+import itertools
+import platform
+import re
+from collections.abc import Callable
+from types import ModuleType
+
+import pytest
+from _twins import twin
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+SCANS = ("next_candidate", "next_candidate_cr", "first_lflf", "last_lflf", "count_event_ends")
+MACHINE = platform.machine().lower()
+EXPECTED_KIND = {"x86_64": "SSE2", "amd64": "SSE2", "aarch64": "NEON", "arm64": "NEON"}
+
+
+def oracle_candidate(data: bytes, with_cr: bool) -> int:
+    found = (CANDIDATE_CR if with_cr else CANDIDATE).search(data)
+    return found.start() if found else -1
+
+
+CANDIDATE = re.compile(rb'"usage"|\\u00')
+CANDIDATE_CR = re.compile(rb'"usage"|\\u00|\r')
+# a LF that ends a line which is not empty and is followed by another LF
+EVENT_END = re.compile(rb"(?<=[^\n])\n(?=\n)")
+
+ORACLES: dict[str, Callable[[bytes], int]] = {
+    "next_candidate": lambda d: oracle_candidate(d, False),
+    "next_candidate_cr": lambda d: oracle_candidate(d, True),
+    "first_lflf": lambda d: d.find(b"\n\n"),
+    "last_lflf": lambda d: d.rfind(b"\n\n"),
+    "count_event_ends": lambda d: len(EVENT_END.findall(d)),
+}
+
+
+def slow_oracles(data: bytes) -> dict[str, int]:
+    """The same by their definitions, byte by byte, to check the regexes once."""
+    def candidate(with_cr: bool) -> int:
+        return next((k for k in range(len(data)) if data[k:].startswith((b'"usage"', b"\\u00"))
+                     or (with_cr and data[k] == 13)), -1)
+    pairs = [i for i in range(len(data) - 1) if data[i] == data[i + 1] == 10]
+    return {"next_candidate": candidate(False), "next_candidate_cr": candidate(True),
+            "first_lflf": min(pairs, default=-1), "last_lflf": max(pairs, default=-1),
+            "count_event_ends": sum(1 for i in pairs if i > 0 and data[i - 1] != 10)}
+
+
+@pytest.fixture(scope="module")
+def sse_c() -> ModuleType:
+    module: ModuleType = twin("sse", "c")
+    return module
+
+
+def check(sse_c: ModuleType, data: bytes, scans: tuple[str, ...] = SCANS) -> None:
+    for name in scans:
+        expected = ORACLES[name](data)
+        assert sse_c._scan(name, data, True) == expected, (name, data)
+        assert sse_c._scan(name, data, False) == expected, (name, "portable", data)
+
+
+def test_kind(sse_c: ModuleType) -> None:
+    """The build uses the vector loops its CPU family has: a build that lost them (a wrong
+    define, a compiler that does not target them) fails here instead of going slow."""
+    assert sse_c._SCANS == SCANS
+    kind = sse_c.BUILD_INFO["byte scan"]
+    assert kind == EXPECTED_KIND.get(MACHINE, kind)
+    assert kind in ("SSE2", "NEON", "portable")
+
+
+def test_unknown_scan(sse_c: ModuleType) -> None:
+    with pytest.raises(ValueError):
+        sse_c._scan("memmem", b"")
+
+
+def test_oracles() -> None:
+    for n in range(6):
+        for chars in itertools.product(b'\n\r"\\ux', repeat=n):
+            data = bytes(chars)
+            assert {name: oracle(data) for name, oracle in ORACLES.items()} == slow_oracles(data)
+
+
+def test_every_short_input(sse_c: ModuleType) -> None:
+    """Every input of up to 6 bytes over the bytes the scans look at, and every input of 18
+    bytes (one 16-byte block, its look-behind and look-ahead) over LF and one other byte."""
+    for n in range(7):
+        for chars in itertools.product(b'\n\r"\\ux', repeat=n):
+            check(sse_c, bytes(chars))
+    lf_scans = ("first_lflf", "last_lflf", "count_event_ends")
+    six = [b"".join(b"\n" if bits >> k & 1 else b"x" for k in range(6)) for bits in range(64)]
+    for a, b, c in itertools.product(six, repeat=3):
+        check(sse_c, a + b + c, lf_scans)
+
+
+NEEDLES = [b'"usage"', b"\\u00", b"\r", b"\n\n", b"\n\n\n", b"x\n\n", b'"usag', b"\\u0",
+           b'"', b"\\", b"\n", b'"usage"\r', b"\\u00e9"]
+FILLERS = [b"x", b"\n", b'"u', b"\\u"]
+
+
+def test_every_offset(sse_c: ModuleType) -> None:
+    """Each needle at every offset of inputs of every length up to 50 (three blocks and the
+    tails), in fillers that make false starts in every lane."""
+    for filler in FILLERS:
+        for n in range(51):
+            base = (filler * n)[:n]
+            for needle in NEEDLES:
+                for k in range(n - len(needle) + 1):
+                    check(sse_c, base[:k] + needle + base[k + len(needle):])
+
+
+def test_two_needles_every_pair_of_offsets(sse_c: ModuleType) -> None:
+    """Two needles: the first hit and the last pair are told apart wherever both fall."""
+    n = 40
+    for first, second in ((b"\n\n", b"\n\n"), (b'"usage"', b"\r"), (b"\\u00", b'"usage"')):
+        for i in range(n - len(first) + 1):
+            for j in range(i + len(first), n - len(second) + 1):
+                data = bytearray(b"x" * n)
+                data[i:i + len(first)] = first
+                data[j:j + len(second)] = second
+                check(sse_c, bytes(data))
+
+
+def test_many_events(sse_c: ModuleType) -> None:
+    """Counts past NEON's 255-block flush of its per-lane counters."""
+    for event in (b"data: x\n\n", b"\n\n", b"a\n\n\n", b"ab\n\n" * 4):
+        for repeat in (255 * 16 // len(event), 9000):
+            data = event * repeat
+            for extra in (b"", b"\n", b"x\n\n"):
+                check(sse_c, data + extra, ("count_event_ends", "last_lflf", "first_lflf"))
+
+
+@settings(max_examples=400, deadline=None)
+@given(data=st.lists(st.sampled_from([b"\n", b"\r", b'"', b"\\", b"u", b"x", b'"usage"',
+                                      b"\\u00", b"\n\n", b"\x00", b"\xff"]),
+                     max_size=60).map(b"".join))
+def test_random(data: bytes) -> None:
+    check(twin("sse", "c"), data)
