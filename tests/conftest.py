@@ -11,12 +11,17 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from _budget import QUICK, QUICK_EXAMPLES
 from _twins import KINDS, twin
 from hypothesis import settings
 
 # A shared 2-core machine makes per-example timings meaningless: no deadline.
 settings.register_profile("tokcore", deadline=None, max_examples=150)
-settings.load_profile("tokcore")
+# TOKCORE_TEST_QUICK=1 (the CPython matrix and the emulated aarch64 job): fewer examples
+# per property, every test still run; the full draw is `make test`'s. Tests that set their
+# own max_examples take them through _budget.examples, which applies the same cap.
+settings.register_profile("quick", deadline=None, max_examples=QUICK_EXAMPLES)
+settings.load_profile("quick" if QUICK else "tokcore")
 
 
 def twin_fixture(name: str) -> Callable[..., Any]:

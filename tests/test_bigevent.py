@@ -16,6 +16,7 @@ import tracemalloc
 from typing import Any
 
 import pytest
+from _budget import examples
 from _twins import twin
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -56,7 +57,7 @@ FRAGMENTS = [b"data: ", b"data:", b"data", b"\n", b"\r\n", b"\r", b": c\n", b"ev
              b'{"response":{"usage":{"output_tokens":5}}}', b'{"message":{"usage":{}}}']
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(st.lists(st.sampled_from(FRAGMENTS), min_size=1, max_size=40), st.sampled_from(APIS),
        st.integers(1, 80), st.randoms(use_true_random=False))
 def test_any_bytes_twins_agree_however_cut(parts: list[bytes], api: str, limit: int,
@@ -97,7 +98,7 @@ def place_usage(api: str, usage: Any, nested: bool, other: dict[str, Any]) -> di
     return body
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.sampled_from(APIS), st.one_of(usage_values, usage_values, usage_values, json_values),
        st.booleans(),
        st.dictionaries(st.sampled_from(["id", "a", "choices", "usage"]), json_values,

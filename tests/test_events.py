@@ -17,6 +17,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from _budget import examples
 from _twins import twins
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -242,7 +243,7 @@ LINES = [b"data: a", b"data:bb", b"data", b": c", b"event: e", b"event: eeeee", 
          b"data: \xff"]
 
 
-@settings(max_examples=120)
+@settings(max_examples=examples(120))
 @given(st.lists(st.sampled_from(LINES), max_size=14),
        st.lists(st.sampled_from([b"\n", b"\r", b"\r\n"]), min_size=14, max_size=14),
        st.integers(1, 30), st.data())

@@ -19,6 +19,7 @@ from types import ModuleType
 from typing import Any, Callable, NamedTuple
 
 import pytest
+from _budget import examples
 from _twins import twins
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -510,7 +511,7 @@ def test_find_member_surrogate_keys(json_twin: ModuleType, text: bytes,
     check_find(json_twin, Doc(text), path)
 
 
-@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), suppress_health_check=[HealthCheck.too_slow])
 @given(texts(), SEEDS)
 def test_find_member_agrees_with_json_loads(json_twin: ModuleType, text: bytes,
                                             seed: int) -> None:
@@ -519,7 +520,7 @@ def test_find_member_agrees_with_json_loads(json_twin: ModuleType, text: bytes,
         check_find(json_twin, doc, path)
 
 
-@settings(max_examples=40, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=examples(40), suppress_health_check=[HealthCheck.too_slow,
                                                    HealthCheck.large_base_example])
 @given(deep_values(), deep_values(), SEEDS)
 def test_find_member_deep_nesting(json_twin: ModuleType, before: Any, target: Any,
@@ -584,7 +585,7 @@ def test_not_an_object(json_twin: ModuleType, text: bytes, first_byte: int | Non
     check_not_object(json_twin, text, first_byte)
 
 
-@settings(max_examples=40, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), suppress_health_check=[HealthCheck.too_slow])
 @given(texts(deep=False), SEEDS)
 def test_every_prefix_is_not_an_object(json_twin: ModuleType, text: bytes,
                                        seed: int) -> None:
@@ -636,7 +637,7 @@ def test_set_member_cases(json_twin: ModuleType, text: bytes, key: str, value: b
         check_set(json_twin, Doc(text), key, value)
 
 
-@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), suppress_health_check=[HealthCheck.too_slow])
 @given(texts(), st.data())
 def test_set_member_agrees_with_json_loads(json_twin: ModuleType, text: bytes,
                                            data: st.DataObject) -> None:
@@ -695,7 +696,7 @@ def test_del_member_absent_is_the_same_object(json_twin: ModuleType, text: bytes
         assert type(result) is bytes and result == text
 
 
-@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), suppress_health_check=[HealthCheck.too_slow])
 @given(texts(), st.data())
 def test_del_member_agrees_with_json_loads(json_twin: ModuleType, text: bytes,
                                            data: st.DataObject) -> None:
@@ -803,7 +804,7 @@ def check_parity(text: bytes, paths: list[tuple[str, ...]]) -> None:
             check_del(twin, doc, paths[0][0])
 
 
-@settings(max_examples=250, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(250), suppress_health_check=[HealthCheck.too_slow])
 @given(texts(), MUTATIONS)
 def test_twins_agree_on_damaged_bytes(text: bytes, mutations: list[tuple[int, int, bytes]]) -> None:
     doc = Doc(text)
@@ -811,7 +812,7 @@ def test_twins_agree_on_damaged_bytes(text: bytes, mutations: list[tuple[int, in
     check_parity(mutate(text, mutations), paths)
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(st.lists(FRAGMENTS, max_size=16).map(b"".join), st.sampled_from(["a", "usage", "b"]))
 def test_twins_agree_on_token_soup(text: bytes, key: str) -> None:
     check_parity(text, [(key,), (key, "b"), ("a", "usage")])

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _budget import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -490,7 +491,7 @@ def expected_back(value: Any) -> Any:
     return value
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(value=values, more=values, protocol=st.sampled_from(PROTOCOLS),
        kind=st.sampled_from(KINDS))
 def test_round_trip_property(value: Any, more: Any, protocol: int, kind: type) -> None:

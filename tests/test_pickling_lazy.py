@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _budget import examples
 from _twins import twins
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -916,7 +917,7 @@ def reads(kind: type) -> Iterator[Callable[[Any], tuple[Any, Any]]]:
         yield lambda obj: (vars(obj)["ids"], dict(vars(obj))["more"])
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(value=values, more=values, protocol=st.sampled_from(PROTOCOLS),
        kind=st.sampled_from(KINDS), hops=st.integers(0, 2))
 def test_round_trip_property(value: Any, more: Any, protocol: int, kind: type,

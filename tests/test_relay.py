@@ -15,6 +15,7 @@ from typing import Any
 
 import _twins
 import pytest
+from _budget import examples
 from _usage import expected_usage, rewritten_text
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -160,7 +161,7 @@ def test_forwarded_when_blank_line_arrives(stream_twin: ModuleType, name: str) -
     assert relay.close() == b""
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(st.sampled_from(sorted(STREAMS)), st.data())
 def test_random_splits(name: str, data: st.DataObject) -> None:
     stream, expected = joined(STREAMS[name])
@@ -318,7 +319,7 @@ FRAGMENTS = [b"data: ", b"data:", b'{"usage":', b'{"usage":null}', b"{", b"}", b
              b"event: e", b'{"completion_tokens":2}', b",", b"\xef\xbb\xbf", b"\xff", b"1"]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(st.sampled_from(FRAGMENTS), max_size=30), st.data())
 def test_twins_agree_on_anything(fragments: list[bytes], data: st.DataObject) -> None:
     stream = b"".join(fragments)
@@ -409,7 +410,7 @@ def generated_stream(draw: st.DrawFn) -> list[Event]:
     return events
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(generated_stream(), st.data())
 def test_generated_streams_against_json(events: list[Event], data: st.DataObject) -> None:
     stream, expected = joined(events)

@@ -214,8 +214,9 @@ def test_usage_after_deep_nesting_is_rewritten_by_both_twins(depth: int) -> None
     for kind in KINDS:
         sse: ModuleType = twin("stream", kind)
         for stack in (0, 900):
-            assert at_stack_depth(stack, lambda: sse.rewrite_usage(body, 9)) == expected
-            assert at_stack_depth(stack, lambda: sse.rewrite_usage(nested, 9)) is nested
+            # called at once, inside this iteration: the lambdas see this loop's twin
+            assert at_stack_depth(stack, lambda: sse.rewrite_usage(body, 9)) == expected  # noqa: B023
+            assert at_stack_depth(stack, lambda: sse.rewrite_usage(nested, 9)) is nested  # noqa: B023
         for limit in (1 << 30, 64):  # held, and scanned as it streams
             relay = sse.UsageRelay(9, max_event_bytes=limit)
             assert relay.feed(b"data: " + body + b"\n\n") == b"data: " + expected + b"\n\n"

@@ -8,6 +8,7 @@ from typing import Any
 
 import _twins
 import pytest
+from _budget import examples
 from _usage import expected_usage
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -159,7 +160,7 @@ def test_find_usage_rejects_non_bytes(stream_twin: ModuleType, bad: object) -> N
         stream_twin.find_usage(bad)
 
 
-@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(400), suppress_health_check=[HealthCheck.too_slow])
 @given(json_texts())
 def test_find_usage_agrees_with_json_loads(payload: bytes) -> None:
     assume(oracle_usage(payload) is not NOT_FOUND)
@@ -167,7 +168,7 @@ def test_find_usage_agrees_with_json_loads(payload: bytes) -> None:
         check_span(payload, twin.find_usage(payload))
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(json_texts(), st.data())
 def test_find_usage_twins_agree_on_damaged_text(payload: bytes, data: st.DataObject) -> None:
     cut = data.draw(st.integers(0, len(payload)))
@@ -270,7 +271,7 @@ def test_rewrite_usage_rejects_str(stream_twin: ModuleType) -> None:
         stream_twin.rewrite_usage('{"usage":{}}', 1)
 
 
-@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(400), suppress_health_check=[HealthCheck.too_slow])
 @given(json_texts(), st.integers(0, 2**63 - 1), st.none() | st.integers(0, 2**63 - 1))
 def test_rewrite_usage_agrees_with_json_loads(payload: bytes, prompt: int,
                                               cached: int | None) -> None:
@@ -282,7 +283,7 @@ def test_rewrite_usage_agrees_with_json_loads(payload: bytes, prompt: int,
     assert len(results) == 1
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(USAGE, st.integers(0, 10**6), st.none() | st.integers(0, 10**6), st.booleans())
 def test_rewrite_usage_objects(usage: dict[str, Any], prompt: int, cached: int | None,
                                spaced: bool) -> None:
@@ -378,7 +379,7 @@ def test_event_decoder_bad_input(stream_twin: ModuleType) -> None:
         decoder.feed(b"data: y\n\n")
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(st.lists(st.sampled_from([b"data: a", b"data:b", b"data", b": c", b"event: e",
                                  b"id: 1", b"retry: 20", b"", b"x", b"\xef\xbb\xbf"]), max_size=12),
        st.lists(st.sampled_from([b"\n", b"\r", b"\r\n"]), min_size=12, max_size=12),
@@ -411,7 +412,7 @@ def test_find_usage_at_every_offset(stream_twin: ModuleType, key: bytes) -> None
         check_span(null, None)
 
 
-@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), suppress_health_check=[HealthCheck.too_slow])
 @given(json_texts(), st.none() | st.integers(0, 10**6))
 def test_relay_event_is_rewrite_usage_of_its_data(payload: bytes, cached: int | None) -> None:
     payload = payload.replace(b"\n", b" ").replace(b"\r", b" ")  # whitespace only in JSON

@@ -22,7 +22,8 @@ from binascii import a2b_base64 as _a2b_base64
 from operator import index as _index
 
 from tokcore._b64_py import (
-    STRICT_MODE, STRICT_MODE_BY_TRUTH, STRICT_PAD_AFTER_QUAD_ERROR, Error, apply_decode_altchars,
+    NONSTRICT_SKIPS_INNER_PADS, STRICT_MODE, STRICT_MODE_BY_TRUTH, STRICT_PAD_AFTER_QUAD_ERROR,
+    Error, apply_decode_altchars,
     apply_encode_altchars, check_legacy_validate, decode_data, standard_to_urlsafe,
     urlsafe_to_standard,
 )
@@ -71,7 +72,8 @@ cdef extern from "_b64_core.h":
         TOK_B64_EXCESS_PAD
         TOK_B64_NONSTRICT
         TOK_B64_STRICT
-        TOK_B64_STRICT_NO_PAD_AFTER_QUAD
+        TOK_B64_NO_PAD_AFTER_QUAD
+        TOK_B64_PADS_INSIDE_IGNORED
 
 cdef enum:
     ID_BYTES = 4
@@ -148,13 +150,18 @@ cdef inline const unsigned char *_text_data(object text, Py_ssize_t *n):
     return <const unsigned char *>PyUnicode_DATA(text)
 
 
+# the running binascii's rules, as _b64_py probed them at import
+cdef int _STRICT_RULES = TOK_B64_STRICT | (
+    TOK_B64_NO_PAD_AFTER_QUAD if STRICT_PAD_AFTER_QUAD_ERROR else 0)
+cdef int _NONSTRICT_RULES = TOK_B64_NONSTRICT | (
+    TOK_B64_PADS_INSIDE_IGNORED if NONSTRICT_SKIPS_INNER_PADS else 0)
+
+
 cdef unsigned char *_decode_exact(const unsigned char *src, Py_ssize_t n, bint strict,
                                   size_t *outlen) except NULL:
     """The exact path into a new malloc'ed buffer (the caller frees it), or the error."""
     cdef int status
-    cdef int mode = TOK_B64_NONSTRICT
-    if strict:
-        mode = TOK_B64_STRICT_NO_PAD_AFTER_QUAD if STRICT_PAD_AFTER_QUAD_ERROR else TOK_B64_STRICT
+    cdef int mode = _STRICT_RULES if strict else _NONSTRICT_RULES
     cdef unsigned char *out = <unsigned char *>malloc(<size_t>((n + 3) // 4 * 3) + 1)
     if out is NULL:
         raise MemoryError()

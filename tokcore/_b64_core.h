@@ -273,9 +273,17 @@ enum {
     TOK_B64_EXCESS_PAD,     /* strict, Python 3.13+: a '=' right after a complete quad */
 };
 
-/* binascii's strict mode refuses a '=' right after a complete quad from Python 3.13 on;
- * the caller says which behaviour the running Python has */
-enum { TOK_B64_NONSTRICT = 0, TOK_B64_STRICT = 1, TOK_B64_STRICT_NO_PAD_AFTER_QUAD = 3 };
+/* Mode bits: the caller probes the running binascii once and says which rules it has.
+ * NO_PAD_AFTER_QUAD (strict only): a '=' right after a complete quad is an error (3.13 on).
+ * PADS_INSIDE_IGNORED (non-strict only): CPython's fix for gh-145264 (3.13.13, 3.14.4, and
+ * backported by distributions): a '=' before the end is skipped instead of ending the text,
+ * and only the '=' after the last data character pad its quad. */
+enum {
+    TOK_B64_NONSTRICT = 0,
+    TOK_B64_STRICT = 1,
+    TOK_B64_NO_PAD_AFTER_QUAD = 2,
+    TOK_B64_PADS_INSIDE_IGNORED = 4,
+};
 
 /* The exact path, binascii.a2b_base64's rules; mode is one of the TOK_B64_*STRICT* values.
  * out holds (n + 3) / 4 * 3 bytes. Returns a TOK_B64_* status; *outlen is the decoded length
@@ -283,7 +291,8 @@ enum { TOK_B64_NONSTRICT = 0, TOK_B64_STRICT = 1, TOK_B64_STRICT_NO_PAD_AFTER_QU
 static int tok_b64_decode_exact(const unsigned char *src, size_t n, int mode,
                                 unsigned char *out, size_t *outlen) {
     const int strict = mode & TOK_B64_STRICT;
-    const int no_pad_after_quad = mode == TOK_B64_STRICT_NO_PAD_AFTER_QUAD;
+    const int no_pad_after_quad = strict && (mode & TOK_B64_NO_PAD_AFTER_QUAD);
+    const int pads_inside_ignored = !strict && (mode & TOK_B64_PADS_INSIDE_IGNORED);
     unsigned char *start = out;
     int quad_pos = 0, pads = 0, padding_started = 0;
     unsigned left = 0;
@@ -294,6 +303,10 @@ static int tok_b64_decode_exact(const unsigned char *src, size_t n, int mode,
         if (c == '=') {
             if (no_pad_after_quad && quad_pos == 0) return TOK_B64_EXCESS_PAD;
             padding_started = 1;
+            if (pads_inside_ignored) {  /* counted; the end decides whether they pad */
+                pads++;
+                continue;
+            }
             /* '=' counts only after two data characters of a quad; enough of them end it */
             if (quad_pos >= 2 && quad_pos + ++pads >= 4) {
                 if (strict && i + 1 < n) return TOK_B64_EXCESS;
@@ -322,7 +335,10 @@ static int tok_b64_decode_exact(const unsigned char *src, size_t n, int mode,
         *outlen = (size_t)(out - start) / 3 * 4 + 1;
         return TOK_B64_ONE_EXTRA;
     }
-    if (quad_pos != 0) return TOK_B64_BAD_PADDING;
+    /* reached only without the pad sequence, or with PADS_INSIDE_IGNORED: there, the '='
+     * since the last data character (pads) must complete its quad */
+    if (quad_pos != 0 && !(pads_inside_ignored && quad_pos + pads >= 4))
+        return TOK_B64_BAD_PADDING;
     *outlen = (size_t)(out - start);
     return TOK_B64_OK;
 }

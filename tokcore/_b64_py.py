@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import binascii
 import re
-import sys
 from typing import Any
 
 from ._args import BytesLike, TextOrBytes
@@ -23,10 +22,33 @@ Error = binascii.Error
 
 NOGIL_MIN_BYTES = 64 * 1024  # the Cython twin drops the GIL for inputs at least this big
 
-#: binascii.a2b_base64 has a strict mode from 3.11 on, which base64's validate=True uses;
-#: before that, validate=True was a regex check followed by a non-strict decode
-STRICT_MODE = sys.version_info >= (3, 11)
+# The rules of the running binascii.a2b_base64 are probed here, once, never read from the
+# version: distributions backport security fixes into older point releases (Debian trixie's
+# 3.13.5 carries gh-145264's). The Cython twin's exact path is told the same answers.
+
+
+def _has_strict_mode() -> bool:
+    """Whether binascii has ``strict_mode`` (3.11 on), which base64's validate=True uses;
+    before that, validate=True was a regex check followed by a non-strict decode."""
+    try:
+        binascii.a2b_base64(b"", strict_mode=True)  # type: ignore[call-arg, unused-ignore]
+    except TypeError:
+        return False
+    return True
+
+
+STRICT_MODE = _has_strict_mode()
 _LEGACY_VALID = re.compile(b"[A-Za-z0-9+/]*={0,2}")
+
+
+def _nonstrict_skips_inner_pads() -> bool:
+    """Whether the default (non-strict) mode skips a '=' before the end of the text and goes
+    on decoding (CPython's fix for gh-145264: "AQ==AQ==" is b"\x01\x00\x10"), rather than
+    stopping at the first padded quad and ignoring the rest (b"\x01")."""
+    return binascii.a2b_base64(b"AQ==AQ==") != b"\x01"
+
+
+NONSTRICT_SKIPS_INNER_PADS = _nonstrict_skips_inner_pads()
 
 
 def _strict_refuses_pad_after_quad() -> bool:
