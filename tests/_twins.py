@@ -7,6 +7,7 @@ leaves the Cython twins out, and pytest reports those tests as skipped.
 from __future__ import annotations
 
 import importlib
+import os
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -17,6 +18,9 @@ from tokcore._backend import NO_EXTENSIONS
 
 ROOT = Path(__file__).resolve().parent.parent
 KINDS = ("c", "py")
+#: TOKCORE_TEST_TWINS=c runs the Cython twins' tests alone (the CPython matrix: the Python
+#: twins do not change between versions the way C-API code does); the rest are skipped
+ONLY = tuple(os.environ.get("TOKCORE_TEST_TWINS", "").replace(",", " ").split()) or KINDS
 
 
 #: the stream API of one kind is three hot paths: usage rewrite, relay, event decoder
@@ -31,6 +35,8 @@ def twin(name: str, kind: str) -> Any:
     """
     if kind == "c" and NO_EXTENSIONS:
         pytest.skip("TOKCORE_NO_EXTENSIONS is set: the Cython twins are not under test")
+    if kind not in ONLY:
+        pytest.skip(f"TOKCORE_TEST_TWINS={','.join(ONLY)}: the {kind} twins are not under test")
     if name in GROUPS:
         names: dict[str, Any] = {}
         for part in GROUPS[name]:
@@ -43,7 +49,8 @@ def twin(name: str, kind: str) -> Any:
 
 def twins(name: str) -> list[Any]:
     """Every twin of ``name`` under test (the Python one alone without extensions)."""
-    return [twin(name, "py")] + ([] if NO_EXTENSIONS else [twin(name, "c")])
+    kinds = [kind for kind in ("py", "c") if kind in ONLY and not (kind == "c" and NO_EXTENSIONS)]
+    return [twin(name, kind) for kind in kinds]
 
 
 _printed: dict[str, int] = {}

@@ -177,7 +177,7 @@ def test_find_usage_twins_agree_on_damaged_text(payload: bytes, data: st.DataObj
     results = {twin.__name__: twin.find_usage(damaged) for twin in twins()}
     assert len(set(results.values())) == 1, results
     if oracle_usage(damaged) is not NOT_FOUND:
-        check_span(damaged, results["tokcore.stream_py"])
+        check_span(damaged, next(iter(results.values())))
 
 
 @given(st.binary(max_size=64))

@@ -14,14 +14,23 @@ from pathlib import Path
 PYPROJECT = Path(__file__).resolve().parent.parent / "pyproject.toml"
 
 
+def parse_extras(text: str) -> dict[str, list[str]]:
+    """The optional-dependency table without tomllib (Python < 3.11): our table is
+    `name = [...]` arrays of strings, one or several lines each, with comments between."""
+    table = text.split("[project.optional-dependencies]", 1)[1].split("\n[", 1)[0]
+    table = re.sub(r"(?m)^\s*#.*$", "", table)
+    # each array ends at the first "]" outside a string (extras like "x[y]" are inside)
+    array = r'\[(?:[^\]"]|"[^"]*")*\]'
+    found = re.findall(rf"^(\w+)\s*=\s*({array})", table, flags=re.M)
+    return {name: ast.literal_eval(value) for name, value in found}
+
+
 def extras() -> dict[str, list[str]]:
     text = PYPROJECT.read_text(encoding="utf-8")
     try:
         import tomllib
-    except ImportError:  # Python < 3.11: our table is one `name = [...]` a line
-        table = text.split("[project.optional-dependencies]", 1)[1].split("\n[", 1)[0]
-        found = re.findall(r"^(\w+)\s*=\s*(\[.*\])\s*$", table, flags=re.M)
-        return {name: ast.literal_eval(value) for name, value in found}
+    except ImportError:
+        return parse_extras(text)
     return dict(tomllib.loads(text)["project"]["optional-dependencies"])
 
 

@@ -2,8 +2,10 @@
 # make test-matrix: the Cython twins' suite on every other CPython the project supports,
 # from pyenv's versions folder (the newest patch release of each minor found there).
 # Each gets its own .venv-3.X and its own in-place build (the .so names carry the version,
-# so they sit side by side with the main build). TOKCORE_TEST_QUICK=1 makes hypothesis draw
-# fewer examples (tests/conftest.py): the full draw runs on 3.11 in `make test`.
+# so they sit side by side with the main build). What changes between versions is the C-API
+# code, so only the Cython twins' tests run (TOKCORE_TEST_TWINS=c), and hypothesis draws
+# fewer examples (TOKCORE_TEST_QUICK=1, tests/_budget.py): the full draw of both twins is
+# `make test`'s, on 3.11.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,8 +30,9 @@ for minor in $MINORS; do
     fi
     TOKCORE_REQUIRE_EXTENSIONS=1 "$venv/bin/python" setup.py -q build_ext --inplace 2>&1 \
         | grep -v "^$" | grep -iv "warning" || true
-    if TOKCORE_REQUIRE_EXTENSIONS=1 TOKCORE_TEST_QUICK=1 "$venv/bin/python" -m pytest -q \
-            -p no:cacheprovider "$@" | tail -3; [ "${PIPESTATUS[0]}" -eq 0 ]; then
+    if TOKCORE_REQUIRE_EXTENSIONS=1 TOKCORE_TEST_QUICK=1 TOKCORE_TEST_TWINS=c \
+            "$venv/bin/python" -m pytest -q -rfE -p no:cacheprovider "$@" | tail -15; \
+            [ "${PIPESTATUS[0]}" -eq 0 ]; then
         echo "test-matrix: $(basename "$python"): ok in $(( $(date +%s) - start )) s"
     else
         echo "test-matrix: $(basename "$python"): FAILED"
