@@ -44,18 +44,20 @@ def on_class(descriptor: Any, owner: Any) -> Any:
 def absent(descriptor: Any, obj: Any) -> Any:
     """``obj.name`` when ``__dict__`` has no such key: what it would be without us."""
     if descriptor.default is MISSING:
-        raise AttributeError(
-            f"{type(obj).__name__!r} object has no attribute {descriptor.name!r}",
-            name=descriptor.name, obj=obj,
-        )
+        raise no_attribute(obj, descriptor.name)
     return default_of(descriptor.default, obj, type(obj))
 
 
 def absent_on_delete(descriptor: Any, obj: Any) -> None:
-    raise AttributeError(
-        f"{type(obj).__name__!r} object has no attribute {descriptor.name!r}",
-        name=descriptor.name, obj=obj,
-    )
+    raise no_attribute(obj, descriptor.name)
+
+
+def no_attribute(obj: Any, name: str) -> AttributeError:
+    """The AttributeError of a missing instance attribute, with ``name`` and ``obj`` set as
+    the interpreter sets them (the constructor takes them as keywords only from 3.10 on)."""
+    error = AttributeError(f"{type(obj).__name__!r} object has no attribute {name!r}")
+    error.name, error.obj = name, obj
+    return error
 
 
 class LazyAttr:

@@ -818,7 +818,8 @@ def compact_ids(*names: str, lazy: bool = False) -> Callable[[_T], _T]:
                     "so pickle does not use __getstate__"
                 )
         klass: Any = cls  # the methods below are set on it, which mypy cannot follow
-        base: _Plan | None = getattr(klass.__getstate__, "_compact_plan", None)
+        # object has no __getstate__ before Python 3.11
+        base: _Plan | None = getattr(getattr(klass, "__getstate__", None), "_compact_plan", None)
         if base is not None:  # a decorated class (or base): extend its plan
             own_getstate = base.own_getstate
             base_setstate: _Plan | None = getattr(klass.__setstate__, "_compact_plan", None)
