@@ -6,7 +6,7 @@ PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 SOURCES := $(wildcard tokcore/*.pyx tokcore/*.pxd tokcore/*.h) setup.py pyproject.toml
 
 .PHONY: all venv build test test-c test-py bench fuzz fuzz-native fuzz-smoke sanitize lint clean \
-	install-check
+	install-check test-matrix test-freethreaded ci
 
 all: test
 
@@ -85,6 +85,20 @@ sanitize: $(VENV)/.deps-test
 # manylinux wheel by auditwheel, fresh venvs with and without a compiler (tools/install_check.py).
 install-check: $(VENV)/.deps-dist
 	$(BIN)/python tools/install_check.py
+
+# The Cython twins' suite on CPython 3.9, 3.10, 3.12 and 3.13 from pyenv's versions folder
+# (a notice for each one missing), quick hypothesis draws: tools/test_matrix.sh.
+test-matrix: build
+	tools/test_matrix.sh
+
+# A free-threaded 3.13.5 built once into ~/.cache/tokcore, then the suite on it, the GIL off
+# for the Python twins: tools/freethreaded.sh (about 10 minutes the first time).
+test-freethreaded: build
+	tools/freethreaded.sh
+
+# Everything CI runs (.ci/run): make test, then the other checks two at a time.
+ci:
+	.ci/run
 
 clean:
 	rm -rf build $(VENV) tokcore/*.so tokcore/_*_c.c tokcore/*.html .pytest_cache .hypothesis bench/results fuzz/work fuzz/crashes

@@ -427,3 +427,45 @@ def test_compact_ids_pickling_shared_objects() -> None:
                 assert back.ids == expected
 
     run_together(*[worker] * THREADS)
+
+
+def test_compact_ids_first_pickles_of_new_classes() -> None:
+    """The first pickle of a class reads its dict while other threads' first pickles may
+    add to it (copyreg caches __slotnames__ there): each new class, pickled by all threads
+    at once, on every kind of layout."""
+    def fresh_classes() -> list[type]:
+        @compact_ids("ids")
+        class Plain:
+            def __init__(self) -> None:
+                self.ids = [1, 2, 3]
+
+        @compact_ids("ids", lazy=True)
+        class Lazy:
+            def __init__(self) -> None:
+                self.ids = [1, 2, 3]
+
+        @compact_ids("ids")
+        class Slotted:
+            __slots__ = ("ids", "other")
+
+            def __init__(self) -> None:
+                self.ids, self.other = [1, 2, 3], None
+
+        return [Plain, Lazy, Slotted]
+
+    for round_ in range(ROUNDS):
+        classes = fresh_classes()
+        for cls in classes:  # pickle finds a class by its module and name
+            cls.__qualname__ = cls.__name__ = f"_Fresh{cls.__name__}{round_}"
+            globals()[cls.__name__] = cls
+        objects = [cls() for cls in classes]
+
+        def worker(objects: list[Any] = objects) -> None:
+            for obj in objects:
+                assert pickle.loads(pickle.dumps(obj)).ids == [1, 2, 3]
+
+        try:
+            run_together(*[worker] * THREADS)
+        finally:
+            for cls in classes:
+                del globals()[cls.__name__]

@@ -467,7 +467,9 @@ def _layout(cls: type) -> _Layout:
         in_dict: set[str] = set()
         slots: dict[str, Any] = {}
         for klass in cls.__mro__:
-            for key, value in vars(klass).items():
+            # a copy, made in one C call: another thread's first pickle of the class may be
+            # adding __slotnames__ to it meanwhile (copyreg caches it there)
+            for key, value in vars(klass).copy().items():
                 if key in seen:
                     continue
                 seen.add(key)
