@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 import warnings
 from types import ModuleType
 
@@ -49,11 +50,23 @@ def _missing(module: str, error: ImportError) -> None:
                       stacklevel=4)
 
 
+def _gil_forced_off() -> bool:
+    """Whether this is a free-threaded build whose GIL stays off although a module that does
+    not declare free-threading support was just imported: only ``PYTHON_GIL=0`` (or
+    ``-X gil=0``) does that. The compiled twins rely on the GIL, so they are not used then."""
+    is_gil_enabled = getattr(sys, "_is_gil_enabled", None)
+    return is_gil_enabled is not None and not is_gil_enabled()
+
+
 def load_twin(name: str) -> ModuleType:
     """Import ``tokcore._<name>_c``, or ``tokcore._<name>_py`` when that is not possible."""
     if not NO_EXTENSIONS:
         try:
             module = importlib.import_module(f"tokcore._{name}_c")
+            if _gil_forced_off():
+                raise ImportError(
+                    f"tokcore._{name}_c needs the GIL, and PYTHON_GIL=0 keeps it off "
+                    "(README: Free-threaded CPython)")
         except ImportError as exc:
             if REQUIRE_EXTENSIONS:
                 raise
