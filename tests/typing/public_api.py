@@ -20,7 +20,7 @@ import mmap
 import pickle
 import sys
 from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator
-from typing import Literal, Optional
+from typing import TYPE_CHECKING, Any, Literal, Optional
 
 import numpy as np
 import pytest
@@ -30,8 +30,11 @@ from tokcore import Event, EventTooLarge, RelayCounts, UsageRelay
 
 if sys.version_info >= (3, 11):
     from typing import assert_type
-else:
+elif TYPE_CHECKING:
     from typing_extensions import assert_type
+else:  # at run time it only returns its value: no typing_extensions needed
+    def assert_type(value: Any, _: Any) -> Any:
+        return value
 
 Span = tuple[int, int]
 BODY = b'{"usage":{"prompt_tokens":1,"completion_tokens":2}}'
