@@ -604,9 +604,11 @@ def test_readme_starlette_app_releases_the_upstream(server: Server, spec: str,
         return PROMPT, CACHED
 
     app.run_context_phase = counts
-    client = AsgiClient(spec, reads=2 if not quiet else 1)
+    bodies: list[bytes] = []
 
     async def run() -> None:
+        client = AsgiClient(spec, reads=2 if not quiet else 1)  # (3.9: events in their loop)
+        client.bodies = bodies
         try:
             await asyncio.wait_for(client.post(app.app, "/v1/chat/completions"), 30)
             assert released(upstream)
@@ -614,7 +616,7 @@ def test_readme_starlette_app_releases_the_upstream(server: Server, spec: str,
             await app.client.aclose()
 
     asyncio.run(run())
-    assert client.bodies[0] == RELAYED_USAGE
+    assert bodies[0] == RELAYED_USAGE
 
 
 def test_a_plain_streaming_response_leaves_the_upstream_open(server: Server) -> None:

@@ -34,7 +34,7 @@ from _twins import ROOT
 
 import tokcore
 from tokcore._args import Api
-from tokcore._backend import NO_EXTENSIONS
+from tokcore._backend import LOADED, NO_EXTENSIONS
 from tokcore._dialects import DIALECTS
 
 #: the tokcore under test: the source tree, or site-packages for a suite run on a wheel
@@ -406,7 +406,7 @@ def test_dispatchers_bind_the_twin_that_loaded() -> None:
         if dispatcher is None:
             continue
         module = importlib.import_module(f"tokcore.{dispatcher}")
-        kind = "py" if NO_EXTENSIONS else "c"
+        kind = "py" if LOADED[name] == "python" else "c"
         twin = importlib.import_module(f"tokcore._{name}_{kind}")
         for n in dispatched(dispatcher)[0]:
             assert getattr(module, n) is getattr(twin, n)
