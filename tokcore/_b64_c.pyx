@@ -22,7 +22,7 @@ from binascii import a2b_base64 as _a2b_base64
 from operator import index as _index
 
 from tokcore._b64_py import (
-    NONSTRICT_SKIPS_INNER_PADS, STRICT_MODE, STRICT_MODE_BY_TRUTH, STRICT_PAD_AFTER_QUAD_ERROR,
+    GH145264_RULES, STRICT_MODE, STRICT_MODE_BY_TRUTH, STRICT_PAD_AFTER_QUAD_ERROR,
     Error, apply_decode_altchars,
     apply_encode_altchars, check_legacy_validate, decode_data, standard_to_urlsafe,
     urlsafe_to_standard,
@@ -73,7 +73,7 @@ cdef extern from "_b64_core.h":
         TOK_B64_NONSTRICT
         TOK_B64_STRICT
         TOK_B64_NO_PAD_AFTER_QUAD
-        TOK_B64_PADS_INSIDE_IGNORED
+        TOK_B64_GH145264
 
 cdef enum:
     ID_BYTES = 4
@@ -151,10 +151,10 @@ cdef inline const unsigned char *_text_data(object text, Py_ssize_t *n):
 
 
 # the running binascii's rules, as _b64_py probed them at import
-cdef int _STRICT_RULES = TOK_B64_STRICT | (
+cdef int _RULES = TOK_B64_GH145264 if GH145264_RULES else (
     TOK_B64_NO_PAD_AFTER_QUAD if STRICT_PAD_AFTER_QUAD_ERROR else 0)
-cdef int _NONSTRICT_RULES = TOK_B64_NONSTRICT | (
-    TOK_B64_PADS_INSIDE_IGNORED if NONSTRICT_SKIPS_INNER_PADS else 0)
+cdef int _STRICT_RULES = TOK_B64_STRICT | _RULES
+cdef int _NONSTRICT_RULES = TOK_B64_NONSTRICT | _RULES
 
 
 cdef unsigned char *_decode_exact(const unsigned char *src, Py_ssize_t n, bint strict,

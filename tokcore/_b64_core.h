@@ -274,25 +274,22 @@ enum {
 };
 
 /* Mode bits: the caller probes the running binascii once and says which rules it has.
- * NO_PAD_AFTER_QUAD (strict only): a '=' right after a complete quad is an error (3.13 on).
- * PADS_INSIDE_IGNORED (non-strict only): CPython's fix for gh-145264 (3.13.13, 3.14.4, and
- * backported by distributions): a '=' before the end is skipped instead of ending the text,
- * and only the '=' after the last data character pad its quad. */
+ * NO_PAD_AFTER_QUAD (strict only, older rules): a '=' right after a complete quad is an error
+ * (3.13 on). GH145264: the rules of CPython's fix for gh-145264 (3.13.13, 3.14.4, and
+ * backported by distributions, e.g. Debian trixie's 3.13.5), in both modes. */
 enum {
     TOK_B64_NONSTRICT = 0,
     TOK_B64_STRICT = 1,
     TOK_B64_NO_PAD_AFTER_QUAD = 2,
-    TOK_B64_PADS_INSIDE_IGNORED = 4,
+    TOK_B64_GH145264 = 4,
 };
 
-/* The exact path, binascii.a2b_base64's rules; mode is one of the TOK_B64_*STRICT* values.
- * out holds (n + 3) / 4 * 3 bytes. Returns a TOK_B64_* status; *outlen is the decoded length
- * (for TOK_B64_ONE_EXTRA: the number of data characters, which the error message quotes). */
-static int tok_b64_decode_exact(const unsigned char *src, size_t n, int mode,
-                                unsigned char *out, size_t *outlen) {
+/* The exact path under the rules before gh-145264: the first pad sequence that completes a
+ * quad ends the text (the rest is ignored, or in strict mode an error). */
+static int tok_b64_decode_exact_stop(const unsigned char *src, size_t n, int mode,
+                                     unsigned char *out, size_t *outlen) {
     const int strict = mode & TOK_B64_STRICT;
     const int no_pad_after_quad = strict && (mode & TOK_B64_NO_PAD_AFTER_QUAD);
-    const int pads_inside_ignored = !strict && (mode & TOK_B64_PADS_INSIDE_IGNORED);
     unsigned char *start = out;
     int quad_pos = 0, pads = 0, padding_started = 0;
     unsigned left = 0;
@@ -303,10 +300,6 @@ static int tok_b64_decode_exact(const unsigned char *src, size_t n, int mode,
         if (c == '=') {
             if (no_pad_after_quad && quad_pos == 0) return TOK_B64_EXCESS_PAD;
             padding_started = 1;
-            if (pads_inside_ignored) {  /* counted; the end decides whether they pad */
-                pads++;
-                continue;
-            }
             /* '=' counts only after two data characters of a quad; enough of them end it */
             if (quad_pos >= 2 && quad_pos + ++pads >= 4) {
                 if (strict && i + 1 < n) return TOK_B64_EXCESS;
@@ -335,12 +328,75 @@ static int tok_b64_decode_exact(const unsigned char *src, size_t n, int mode,
         *outlen = (size_t)(out - start) / 3 * 4 + 1;
         return TOK_B64_ONE_EXTRA;
     }
-    /* reached only without the pad sequence, or with PADS_INSIDE_IGNORED: there, the '='
-     * since the last data character (pads) must complete its quad */
-    if (quad_pos != 0 && !(pads_inside_ignored && quad_pos + pads >= 4))
-        return TOK_B64_BAD_PADDING;
+    if (quad_pos != 0) return TOK_B64_BAD_PADDING;
     *outlen = (size_t)(out - start);
     return TOK_B64_OK;
+}
+
+/* The exact path under gh-145264's rules: nothing ends the text early. A '=' counts as
+ * padding while it fits the quad (two or three data characters, at most four in all);
+ * another '=' is skipped, or in strict mode an error (after one data character: too few
+ * characters; else excess padding). A data character after pads goes on with the same quad
+ * in the default mode (the pads were inside the text) and is an error in strict mode. At the
+ * end, the last quad's own pads must complete it. */
+static int tok_b64_decode_exact_gh145264(const unsigned char *src, size_t n, int strict,
+                                         unsigned char *out, size_t *outlen) {
+    unsigned char *start = out;
+    int quad_pos = 0, pads = 0, padding_started = 0;
+    unsigned left = 0;
+    *outlen = 0;
+    if (strict && n > 0 && src[0] == '=') return TOK_B64_LEADING_PAD;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = src[i];
+        if (c == '=') {
+            padding_started = 1;
+            if (quad_pos >= 2 && quad_pos + pads < 4) {
+                pads++;
+                continue;
+            }
+            if (strict) {
+                if (quad_pos == 1) {
+                    *outlen = (size_t)(out - start) / 3 * 4 + 1;
+                    return TOK_B64_ONE_EXTRA;
+                }
+                return TOK_B64_EXCESS_PAD;
+            }
+            continue;
+        }
+        uint32_t v = tok_b64_dec[3][c];
+        if (v & TOK_B64_BAD) {
+            if (strict) return TOK_B64_NOT_ALPHABET;
+            continue;
+        }
+        if (strict && padding_started)
+            return quad_pos >= 2 && quad_pos + pads >= 4 ? TOK_B64_EXCESS : TOK_B64_DISCONTINUOUS;
+        pads = 0;
+        switch (quad_pos) {
+        case 0: left = v; quad_pos = 1; break;
+        case 1: *out++ = (unsigned char)((left << 2) | (v >> 4)); left = v & 0x0f; quad_pos = 2;
+                break;
+        case 2: *out++ = (unsigned char)((left << 4) | (v >> 2)); left = v & 0x03; quad_pos = 3;
+                break;
+        default: *out++ = (unsigned char)((left << 6) | v); left = 0; quad_pos = 0; break;
+        }
+    }
+    if (quad_pos == 1) {
+        *outlen = (size_t)(out - start) / 3 * 4 + 1;
+        return TOK_B64_ONE_EXTRA;
+    }
+    if (quad_pos != 0 && quad_pos + pads < 4) return TOK_B64_BAD_PADDING;
+    *outlen = (size_t)(out - start);
+    return TOK_B64_OK;
+}
+
+/* The exact path, binascii.a2b_base64's rules; mode holds TOK_B64_* mode bits. out holds
+ * (n + 3) / 4 * 3 bytes. Returns a TOK_B64_* status; *outlen is the decoded length (for
+ * TOK_B64_ONE_EXTRA: the number of data characters, which the error message quotes). */
+static int tok_b64_decode_exact(const unsigned char *src, size_t n, int mode,
+                                unsigned char *out, size_t *outlen) {
+    if (mode & TOK_B64_GH145264)
+        return tok_b64_decode_exact_gh145264(src, n, mode & TOK_B64_STRICT, out, outlen);
+    return tok_b64_decode_exact_stop(src, n, mode, out, outlen);
 }
 
 #endif

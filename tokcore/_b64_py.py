@@ -41,14 +41,17 @@ STRICT_MODE = _has_strict_mode()
 _LEGACY_VALID = re.compile(b"[A-Za-z0-9+/]*={0,2}")
 
 
-def _nonstrict_skips_inner_pads() -> bool:
-    """Whether the default (non-strict) mode skips a '=' before the end of the text and goes
-    on decoding (CPython's fix for gh-145264: "AQ==AQ==" is b"\x01\x00\x10"), rather than
-    stopping at the first padded quad and ignoring the rest (b"\x01")."""
+def _gh145264_rules() -> bool:
+    """Whether binascii has CPython's fix for gh-145264, in both modes: the default mode no
+    longer stops at the first padded quad and ignores the rest ("AQ==AQ==" decodes as
+    b"\x01\x00\x10", not b"\x01"): a '=' before the end is skipped, and only those after
+    the last data character pad; strict mode's errors changed with it ("A=A" is "number of
+    data characters (1)", "AAA==" "Excess padding")."""
     return binascii.a2b_base64(b"AQ==AQ==") != b"\x01"
 
 
-NONSTRICT_SKIPS_INNER_PADS = _nonstrict_skips_inner_pads()
+#: the Cython twin's exact path follows this running Python's binascii on these rules
+GH145264_RULES = _gh145264_rules()
 
 
 def _strict_refuses_pad_after_quad() -> bool:
