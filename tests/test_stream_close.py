@@ -271,6 +271,20 @@ def test_aclose_before_the_first_read_closes_the_source() -> None:
     assert source.closed == 1  # once
 
 
+def test_athrow_before_the_first_read_closes_the_source() -> None:
+    source = Chunks([USAGE_EVENT])
+
+    async def run() -> None:
+        stream = arelay_usage(source, PROMPT)
+        with pytest.raises(KeyError):
+            await stream.athrow(KeyError("thrown in"))
+        assert source.closed == 1
+        assert [out async for out in stream] == []
+
+    asyncio.run(run())
+    assert source.closed == 1
+
+
 # --- async: which objects are closed, and errors ---------------------------------------------
 
 class Chunks:

@@ -159,7 +159,7 @@ async def _aclose(iterator: object, source: object) -> None:
 
 class _AsyncRelayStream(AsyncGenerator[bytes, None]):
     """The async generator ``arelay_usage`` returns: its ``_relay_async`` generator, except
-    that ``aclose()`` before the first read closes the source too.
+    that ``aclose()`` (or ``athrow()``) before the first read closes the source too.
 
     (The sync twin primes its generator instead; an async generator can only be started
     from the event loop that runs it, which also registers it to be finalized there.)
@@ -182,9 +182,13 @@ class _AsyncRelayStream(AsyncGenerator[bytes, None]):
         self._started = True
         return self._gen.asend(value)
 
-    def athrow(self, *args: Any) -> Coroutine[Any, Any, bytes]:
-        self._started = True
-        return self._gen.athrow(*args)
+    async def athrow(self, *args: Any) -> bytes:
+        started, self._started = self._started, True
+        try:
+            return await self._gen.athrow(*args)
+        finally:
+            if not started:  # thrown in before the body ran: it raises, its finally is not run
+                await _aclose(self._iterator, self._source)
 
     async def aclose(self) -> None:
         started, self._started = self._started, True
