@@ -6,7 +6,7 @@ PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 SOURCES := $(wildcard tokcore/*.pyx tokcore/*.pxd tokcore/*.h) setup.py pyproject.toml
 
 .PHONY: all venv build test test-c test-py bench fuzz fuzz-native fuzz-smoke sanitize lint clean \
-	install-check test-matrix test-freethreaded ci
+	install-check test-matrix test-freethreaded test-aarch64 ci
 
 all: test
 
@@ -95,6 +95,22 @@ test-matrix: build
 # for the Python twins: tools/freethreaded.sh (about 10 minutes the first time).
 test-freethreaded: build
 	tools/freethreaded.sh
+
+# The emulated aarch64 job: an arm64 Debian trixie root cached in ~/.cache/tokcore (built
+# once by tools/arm64_root.sh), the extensions cross-compiled with their NEON kernels, the
+# suite under qemu on both twins (a documented subset; AARCH64_ARGS=--all for everything).
+test-aarch64: build
+	tools/aarch64_job.sh $(AARCH64_ARGS)
+
+# Instructions per byte of the byte scans and the base64 kernels, vector against portable,
+# on x86-64 (valgrind's callgrind) and aarch64 (qemu-user with bench/icount's counting
+# plugin, in the arm64 root): bench/instructions.py. Counts, not time; not part of make bench.
+.PHONY: bench-icount
+bench-icount: $(VENV)/.deps-test
+	@command -v valgrind >/dev/null && command -v qemu-aarch64 >/dev/null \
+		&& command -v aarch64-linux-gnu-gcc >/dev/null || { apt-get update -q; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q valgrind qemu-user gcc-aarch64-linux-gnu; }
+	$(BIN)/python bench/instructions.py $(ICOUNT_ARGS)
 
 # Everything CI runs (.ci/run): make test, then the other checks two at a time.
 ci:
