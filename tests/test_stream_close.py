@@ -252,7 +252,8 @@ def test_the_stream_to_its_end(server: Server, source: str) -> None:
                                                            CACHED)])
 
     assert asyncio.run(run()) == RELAYED_USAGE + TOKEN_EVENT * 3
-    assert upstream.finished.is_set()
+    # the server thread marks its end after writing it: the client can see the end first
+    assert upstream.finished.wait(10)
 
 
 def test_aclose_before_the_first_read_closes_the_source() -> None:
@@ -479,7 +480,8 @@ def test_sync_stream_to_its_end(server: Server) -> None:
     url, upstream = request(server, events="2", end="1")
     assert b"".join(relay_usage(httpx_sync_source(url), PROMPT, CACHED)) == (
         RELAYED_USAGE + TOKEN_EVENT * 2)
-    assert upstream.finished.is_set()
+    # the server thread marks its end after writing it: the client can see the end first
+    assert upstream.finished.wait(10)
 
 
 def test_sync_file_source_is_closed() -> None:
