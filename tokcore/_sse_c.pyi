@@ -7,7 +7,8 @@ BUILD_INFO: dict[str, str]
 _SCANS: tuple[str, ...]
 
 def _scan(name: str, data: bytes, simd: bool = True) -> int: ...
-def _scan_agree(alphabet: bytes, length: int) -> tuple[str, bytes] | None: ...
+def _scan_agree(alphabet: bytes, length: int, before: bytes = b"",
+                after: bytes = b"") -> tuple[str, bytes] | None: ...
 
 @disjoint_base
 class UsageRelay:

@@ -31,7 +31,8 @@ cdef extern from "_ssescan.h":
     Py_ssize_t tok_line_end(const char *p, Py_ssize_t i, Py_ssize_t n) noexcept nogil
     bint TOK_SCAN_SIMD
     Py_ssize_t tok_scan_by_number(int which, int simd, const char *p, Py_ssize_t n) noexcept nogil
-    int tok_scan_agree(const char *alphabet, int k, int length, char *bad, int *which) noexcept nogil
+    int tok_scan_agree(const char *alphabet, int k, char *buf, Py_ssize_t n, Py_ssize_t at,
+                       int length, int *which) noexcept nogil
 
 BUILD_INFO = {"byte scan": TOK_SCAN_KIND.decode()}
 # the scans _scan runs, by their number in tok_scan_by_number
@@ -46,17 +47,22 @@ def _scan(name, bytes data, simd=True):
                               PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data))
 
 
-def _scan_agree(bytes alphabet, int length):
-    """Every input of ``length`` bytes over ``alphabet``, each scan on both kinds of loops:
-    None when they agree on all, else ``(scan name, the first input where they differ)``."""
+def _scan_agree(bytes alphabet, int length, bytes before=b"", bytes after=b""):
+    """Every input ``before + window + after`` with a window of ``length`` bytes over
+    ``alphabet``, each scan on both kinds of loops: None when they agree on all, else
+    ``(scan name, the first input where they differ)``."""
     if not 0 <= length <= 64 or not alphabet or len(alphabet) ** length > 1 << 24:
-        raise ValueError("at most 2**24 inputs of 0 to 64 bytes over a non-empty alphabet")
-    cdef bytes bad = PyBytes_FromStringAndSize(NULL, length)
+        raise ValueError("at most 2**24 inputs, a window of 0 to 64 bytes, a non-empty alphabet")
+    cdef bytes template = before + alphabet[:1] * length + after
+    cdef Py_ssize_t n = len(template), at = len(before)
+    # a new object, never shared (a short bytes may be a cached one): written in place below
+    cdef bytes bad = PyBytes_FromStringAndSize(NULL, n)
+    cdef char *buf = PyBytes_AS_STRING(bad)
     cdef int which = -1, found, k = <int>len(alphabet)
     cdef const char *chars = alphabet
-    cdef char *out = PyBytes_AS_STRING(bad)
+    memcpy(buf, PyBytes_AS_STRING(template), n)
     with nogil:
-        found = tok_scan_agree(chars, k, length, out, &which)
+        found = tok_scan_agree(chars, k, buf, n, at, length, &which)
     return (_SCANS[which], bad) if found else None
 
 cdef int O_NONE = NONE, O_REWRITTEN = REWRITTEN

@@ -242,25 +242,27 @@ static inline Py_ssize_t tok_scan_by_number(int which, int simd, const char *p, 
 }
 
 
-/* Every input of `length` bytes over the k bytes of `alphabet` (k ** length of them), each
- * scan on the vector loops and on the portable ones: 0 when they agree on all, else 1 with
- * the first input where they do not in bad (length bytes) and the scan's number in *which.
- * The tests' exhaustive check, in C because under emulation a Python loop over a million
- * inputs takes minutes. */
-static inline int tok_scan_agree(const char *alphabet, int k, int length, char *bad, int *which) {
+/* Every input that is buf[0:n] with its window buf[at:at + length] made of the k bytes of
+ * `alphabet` (k ** length of them), each scan on the vector loops and on the portable ones:
+ * 0 when they agree on all, else 1 with buf holding the first input where they do not and
+ * *which the scan's number. The tests' exhaustive check, in C because under emulation a
+ * Python loop over a million inputs takes minutes. */
+static inline int tok_scan_agree(const char *alphabet, int k, char *buf, Py_ssize_t n,
+                                 Py_ssize_t at, int length, int *which) {
     int digits[64];
-    if (length > 64 || k < 1) return 0;
-    for (int j = 0; j < length; j++) { digits[j] = 0; bad[j] = alphabet[0]; }
+    char *window = buf + at;
+    if (length > 64 || k < 1 || at < 0 || at + length > n) return 0;
+    for (int j = 0; j < length; j++) { digits[j] = 0; window[j] = alphabet[0]; }
     for (;;) {
         for (int w = 0; w < 5; w++)
-            if (tok_scan_by_number(w, 1, bad, length) != tok_scan_by_number(w, 0, bad, length)) {
+            if (tok_scan_by_number(w, 1, buf, n) != tok_scan_by_number(w, 0, buf, n)) {
                 *which = w;
                 return 1;
             }
-        int j = 0;  /* the next input: an odometer over the positions */
-        while (j < length && ++digits[j] == k) { digits[j] = 0; bad[j] = alphabet[0]; j++; }
+        int j = 0;  /* the next input: an odometer over the window */
+        while (j < length && ++digits[j] == k) { digits[j] = 0; window[j] = alphabet[0]; j++; }
         if (j == length) return 0;
-        bad[j] = alphabet[digits[j]];
+        window[j] = alphabet[digits[j]];
     }
 }
 

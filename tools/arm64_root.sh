@@ -5,14 +5,15 @@
 # the base64 twins must follow. Needs root, debootstrap and qemu-user-static (apt: installed
 # here when missing).
 #
-# The extensions are cross-compiled on the host (tools/aarch64_job.sh), so the root holds
-# no compiler: Python, its headers and libc's development files (for --sysroot) are enough,
-# and every package less is one less configured under emulation by debootstrap.
+# The extensions are cross-compiled and the test venv's wheels installed from the host
+# (tools/aarch64_job.sh), so the root holds no compiler, pip or CA certificates: Python, its
+# headers and libc's development files (for --sysroot) are enough, and every package less
+# is one less configured under emulation (107 packages are, in 7 minutes here).
 set -euo pipefail
 
 CACHE="${TOKCORE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tokcore}"
 SUITE=trixie
-PACKAGES=python3,python3-dev,python3-venv,libc6-dev,ca-certificates
+PACKAGES=python3,python3-dev,libc6-dev
 ROOT="$CACHE/arm64-$SUITE"
 STAMP="$ROOT/.tokcore-root"
 
