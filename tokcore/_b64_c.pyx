@@ -1,7 +1,8 @@
 # cython: language_level=3
 """Base64, and token ids <-> base64 text: the Cython twin of ``_b64_py``.
 
-The kernels are in ``_b64_core.h`` (scalar tables, AVX2 when the CPU has it). Argument
+The kernels are in ``_b64_core.h`` (scalar tables, AVX2 when the CPU has it, NEON on
+aarch64 from ``_b64_neon.h``; ``BUILD_INFO["simd"]`` names the one in use). Argument
 handling off the fast path (altchars, unusual argument types) and the error messages come
 from ``_b64_py`` and ``_ids_py``; the int reading and the shared id-int table from
 ``_ids_c``; so the twins accept, return and raise the same things.
