@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import doctest
 import re
+import shlex
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -156,7 +157,7 @@ def test_shell_blocks_name_real_targets_and_extras(page: Path) -> None:
         for command in text.splitlines():
             command = command.split("#", 1)[0].strip()
             if command.startswith("make "):
-                for word in command.split()[1:]:
+                for word in shlex.split(command)[1:]:
                     if "=" not in word and not word.startswith("-"):
                         assert word in targets, f"{page_id(page)}:{line}: make {word}"
             for group in re.findall(r"\.\[([\w,-]+)\]", command):
