@@ -7,8 +7,10 @@ signatures are the stubs'), warnings as errors and nitpicky references.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -35,6 +37,8 @@ autodoc_typehints = "signature"
 autodoc_typehints_format = "short"
 autodoc_member_order = "bysource"
 autodoc_preserve_defaults = True
+autodoc_type_aliases = {name: f"tokcore.{name}"
+                        for name in ("BytesLike", "TextOrBytes", "IdsArg", "Api", "Span")}
 autodoc_default_options = {"exclude-members": "__init__, __new__"}
 
 # Nitpicky: every reference must resolve, except to other projects' names (no intersphinx:
@@ -48,3 +52,17 @@ nitpick_ignore_regex = [
     (r"py:.*", r"(ClientResponse|BaseRequest|StreamResponse|BackgroundTask|Receive|Scope"
                r"|Send|Response|AsyncClient|Client|URL)"),
 ]
+nitpick_ignore_regex.append((r"py:.*", r".*\._T"))  # compact_ids' class type variable
+
+
+def _alias_names(app: object, what: str, name: str, obj: object, options: object,
+                 signature: str | None, annotation: str | None) -> tuple[str | None, str | None]:
+    """Sphinx writes an alias inside a union as ``TypeAliasForwardRef('x')``: write ``x``."""
+    def fix(text: str | None) -> str | None:
+        return re.sub(r"TypeAliasForwardRef\('([\w.]+)'\)", r"\1", text) if text else text
+
+    return fix(signature), fix(annotation)
+
+
+def setup(app: Any) -> None:
+    app.connect("autodoc-process-signature", _alias_names)
