@@ -66,10 +66,10 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from aiohttp import ClientError, ClientResponse, ClientSession, ClientTimeout, TCPConnector, web
@@ -104,9 +104,10 @@ IDS_KEY = "prompt_token_ids_b64"
 CONTEXT_FIELDS = ("messages", "prompt", "input", "system", "instructions")
 #: the largest request body the proxy reads by default: what the workers accept
 MAX_BODY_BYTES = 64 << 20
-#: how long the proxy waits for a worker to connect, and for each read of its answer
+#: how long the proxy waits for a worker's answer to begin (a whole answer to arrive)
 UPSTREAM_TIMEOUT = 300.0
 log = logging.getLogger("disagg_proxy")
+T = TypeVar("T")
 
 
 # --- the three ways to relay ---------------------------------------------------------------
@@ -234,6 +235,7 @@ class ProxyState:
     context_url: str
     generation_url: str
     mode: str
+    upstream_timeout: float = 300.0
     session: ClientSession | None = None
     requests: int = 0
     disconnects: int = 0
@@ -314,9 +316,21 @@ async def proxy_handler(request: web.Request) -> web.StreamResponse:
     return error_response(api, status, message)
 
 
+async def in_time(state: ProxyState, awaitable: Awaitable[T]) -> T:
+    """``awaitable`` within the upstream timeout (asyncio.TimeoutError beyond). Only what
+    comes before the stream is timed: a read timeout on the session would re-arm a timer at
+    every chunk of every stream."""
+    return await asyncio.wait_for(awaitable, state.upstream_timeout)
+
+
+async def post(state: ProxyState, url: str, data: bytes) -> ClientResponse:
+    """A worker's answer to ``data``, its status and headers read in time."""
+    assert state.session is not None
+    return await in_time(state, state.session.post(url, data=data, headers=JSON_HEADERS))
+
+
 async def proxy(request: web.Request, state: ProxyState, api: str,
                 body: dict[str, Any]) -> web.StreamResponse:
-    assert state.session is not None
     stream = body.get("stream") is True  # every API's default is a whole answer
     state.requests += 1
     request_id = f"{os.getpid()}-{state.requests}"
@@ -324,11 +338,11 @@ async def proxy(request: web.Request, state: ProxyState, api: str,
                        "fake_prompt_tokens": body.get("fake_prompt_tokens"),
                        "ids_format": "list" if state.mode == "plain" else "b64",
                        **{k: body[k] for k in CONTEXT_FIELDS if k in body}}
-    async with state.session.post(f"{state.context_url}/context", headers=JSON_HEADERS,
-                                  data=json.dumps(context_request).encode()) as answer:
+    async with await post(state, f"{state.context_url}/context",
+                          json.dumps(context_request).encode()) as answer:
         check_upstream(api, "context", answer)
         try:
-            context = Context(state.mode, await answer.read())
+            context = Context(state.mode, await in_time(state, answer.read()))
         except (ValueError, KeyError, TypeError) as error:
             raise UpstreamError(502, "the context worker's answer has no ids or usage "
                                 f"({type(error).__name__})") from None
@@ -336,11 +350,10 @@ async def proxy(request: web.Request, state: ProxyState, api: str,
     forwarded = {k: v for k, v in body.items()
                  if k not in CONTEXT_FIELDS and k != "fake_prompt_tokens"}
     data = generation_request(state.mode, {"request_id": request_id, **forwarded}, context)
-    async with state.session.post(f"{state.generation_url}{request.path}", data=data,
-                                  headers=JSON_HEADERS) as upstream:
+    async with await post(state, f"{state.generation_url}{request.path}", data) as upstream:
         check_upstream(api, "generation", upstream)
         if not stream:
-            whole = whole_answer(state.mode, await upstream.read(), api,
+            whole = whole_answer(state.mode, await in_time(state, upstream.read()), api,
                                  context.prompt_tokens, context.cached_tokens)
             return web.Response(body=whole, headers=JSON_HEADERS)
         if state.mode == "tokcore":  # the adapter: disconnects and upstream failures too
@@ -384,16 +397,16 @@ def make_proxy_app(context_url: str, generation_url: str, *, mode: str = "tokcor
                    max_body_bytes: int = MAX_BODY_BYTES,
                    upstream_timeout: float = UPSTREAM_TIMEOUT) -> web.Application:
     """The proxy; ``max_body_bytes``: the largest request body it reads (a 413 beyond);
-    ``upstream_timeout``: seconds to connect to a worker and for each read of its answer
-    (a 504 beyond, before the answer has begun)."""
+    ``upstream_timeout``: seconds to connect to a worker and for its answer to begin (the
+    whole answer when it is not a stream; a 504 beyond)."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
     for url in (context_url, generation_url):
         check_loopback(url)
     app = web.Application(client_max_size=max_body_bytes)
-    app[STATE] = state = ProxyState(context_url.rstrip("/"), generation_url.rstrip("/"), mode)
-    timeout = ClientTimeout(total=None, sock_connect=upstream_timeout,
-                            sock_read=upstream_timeout)
+    app[STATE] = state = ProxyState(context_url.rstrip("/"), generation_url.rstrip("/"), mode,
+                                    upstream_timeout)
+    timeout = ClientTimeout(total=None, sock_connect=upstream_timeout)
 
     async def session_context(app: web.Application) -> AsyncIterator[None]:
         state.session = ClientSession(connector=TCPConnector(limit=0), timeout=timeout,
@@ -529,7 +542,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--max-body-bytes", type=int, default=MAX_BODY_BYTES,
                         help="the largest request body (default 64 MiB; a 413 beyond)")
     parser.add_argument("--upstream-timeout", type=float, default=UPSTREAM_TIMEOUT,
-                        help="seconds to connect to a worker and per read (a 504 beyond)")
+                        help="seconds for a worker's answer to begin (a 504 beyond)")
     parser.add_argument("--demo", action="store_true",
                         help="with --role all: send one request, print what the client saw, exit")
     args = parser.parse_args(argv)
