@@ -58,6 +58,20 @@ def server() -> Iterator[Server]:
     running.close()
 
 
+@pytest.mark.parametrize("page", PAGES, ids=page_id)
+def test_every_block_says_its_language(page: Path) -> None:
+    """``python`` runs, ``sh`` is checked, ``text`` is output; directives are Sphinx's."""
+    inside = False
+    for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+        if line.startswith("```") and not inside:
+            language = line[3:].strip()
+            assert language in ("python", "sh", "text") or language.startswith("{"), (
+                f"{page_id(page)}:{number}: a block in {language or 'no language'}")
+            inside = True
+        elif line.strip() == "```":
+            inside = False
+
+
 def test_the_pages_have_blocks() -> None:
     assert (ROOT / "docs" / "index.md").exists()
     counts = {page_id(p): len(blocks(p)) for p in PAGES}
