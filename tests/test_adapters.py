@@ -4,7 +4,8 @@ One real upstream (tests/_upstream.py: an aiohttp SSE server) and, on the same e
 the two server-side adapters in front of it: an aiohttp app using ``relay_response`` (once
 as aiohttp runs it by default, once with ``handler_cancellation``, which cancels a handler
 whose client went away) and a Starlette app served by uvicorn using ``aopen_relay`` and
-``RelayResponse``. The official ``openai`` and ``anthropic`` clients and httpx talk to them.
+``RelayResponse`` (and the same on FastAPI). The official ``openai`` and ``anthropic``
+clients and httpx talk to them.
 For each way a stream ends (its end, the client going away, the upstream failing, a
 cancellation) the test checks what the client got, that the upstream saw its client go (no
 connection left open: the upstream serves nothing any more) and that nothing was logged at
@@ -24,6 +25,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import anthropic
+import fastapi
 import httpx
 import openai
 import pytest
@@ -100,6 +102,27 @@ def starlette_app(upstream_url: str) -> Starlette:
     return app
 
 
+def fastapi_app(upstream_url: str) -> fastapi.FastAPI:
+    """The same on FastAPI: a route returns the ``RelayResponse``."""
+    client = httpx.AsyncClient(timeout=None)
+    app = fastapi.FastAPI()
+
+    async def relay(request: fastapi.Request) -> Response:
+        api = APIS[request.url.path]
+        stream = await aopen_relay(client, "POST", f"{upstream_url}&{request.url.query}",
+                                   PROMPT, CACHED, api=api)
+        if stream.response.status_code != 200:
+            await stream.aclose()
+            return Response(error_body(api, 502, "upstream"), status_code=502,
+                            media_type="application/json")
+        return RelayResponse(stream, api=api)
+
+    for path in APIS:
+        app.add_api_route(path, relay, methods=["POST"])
+    app.state.client = client
+    return app
+
+
 class Stack:
     """The upstream and the three fronts, on the upstream server's loop."""
 
@@ -110,11 +133,10 @@ class Stack:
         self.urls = {"aiohttp": self.serve_aiohttp(aiohttp_app(base)),
                      "aiohttp-cancel": self.serve_aiohttp(aiohttp_app(base),
                                                           handler_cancellation=True)}
-        self.starlette = starlette_app(base)
-        config = uvicorn.Config(self.starlette, host="127.0.0.1", port=0, lifespan="off",
-                                log_config=None, log_level="debug", access_log=False)
-        self.uvicorn = uvicorn.Server(config)
-        self.urls["starlette"] = self.server.run(self.start_uvicorn())
+        self.asgi = {"starlette": starlette_app(base), "fastapi": fastapi_app(base)}
+        self.uvicorns: list[tuple[uvicorn.Server, asyncio.Future[None]]] = []
+        for name, app in self.asgi.items():
+            self.urls[name] = self.server.run(self.start_uvicorn(app))
 
     def serve_aiohttp(self, app: web.Application, **options: Any) -> str:
         async def start() -> str:
@@ -127,17 +149,22 @@ class Stack:
 
         return self.server.run(start())
 
-    async def start_uvicorn(self) -> str:
-        self.uvicorn_task = asyncio.ensure_future(self.uvicorn.serve())
-        while not self.uvicorn.started:
+    async def start_uvicorn(self, app: Any) -> str:
+        config = uvicorn.Config(app, host="127.0.0.1", port=0, lifespan="off",
+                                log_config=None, log_level="debug", access_log=False)
+        server = uvicorn.Server(config)
+        self.uvicorns.append((server, asyncio.ensure_future(server.serve())))
+        while not server.started:
             await asyncio.sleep(0.01)
-        port = self.uvicorn.servers[0].sockets[0].getsockname()[1]
+        port = server.servers[0].sockets[0].getsockname()[1]
         return f"http://127.0.0.1:{port}"
 
     async def stop(self) -> None:
-        self.uvicorn.should_exit = True
-        await self.uvicorn_task
-        await self.starlette.state.client.aclose()
+        for server, task in self.uvicorns:
+            server.should_exit = True
+            await task
+        for app in self.asgi.values():
+            await app.state.client.aclose()
         for runner in self.runners:
             await runner.cleanup()
 
@@ -162,7 +189,7 @@ def quiet_logs(caplog: pytest.LogCaptureFixture) -> Iterator[pytest.LogCaptureFi
     assert not bad, [r.getMessage() for r in bad]
 
 
-FRONTS = ["aiohttp", "aiohttp-cancel", "starlette"]
+FRONTS = ["aiohttp", "aiohttp-cancel", "starlette", "fastapi"]
 
 
 def new_request(stack: Stack, **query: str) -> tuple[dict[str, str], Upstream]:
