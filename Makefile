@@ -112,6 +112,13 @@ bench-icount: $(VENV)/.deps-test
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -q valgrind qemu-user gcc-aarch64-linux-gnu; }
 	$(BIN)/python bench/instructions.py $(ICOUNT_ARGS)
 
+# The documentation site (docs/): Sphinx + MyST + furo into build/docs, warnings as errors and
+# nitpicky references; autodoc reads the typed Python twins (TOKCORE_NO_EXTENSIONS=1) and
+# imports the adapters, hence the test extra (their frameworks).
+.PHONY: docs
+docs: $(VENV)/.deps-test $(VENV)/.deps-docs
+	TOKCORE_NO_EXTENSIONS=1 $(BIN)/python -m sphinx -W --keep-going -n -q -b html docs build/docs
+
 # Everything CI runs (.ci/run): make test, then the other checks two at a time.
 ci:
 	.ci/run

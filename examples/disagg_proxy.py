@@ -30,8 +30,20 @@ Three ways to do the proxy's job (``--mode``):
 
 The proxy follows the APIs' defaults: no ``stream`` key is a non-streaming answer; a usage
 chunk comes only when the client asked (``stream_options.include_usage`` for chat and
-completions); a body that is not a JSON object gets a 400 with the API's JSON error; a
-client that goes away mid-stream closes the upstream stream, with no traceback logged.
+completions). Its edges answer in each API's own error shape
+(``tokcore.adapters.errors``), so the official clients raise their own typed errors:
+
+- a body that is not a JSON object, or a bad value in it (``fake_prompt_tokens`` that is not
+  a positive integer), is a 400 (``invalid_request_error``);
+- a body over ``--max-body-bytes`` (default 64 MiB, what the workers accept: a prompt of
+  about 250k tokens is some 1 MiB of text, far more as token ids) is a 413
+  (``request_too_large`` in Anthropic's API);
+- a worker that cannot be reached, or answers what the proxy cannot use, is a 502; one that
+  says it is unavailable (503, or Anthropic's 529) is a 503 (Anthropic: 529,
+  ``overloaded_error``); one that does not answer within ``--upstream-timeout`` is a 504:
+  OpenAI's ``server_error``, Anthropic's ``api_error``;
+- a stream that fails after it began ends with the API's error event; a client that goes
+  away mid-stream closes the upstream stream. Neither logs a traceback.
 
 Run it:
 
@@ -54,13 +66,13 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from aiohttp import ClientSession, ClientTimeout, TCPConnector, web
+from aiohttp import ClientError, ClientResponse, ClientSession, ClientTimeout, TCPConnector, web
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # fake_workers, beside this file
 from fake_workers import (  # noqa: E402
@@ -79,6 +91,8 @@ from fake_workers import (  # noqa: E402
 )
 
 from tokcore import arelay_usage, del_member, find_member, rewrite_usage, set_member  # noqa: E402
+from tokcore.adapters.aiohttp import relay_response  # noqa: E402
+from tokcore.adapters.errors import error_body  # noqa: E402
 
 __all__ = ["GENERATIONS", "cached_prompt_tokens", "fake_prompt_ids", "ids_fingerprint",
            "token_text"]
@@ -88,7 +102,12 @@ MODES = ("tokcore", "plain", "floor")
 IDS_KEY = "prompt_token_ids_b64"
 #: request members that are the proxy's own business, not the generation worker's
 CONTEXT_FIELDS = ("messages", "prompt", "input", "system", "instructions")
+#: the largest request body the proxy reads by default: what the workers accept
+MAX_BODY_BYTES = 64 << 20
+#: how long the proxy waits for a worker's answer to begin (a whole answer to arrive)
+UPSTREAM_TIMEOUT = 300.0
 log = logging.getLogger("disagg_proxy")
+T = TypeVar("T")
 
 
 # --- the three ways to relay ---------------------------------------------------------------
@@ -204,7 +223,7 @@ def generation_request(mode: str, request: dict[str, Any], context: Context) -> 
         return json.dumps({**request, "prompt_token_ids": context.ids},
                           separators=COMPACT).encode()
     text = json.dumps(request, separators=COMPACT).encode()
-    if mode == "tokcore":
+    if mode == "tokcore":  # the one set_member call: the ids member's bytes, as they came
         return set_member(text, IDS_KEY, context.ids)
     return text[:-1] + b',"prompt_token_ids_b64":' + context.ids + b"}"
 
@@ -216,35 +235,102 @@ class ProxyState:
     context_url: str
     generation_url: str
     mode: str
+    upstream_timeout: float = 300.0
     session: ClientSession | None = None
     requests: int = 0
     disconnects: int = 0
     errors: dict[int, int] = field(default_factory=dict)
 
 
-def error_response(api: str, status: int, message: str) -> web.Response:
-    """An error in the API's own JSON shape."""
-    if api == "messages":
-        body: dict[str, Any] = {"type": "error", "error": {"type": "invalid_request_error",
-                                                           "message": message}}
+class UpstreamError(Exception):
+    """A worker failed: ``status`` is what the client gets for it."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def error_response(api: str, status: int, message: str, *,
+                   param: str | None = None) -> web.Response:
+    """An error in the API's own JSON shape (``tokcore.adapters.errors``)."""
+    return web.Response(status=status, body=error_body(api, status, message, param=param),
+                        headers=JSON_HEADERS)
+
+
+def check_upstream(api: str, worker: str, answer: ClientResponse) -> None:
+    """A worker's status mapped to the proxy's: unavailable stays so (503; Anthropic's
+    overloaded 529), a timeout stays a 504, anything else but 200 is a bad gateway."""
+    if answer.status == 200:
+        return
+    if answer.status in (503, 529):
+        status = 529 if api == "messages" else 503
     else:
-        body = {"error": {"message": message, "type": "invalid_request_error", "param": None,
-                          "code": None}}
-    return web.json_response(body, status=status)
+        status = 504 if answer.status == 504 else 502
+    raise UpstreamError(status, f"the {worker} worker answered {answer.status}")
+
+
+def bad_value(body: dict[str, Any]) -> str | None:
+    """The member of a request the proxy refuses, if any (the workers' checks are theirs)."""
+    count = body.get("fake_prompt_tokens")
+    if count is not None and (type(count) is not int or count < 1):
+        return "fake_prompt_tokens"
+    return None
+
+
+async def read_request(request: web.Request, api: str) -> dict[str, Any] | web.Response:
+    """The request's JSON object, or the API's error for what is wrong with it."""
+    try:
+        body = json.loads(await request.read())
+    except web.HTTPRequestEntityTooLarge:
+        return error_response(api, 413, "the request body is over "
+                              f"{request.client_max_size} bytes")
+    except ValueError as error:  # UnicodeDecodeError included
+        body = error
+    if not isinstance(body, dict):
+        return error_response(api, 400, f"the request body is not a JSON object ({body})")
+    param = bad_value(body)
+    if param is not None:
+        return error_response(api, 400, f"{param} must be a positive integer, not "
+                              f"{json.dumps(body[param])}", param=param)
+    return body
 
 
 async def proxy_handler(request: web.Request) -> web.StreamResponse:
     """Context worker, then generation worker; the answer relayed in the API's format."""
     state: ProxyState = request.app[STATE]
-    assert state.session is not None
     api = ENDPOINTS[request.path]
+    body = await read_request(request, api)
+    if isinstance(body, web.Response):
+        state.errors[body.status] = state.errors.get(body.status, 0) + 1
+        return body
     try:
-        body = json.loads(await request.read())
-    except ValueError as error:  # UnicodeDecodeError included
-        body = error
-    if not isinstance(body, dict):
-        state.errors[400] = state.errors.get(400, 0) + 1
-        return error_response(api, 400, f"the request body is not a JSON object ({body})")
+        return await proxy(request, state, api, body)
+    except UpstreamError as error:
+        status, message = error.status, str(error)
+    except asyncio.TimeoutError:  # aiohttp's ServerTimeoutError is one
+        status, message = 504, "a worker did not answer in time"
+    except ClientError as error:  # refused, reset, a broken answer
+        status, message = 502, f"a worker could not be reached ({type(error).__name__})"
+    log.warning("request to %s failed: %d %s", request.path, status, message)
+    state.errors[status] = state.errors.get(status, 0) + 1
+    return error_response(api, status, message)
+
+
+async def in_time(state: ProxyState, awaitable: Awaitable[T]) -> T:
+    """``awaitable`` within the upstream timeout (asyncio.TimeoutError beyond). Only what
+    comes before the stream is timed: a read timeout on the session would re-arm a timer at
+    every chunk of every stream."""
+    return await asyncio.wait_for(awaitable, state.upstream_timeout)
+
+
+async def post(state: ProxyState, url: str, data: bytes) -> ClientResponse:
+    """A worker's answer to ``data``, its status and headers read in time."""
+    assert state.session is not None
+    return await in_time(state, state.session.post(url, data=data, headers=JSON_HEADERS))
+
+
+async def proxy(request: web.Request, state: ProxyState, api: str,
+                body: dict[str, Any]) -> web.StreamResponse:
     stream = body.get("stream") is True  # every API's default is a whole answer
     state.requests += 1
     request_id = f"{os.getpid()}-{state.requests}"
@@ -252,23 +338,31 @@ async def proxy_handler(request: web.Request) -> web.StreamResponse:
                        "fake_prompt_tokens": body.get("fake_prompt_tokens"),
                        "ids_format": "list" if state.mode == "plain" else "b64",
                        **{k: body[k] for k in CONTEXT_FIELDS if k in body}}
-    async with state.session.post(f"{state.context_url}/context", headers=JSON_HEADERS,
-                                  data=json.dumps(context_request).encode()) as answer:
-        if answer.status != 200:
-            return error_response(api, 502, f"the context worker said {answer.status}")
-        context = Context(state.mode, await answer.read())
+    async with await post(state, f"{state.context_url}/context",
+                          json.dumps(context_request).encode()) as answer:
+        check_upstream(api, "context", answer)
+        try:
+            context = Context(state.mode, await in_time(state, answer.read()))
+        except (ValueError, KeyError, TypeError) as error:
+            raise UpstreamError(502, "the context worker's answer has no ids or usage "
+                                f"({type(error).__name__})") from None
 
     forwarded = {k: v for k, v in body.items()
                  if k not in CONTEXT_FIELDS and k != "fake_prompt_tokens"}
     data = generation_request(state.mode, {"request_id": request_id, **forwarded}, context)
-    async with state.session.post(f"{state.generation_url}{request.path}", data=data,
-                                  headers=JSON_HEADERS) as upstream:
-        if upstream.status != 200:
-            return error_response(api, 502, f"the generation worker said {upstream.status}")
+    async with await post(state, f"{state.generation_url}{request.path}", data) as upstream:
+        check_upstream(api, "generation", upstream)
         if not stream:
-            whole = whole_answer(state.mode, await upstream.read(), api,
+            whole = whole_answer(state.mode, await in_time(state, upstream.read()), api,
                                  context.prompt_tokens, context.cached_tokens)
             return web.Response(body=whole, headers=JSON_HEADERS)
+        if state.mode == "tokcore":  # the adapter: disconnects and upstream failures too
+            response = await relay_response(request, upstream, context.prompt_tokens,
+                                            context.cached_tokens, api=api,
+                                            headers=SSE_HEADERS)
+            if request.transport is None or request.transport.is_closing():
+                state.disconnects += 1  # the client went away (the adapter closed upstream)
+            return response
         response = web.StreamResponse(headers=SSE_HEADERS)
         await response.prepare(request)
         relay = RELAYS[state.mode](upstream.content.iter_any(), api, context.prompt_tokens,
@@ -299,18 +393,24 @@ async def stats_handler(request: web.Request) -> web.Response:
 STATE = web.AppKey("state", ProxyState)
 
 
-def make_proxy_app(context_url: str, generation_url: str, *,
-                   mode: str = "tokcore") -> web.Application:
+def make_proxy_app(context_url: str, generation_url: str, *, mode: str = "tokcore",
+                   max_body_bytes: int = MAX_BODY_BYTES,
+                   upstream_timeout: float = UPSTREAM_TIMEOUT) -> web.Application:
+    """The proxy; ``max_body_bytes``: the largest request body it reads (a 413 beyond);
+    ``upstream_timeout``: seconds to connect to a worker and for its answer to begin (the
+    whole answer when it is not a stream; a 504 beyond)."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
     for url in (context_url, generation_url):
         check_loopback(url)
-    app = web.Application()
-    app[STATE] = state = ProxyState(context_url.rstrip("/"), generation_url.rstrip("/"), mode)
+    app = web.Application(client_max_size=max_body_bytes)
+    app[STATE] = state = ProxyState(context_url.rstrip("/"), generation_url.rstrip("/"), mode,
+                                    upstream_timeout)
+    timeout = ClientTimeout(total=None, sock_connect=upstream_timeout)
 
     async def session_context(app: web.Application) -> AsyncIterator[None]:
-        state.session = ClientSession(connector=TCPConnector(limit=0),
-                                      timeout=ClientTimeout(total=None), auto_decompress=False)
+        state.session = ClientSession(connector=TCPConnector(limit=0), timeout=timeout,
+                                      auto_decompress=False)
         yield
         await state.session.close()
 
@@ -396,7 +496,9 @@ async def serve_forever(role: str, port: int, args: argparse.Namespace) -> None:
                 workers += [context, generation]
             elif not (context_url and generation_url):
                 raise SystemExit("--role proxy needs --context-url and --generation-url")
-            app = make_proxy_app(context_url, generation_url, mode=args.mode)
+            app = make_proxy_app(context_url, generation_url, mode=args.mode,
+                                 max_body_bytes=args.max_body_bytes,
+                                 upstream_timeout=args.upstream_timeout)
         runner, url = await start_app(app, port)
         print(f"READY {url}", flush=True)
         if role == "all" and args.demo:
@@ -437,6 +539,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: ephemeral)")
     parser.add_argument("--context-url", help="context worker (--role proxy), loopback only")
     parser.add_argument("--generation-url", help="generation worker (--role proxy), loopback only")
+    parser.add_argument("--max-body-bytes", type=int, default=MAX_BODY_BYTES,
+                        help="the largest request body (default 64 MiB; a 413 beyond)")
+    parser.add_argument("--upstream-timeout", type=float, default=UPSTREAM_TIMEOUT,
+                        help="seconds for a worker's answer to begin (a 504 beyond)")
     parser.add_argument("--demo", action="store_true",
                         help="with --role all: send one request, print what the client saw, exit")
     args = parser.parse_args(argv)

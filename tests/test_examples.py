@@ -335,3 +335,159 @@ def test_demo_starts_workers_and_proxy(mode: str) -> None:
     assert out.startswith("READY http://127.0.0.1:")
     assert f"mode: {mode}" in out
     assert '"prompt_tokens": 40000' in out and '"cached_tokens": 19968' in out
+
+
+# --- the proxy at its edges: each API's own errors, as the official clients raise them -------
+
+class Failing:
+    """A worker that fails: ``/status/N/...`` answers N, ``/hang/...`` never answers,
+    ``/abort/...`` streams two events then drops the connection, ``/noids/...`` answers 200
+    without the ids."""
+
+    def __init__(self, stack: Stack) -> None:
+        app = example.web.Application()
+        app.router.add_post("/{how}/{tail:.*}", self.handle)
+        self.url = stack.serve(app)
+
+    async def handle(self, request: Any) -> Any:
+        web = example.web
+        how = request.match_info["how"]
+        await request.read()
+        if how.startswith("status"):
+            return web.json_response({"detail": "no"}, status=int(how.split("-")[1]))
+        if how == "hang":
+            await asyncio.sleep(30)
+        if how == "noids":
+            return web.json_response({"usage": {"prompt_tokens": 3}})
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        await response.write(b'data: {"choices":[{"delta":{"content":"x"}}],"usage":null}\n\n'
+                             if "chat" in request.path else
+                             b'event: ping\ndata: {"type":"ping"}\n\n')
+        await asyncio.sleep(0.05)
+        request.transport.abort()
+        return response
+
+
+@pytest.fixture(scope="module")
+def failing(stack: Stack) -> Failing:
+    return Failing(stack)
+
+
+def edge_proxy(stack: Stack, context: str | None = None, generation: str | None = None,
+               **options: Any) -> str:
+    """A tokcore-mode proxy in front of the given workers (default: the good ones)."""
+    good_context, good_generation = (stack.proxies["tokcore"][example.STATE].context_url,
+                                     stack.proxies["tokcore"][example.STATE].generation_url)
+    return stack.serve(example.make_proxy_app(context or good_context,
+                                              generation or good_generation, **options))
+
+
+@pytest.fixture
+def no_traceback(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
+    with caplog.at_level(logging.DEBUG):
+        yield
+    bad = [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
+    assert not bad, [r.getMessage() for r in bad]
+
+
+def openai_at(url: str) -> openai.OpenAI:
+    return openai.OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0)
+
+
+def anthropic_at(url: str) -> anthropic.Anthropic:
+    return anthropic.Anthropic(base_url=url, api_key="unused", max_retries=0)
+
+
+def chat(url: str, content: str = PROMPT, stream: bool = False, **extra: Any) -> Any:
+    answer = openai_at(url).chat.completions.create(
+        model="m", messages=[{"role": "user", "content": content}], max_tokens=3,
+        stream=stream, extra_body=extra)  # type: ignore[call-overload]
+    return list(answer) if stream else answer
+
+
+def message(url: str, content: str = PROMPT, stream: bool = False, **extra: Any) -> Any:
+    answer = anthropic_at(url).messages.create(
+        model="m", messages=[{"role": "user", "content": content}], max_tokens=3,
+        stream=stream, extra_body=extra)  # type: ignore[call-overload]
+    return list(answer) if stream else answer
+
+
+def test_a_body_over_the_limit_is_a_413_in_each_apis_shape(stack: Stack,
+                                                           no_traceback: None) -> None:
+    url = edge_proxy(stack, max_body_bytes=4096)
+    with pytest.raises(openai.APIStatusError) as raised:
+        chat(url, "x" * 5000)
+    assert type(raised.value) is openai.APIStatusError  # openai has no class for a 413
+    assert raised.value.status_code == 413
+    assert raised.value.body["type"] == "invalid_request_error"  # type: ignore[index]
+    assert "4096" in raised.value.body["message"]  # type: ignore[index]
+    with pytest.raises(anthropic.APIStatusError) as too_large:
+        message(url, "x" * 5000)
+    assert too_large.value.status_code == 413
+    assert too_large.value.body == {"type": "error", "error": {
+        "type": "request_too_large", "message": "the request body is over 4096 bytes"}}
+    assert chat(url, "small", fake_prompt_tokens=10).usage.prompt_tokens == 10
+
+
+def test_the_default_limit_is_the_workers(stack: Stack) -> None:
+    """aiohttp's default (1 MiB) refused prompts of about 250k tokens; the proxy reads up
+    to the 64 MiB the workers accept."""
+    answer = chat(stack.urls["tokcore"], "word " * (600 << 10), fake_prompt_tokens=300)
+    assert answer.usage.prompt_tokens == 300  # a 3 MiB body
+    assert example.MAX_BODY_BYTES == 64 << 20
+
+
+@pytest.mark.parametrize("value", [-5, 0, "5", True, 1.5, [1]])
+def test_a_bad_value_is_a_400_in_each_apis_shape(stack: Stack, value: Any,
+                                                 no_traceback: None) -> None:
+    url = stack.urls["tokcore"]
+    with pytest.raises(openai.BadRequestError) as raised:
+        chat(url, fake_prompt_tokens=value)
+    assert raised.value.status_code == 400
+    assert raised.value.param == "fake_prompt_tokens"
+    assert raised.value.type == "invalid_request_error"
+    with pytest.raises(anthropic.BadRequestError) as bad:
+        message(url, stream=True, fake_prompt_tokens=value)
+    assert bad.value.body["error"]["type"] == "invalid_request_error"  # type: ignore[index]
+
+
+#: how each worker failure reaches each client: (where, status, openai's, anthropic's)
+FAILURES = {
+    "generation-503": ("generation", "status-503", 503, 529, anthropic.OverloadedError),
+    "generation-529": ("generation", "status-529", 503, 529, anthropic.OverloadedError),
+    "generation-500": ("generation", "status-500", 502, 502, anthropic.InternalServerError),
+    "generation-504": ("generation", "status-504", 504, 504, anthropic.InternalServerError),
+    "generation-hangs": ("generation", "hang", 504, 504, anthropic.InternalServerError),
+    "context-503": ("context", "status-503", 503, 529, anthropic.OverloadedError),
+    "context-no-ids": ("context", "noids", 502, 502, anthropic.InternalServerError),
+    "context-down": ("context", "down", 502, 502, anthropic.InternalServerError),
+}
+
+
+@pytest.mark.parametrize("case", FAILURES)
+def test_a_worker_failure_is_a_server_error_in_each_apis_shape(
+        stack: Stack, failing: Failing, case: str, no_traceback: None) -> None:
+    where, how, openai_status, anthropic_status, anthropic_error = FAILURES[case]
+    worker = "http://127.0.0.1:9" if how == "down" else f"{failing.url}/{how}"
+    url = edge_proxy(stack, upstream_timeout=1.0, **{where: worker})
+    with pytest.raises(openai.InternalServerError) as raised:
+        chat(url, stream=True)
+    assert raised.value.status_code == openai_status
+    assert raised.value.type == "server_error"
+    with pytest.raises(anthropic_error) as failed:
+        message(url)
+    assert failed.value.status_code == anthropic_status
+    assert failed.value.body["error"]["type"] == (  # type: ignore[index]
+        "overloaded_error" if anthropic_status == 529 else "api_error")
+
+
+def test_a_stream_that_fails_after_it_began_ends_with_the_apis_error_event(
+        stack: Stack, failing: Failing, no_traceback: None) -> None:
+    url = edge_proxy(stack, generation=f"{failing.url}/abort")
+    with pytest.raises(openai.APIError, match="upstream stream failed") as raised:
+        chat(url, stream=True)
+    assert raised.value.body["type"] == "server_error"  # type: ignore[index]
+    with pytest.raises(anthropic.APIStatusError) as failed:
+        message(url, stream=True)
+    assert failed.value.body["error"]["type"] == "api_error"  # type: ignore[index]

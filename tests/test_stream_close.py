@@ -4,10 +4,9 @@ The upstream is a real aiohttp server on loopback that streams SSE and records w
 client goes away; the sources are what users write: a generator holding an aiohttp or httpx
 response in its ``async with`` (``with``) block. Each way a consumer can stop is tried: the
 stream closed early, dropped after an error in the consumer, its task cancelled while it
-waits for the upstream, closed before its first read, and run to its end. The README's
-Starlette app runs too, driven as an ASGI server drives it, the client going away under
-both disconnect conventions of the ASGI spec (``http.disconnect`` from ``receive`` before
-2.4, an ``OSError`` from ``send`` from 2.4 on). Every case runs on the twin that loaded.
+waits for the upstream, closed before its first read, and run to its end (the upstream is
+tests/_upstream.py; the framework adapters built on these helpers are tested in
+tests/test_adapters.py). Every case runs on the twin that loaded.
 """
 
 from __future__ import annotations
@@ -15,101 +14,28 @@ from __future__ import annotations
 import asyncio
 import gc
 import io
-import itertools
-import re
-import threading
-import time
 from collections.abc import AsyncIterator, Iterator
-from types import ModuleType
 from typing import Any, Callable
 
 import aiohttp
 import httpx
 import pytest
-from _twins import ROOT
-from aiohttp import web
+from _upstream import (
+    CACHED,
+    PROMPT,
+    RELAYED_USAGE,
+    RELEASE_TIMEOUT,
+    TOKEN_EVENT,
+    UPSTREAM_LIFETIME,
+    USAGE_EVENT,
+    Server,
+    Upstream,
+    released,
+    released_soon,
+    still_open,
+)
 
 from tokcore import UsageRelay, arelay_usage, relay_usage
-
-PROMPT, CACHED = 40, 32
-USAGE_EVENT = b'data: {"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2}}\n\n'
-RELAYED_USAGE = (b'data: {"choices":[],"usage":{"prompt_tokens":40,"completion_tokens":2,'
-                 b'"total_tokens":42,"prompt_tokens_details":{"cached_tokens":32}}}\n\n')
-TOKEN_EVENT = b'data: {"choices":[{"delta":{"content":"x"}}]}\n\n'
-#: how long an upstream may take to see its client go: generous for a loaded machine
-RELEASE_TIMEOUT = 20.0
-#: an upstream streams at most this long, so that a test that fails still ends
-UPSTREAM_LIFETIME = 60.0
-
-
-class Upstream:
-    """One request to the upstream server, as the server saw it."""
-
-    def __init__(self) -> None:
-        self.released = threading.Event()  # the client went away (its connection closed)
-        self.finished = threading.Event()  # the stream was sent to its end
-
-
-class Server:
-    """An aiohttp SSE server on 127.0.0.1, on its own event loop in a thread.
-
-    ``/stream?id=X&events=N`` sends the usage event and N token events, then: with
-    ``end=1`` ends the stream; with ``quiet=1`` sends nothing more (a worker that is slow to
-    answer); else a token event every 10 ms. Until its lifetime ends, it watches its
-    client's connection and records when it is closed.
-    """
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
-        self.requests: dict[str, Upstream] = {}
-        app = web.Application()
-        app.router.add_route("*", "/stream", self.stream)
-        self.runner = web.AppRunner(app, access_log=None)
-        self.url = asyncio.run_coroutine_threadsafe(self.start(), self.loop).result(30)
-
-    async def start(self) -> str:
-        await self.runner.setup()
-        site = web.TCPSite(self.runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        return f"http://127.0.0.1:{port}/stream"
-
-    async def stream(self, request: web.Request) -> web.StreamResponse:
-        upstream = self.requests.setdefault(request.query["id"], Upstream())
-        if request.can_read_body:
-            await request.read()
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-        await response.prepare(request)
-        try:
-            await response.write(USAGE_EVENT)
-            for _ in range(int(request.query.get("events", "2"))):
-                await response.write(TOKEN_EVENT)
-            if request.query.get("end"):
-                await response.write_eof()
-                upstream.finished.set()
-                return response
-            deadline = time.monotonic() + UPSTREAM_LIFETIME
-            while time.monotonic() < deadline:
-                transport = request.transport
-                if transport is None or transport.is_closing():
-                    break
-                if not request.query.get("quiet"):
-                    await response.write(TOKEN_EVENT)
-                await asyncio.sleep(0.01)
-            else:
-                return response  # never released: the test waiting for it fails
-        except ConnectionError:
-            pass  # a write found the connection closed
-        upstream.released.set()
-        return response
-
-    def close(self) -> None:
-        asyncio.run_coroutine_threadsafe(self.runner.cleanup(), self.loop).result(30)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(30)
-        self.loop.close()
 
 
 @pytest.fixture(scope="module")
@@ -119,32 +45,8 @@ def server() -> Iterator[Server]:
     running.close()
 
 
-_ids = itertools.count()
-
-
 def request(server: Server, **query: str) -> tuple[str, Upstream]:
-    """A new request id's URL and its record."""
-    rid = str(next(_ids))
-    upstream = server.requests.setdefault(rid, Upstream())
-    url = f"{server.url}?id={rid}" + "".join(f"&{k}={v}" for k, v in query.items())
-    return url, upstream
-
-
-def released(upstream: Upstream) -> bool:
-    return upstream.released.wait(RELEASE_TIMEOUT)
-
-
-def still_open(upstream: Upstream) -> bool:
-    """The upstream has not seen its client go (a short look: the test's own control)."""
-    return not upstream.released.wait(0.3)
-
-
-async def released_soon(upstream: Upstream) -> bool:
-    """``released``, from inside an event loop, which goes on running meanwhile."""
-    deadline = time.monotonic() + RELEASE_TIMEOUT
-    while not upstream.released.is_set() and time.monotonic() < deadline:
-        await asyncio.sleep(0.01)
-    return upstream.released.is_set()
+    return server.request(**query)
 
 
 # --- the sources users write -----------------------------------------------------------------
@@ -544,120 +446,3 @@ def test_sync_bad_arguments_fail_at_the_call_and_leave_the_source_alone() -> Non
     with pytest.raises(TypeError, match="not iterable"):
         relay_usage(42, PROMPT)  # type: ignore[call-overload]
     assert source.closed == 0 and source.iterators == []
-
-
-# --- the README's Starlette app --------------------------------------------------------------
-
-MARKER = "<!-- tests/test_stream_close.py runs the next block -->"
-
-
-def readme_app() -> ModuleType:
-    """The README's Starlette block, executed as written into a module of its own."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    found = re.search(re.escape(MARKER) + r"\n```python\n(.*?)\n```\n", text, re.S)
-    assert found, "the README's Starlette block is gone"
-    module = ModuleType("readme_starlette_app")
-    exec(compile(found.group(1), "README.md (Starlette app)", "exec"), module.__dict__)
-    return module
-
-
-class AsgiClient:
-    """What an ASGI server does for one POST whose client goes away after ``reads`` body
-    messages: before spec 2.4 ``receive`` then gives ``http.disconnect`` and ``send``
-    does nothing; from 2.4 on ``send`` raises an ``OSError``."""
-
-    def __init__(self, spec: str, reads: int) -> None:
-        self.spec, self.reads = spec, reads
-        self.bodies: list[bytes] = []
-        self.gone = asyncio.Event()
-        self.requested = False
-
-    async def receive(self) -> dict[str, Any]:
-        if not self.requested:
-            self.requested = True
-            return {"type": "http.request", "body": b'{"messages":[]}', "more_body": False}
-        await self.gone.wait()
-        return {"type": "http.disconnect"}
-
-    async def send(self, message: dict[str, Any]) -> None:
-        if self.gone.is_set():
-            if self.spec >= "2.4":
-                raise OSError("the client went away")
-            return
-        if message["type"] == "http.response.body" and message.get("body"):
-            self.bodies.append(message["body"])
-            if len(self.bodies) >= self.reads:
-                self.gone.set()
-
-    async def post(self, app: Any, path: str) -> None:
-        scope = {"type": "http", "asgi": {"version": "3.0", "spec_version": self.spec},
-                 "http_version": "1.1", "method": "POST", "scheme": "http", "path": path,
-                 "raw_path": path.encode(), "query_string": b"", "root_path": "",
-                 "headers": [(b"content-type", b"application/json")],
-                 "client": ("127.0.0.1", 50000), "server": ("127.0.0.1", 8000)}
-        from starlette.requests import ClientDisconnect
-
-        try:
-            await app(scope, self.receive, self.send)
-        except (OSError, ClientDisconnect):  # a server swallows these
-            pass
-
-
-@pytest.mark.parametrize(("spec", "quiet"), [("2.3", False), ("2.4", False), ("2.3", True)],
-                         ids=["2.3-streaming", "2.4-streaming", "2.3-quiet"])
-def test_readme_starlette_app_releases_the_upstream(server: Server, spec: str,
-                                                    quiet: bool) -> None:
-    """The client goes away while the upstream streams on (the relay stream is then between
-    reads, or in ``send``), or after the upstream has gone quiet (the stream waits in the
-    upstream read, where Starlette's cancellation lands). Under spec 2.4 Starlette does not
-    listen for the disconnect: it learns of it from the next ``send``, so a quiet upstream
-    keeps the request until it sends again, the app's way, not the relay's."""
-    app = readme_app()
-    url, upstream = request(server, **({"quiet": "1", "events": "0"} if quiet else {}))
-    app.GENERATION_URL = url
-
-    async def counts(body: Any) -> tuple[int, int]:
-        return PROMPT, CACHED
-
-    app.run_context_phase = counts
-    bodies: list[bytes] = []
-
-    async def run() -> None:
-        client = AsgiClient(spec, reads=2 if not quiet else 1)  # (3.9: events in their loop)
-        client.bodies = bodies
-        try:
-            await asyncio.wait_for(client.post(app.app, "/v1/chat/completions"), 30)
-            assert released(upstream)
-        finally:
-            await app.client.aclose()
-
-    asyncio.run(run())
-    assert bodies[0] == RELAYED_USAGE
-
-
-def test_a_plain_streaming_response_leaves_the_upstream_open(server: Server) -> None:
-    """The control, and why the README's app closes its stream: with a plain
-    ``StreamingResponse`` and a 2.4 server, nothing closes the relay stream when the client
-    goes away, so the upstream stays open for as long as anything holds the response (here
-    the test; a traceback or a middleware can), until the stream is closed."""
-    from starlette.responses import StreamingResponse
-
-    url, upstream = request(server)
-
-    async def run() -> None:
-        async with httpx.AsyncClient(timeout=None) as http:
-            async def source() -> AsyncIterator[bytes]:
-                async with http.stream("GET", url) as response:
-                    async for chunk in response.aiter_bytes():
-                        yield chunk
-
-            relayed = arelay_usage(source(), PROMPT, CACHED)
-            plain = StreamingResponse(relayed, media_type="text/event-stream")
-            await AsgiClient("2.4", reads=2).post(plain, "/")
-            gc.collect()
-            assert still_open(upstream)
-            await relayed.aclose()
-            assert released(upstream)
-
-    asyncio.run(run())
-
