@@ -41,3 +41,7 @@ cdef inline bint tok_raw_key_is(const unsigned char *d, const tok_member *m, con
                                 Py_ssize_t length) noexcept nogil:
     return m.key_end - m.key_start - 2 == length and \
         memcmp(d + m.key_start + 1, key, length) == 0
+# _json_py.value_error of d[start:end]: -1 for one JSON value (RFC 8259, UTF-8), else the
+# offset where it stops; MemoryError for a nesting too deep for the memory left.
+cdef Py_ssize_t tok_value_error(const unsigned char *d, Py_ssize_t start,
+                                Py_ssize_t end) except -2

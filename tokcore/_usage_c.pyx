@@ -11,7 +11,7 @@ from libc.string cimport memcmp, memcpy
 
 from tokcore._json_c cimport (
     tok_key_is, tok_last_member, tok_member, tok_object, tok_object_next, tok_object_open,
-    tok_raw_key_is,
+    tok_raw_key_is, tok_value_error,
 )
 
 from tokcore._args import payload_bytes
@@ -28,11 +28,12 @@ cdef enum:
     NULL_TAIL_WINDOW = 64  # the backwards "usage": null check looks at most this far back
 
 cdef enum:  # UsageRules.keys indexes
-    KEY_PROMPT = 0, KEY_OUTPUT, KEY_TOTAL, KEY_DETAILS, KEY_CACHED, KEY_PATH0, KEY_PATH1, KEY_PATH2
+    KEY_PROMPT = 0, KEY_OUTPUT, KEY_TOTAL, KEY_DETAILS, KEY_CACHED, KEY_ZEROED, KEY_PATH0, KEY_PATH1
 
 cdef int O_NONE = NONE, O_REWRITTEN = REWRITTEN, O_FOREIGN = FOREIGN
 cdef int O_NOT_OBJECT = NOT_OBJECT, O_UNREADABLE = UNREADABLE
 cdef int COUNT_DIGITS = MAX_COUNT_DIGITS
+cdef const char *ZERO = b"0"
 cdef long long BIG = 1LL << 62  # a total_base from here on is added with Python ints
 
 
@@ -42,7 +43,7 @@ cdef class UsageRules:
     def __init__(self, rules):
         spec = rules.dialect
         names = [spec.prompt_key, spec.output_key, spec.total_key or "", spec.details_key or "",
-                 spec.cached_key]
+                 spec.cached_key, spec.zeroed_key or ""]
         path_names = []
         self.path_count = len(spec.paths)
         assert 1 <= self.path_count <= 2
@@ -67,10 +68,10 @@ cdef class UsageRules:
             self.key_text_lens[i] = PyBytes_GET_SIZE(texts[i])
         self.has_total = spec.total_key is not None
         self.has_details = spec.details_key is not None
-        self.has_cached = rules.cached is not None
+        self.has_zeroed = spec.zeroed_key is not None
+        self.add_cached = rules.add_cached
         self.single_path = self.path_count == 1
-        self.prompt, self.total_base = rules.prompt, rules.total_base
-        self.cached = rules.cached if rules.cached is not None else 0
+        self.prompt, self.total_base, self.cached = rules.prompt, rules.total_base, rules.cached
 
 
 cdef bint tok_may_hold_usage(const char *d, Py_ssize_t n) noexcept nogil:
@@ -96,6 +97,23 @@ cdef inline Py_ssize_t _back_over_token(const unsigned char *d, Py_ssize_t i,
     if i < length - 1 or memcmp(d + i - length + 1, token, length) != 0:
         return -2
     return i - length
+
+
+cdef bint tok_is_object_text(const unsigned char *d, Py_ssize_t n) noexcept nogil:
+    """Whether ``d[:n]`` is a JSON object text as the member scanner reads one."""
+    cdef tok_object o
+    cdef tok_member m
+    cdef int r
+    if tok_object_open(&o, d, 0, n, True) < 0:
+        return False
+    while True:
+        r = tok_object_next(&o, &m)
+        if r <= 0:
+            return r == 0
+
+
+cdef bint tok_null_usage_text(const unsigned char *d, Py_ssize_t n) noexcept nogil:
+    return tok_ends_with_null_usage(d, n) and tok_is_object_text(d, n)
 
 
 cdef bint tok_ends_with_null_usage(const unsigned char *d, Py_ssize_t n) noexcept nogil:
@@ -255,6 +273,8 @@ cdef int _details(UsageRules r, const unsigned char *d, const tok_member *detail
     cdef tok_edit *edit
     cdef char *out
     cdef int hit
+    if not r.add_cached and (details.key_start < 0 or d[details.value_start] != 123):
+        return 0  # no count of the caller's: only an existing member is set
     if details.key_start < 0:
         out = _put(added[0], b",", 1)
         out = _put_key(out, r, KEY_DETAILS)
@@ -279,6 +299,8 @@ cdef int _details(UsageRules r, const unsigned char *d, const tok_member *detail
     if hit:
         edit = _edit(e, found.value_start, found.value_end)
         out = _put_int(edit.text, r.cached)
+    elif not r.add_cached:
+        return 0
     elif last.key_start >= 0:
         edit = _edit(e, last.value_end, last.value_end)
         out = _put_key(_put(edit.text, b",", 1), r, KEY_CACHED)
@@ -333,6 +355,8 @@ cdef int _usage_edits(UsageRules r, const unsigned char *d, Py_ssize_t n,
         return outcome
     if d[start] != 123:
         return O_NOT_OBJECT
+    if tok_value_error(d, start, end) >= 0:  # not one JSON value: never rewritten
+        return O_UNREADABLE
     tok_object_open(&o, d, start, end, False)
     last.key_start = last.value_end = -1
     if _members(r, &o, members, &last) < 0:
@@ -346,14 +370,14 @@ cdef int _usage_edits(UsageRules r, const unsigned char *d, Py_ssize_t n,
             e.count = 0
             return O_UNREADABLE
         _set(r, e, &members[KEY_TOTAL], KEY_TOTAL, number, _put_total(number, r, count), &tail)
-    if r.has_cached:
-        if r.has_details:
-            if _details(r, d, &members[KEY_DETAILS], e, &tail) < 0:
-                e.count = 0
-                return O_UNREADABLE
-        else:
-            _set(r, e, &members[KEY_CACHED], KEY_CACHED, number, _put_int(number, r.cached),
-                 &tail)
+    if r.has_details:
+        if _details(r, d, &members[KEY_DETAILS], e, &tail) < 0:
+            e.count = 0
+            return O_UNREADABLE
+    elif r.add_cached or members[KEY_CACHED].key_start >= 0:
+        _set(r, e, &members[KEY_CACHED], KEY_CACHED, number, _put_int(number, r.cached), &tail)
+    if r.has_zeroed and members[KEY_ZEROED].key_start >= 0:
+        _set(r, e, &members[KEY_ZEROED], KEY_ZEROED, ZERO, ZERO + 1, &tail)
     if tail != added:
         edit = _edit(e, last.value_end, last.value_end)
         memcpy(edit.text, added, tail - added)
@@ -364,9 +388,10 @@ cdef int _usage_edits(UsageRules r, const unsigned char *d, Py_ssize_t n,
 
 cdef inline bint _no_usage(UsageRules r, const unsigned char *d, Py_ssize_t n) noexcept nogil:
     """The byte pre-filters (``_usage_py.no_usage``): no spelling of the key, or (for a
-    dialect with the one path ``usage``) a last top-level member ``"usage":null``."""
+    dialect with the one path ``usage``) a JSON object text whose last top-level member is
+    ``"usage":null``."""
     return not tok_may_hold_usage(<const char *>d, n) or (r.single_path and
-                                                          tok_ends_with_null_usage(d, n))
+                                                          tok_null_usage_text(d, n))
 
 
 cdef int tok_usage_edits(UsageRules r, const unsigned char *d, Py_ssize_t n,
