@@ -199,7 +199,8 @@ def check_documented(data: bytes, event: bytes, api: str,
     # a usage value handled, then the data stopped being an object (or several, handled)
     assert handled >= 1, (event, held, streamed)
     assert field(held_counts, "unreadable") == 1 and held_out == event, (event, held, streamed)
-    assert field(stream_counts, "unreadable") == 0, (event, held, streamed)
+    if handled == 1:  # that one value was read: rewritten, foreign or not an object
+        assert field(stream_counts, "unreadable") == 0, (event, held, streamed)
     return "handled, then not an object"
 
 
@@ -208,8 +209,8 @@ def check_event(event: bytes, data: bytes, api: str, cached: int | None,
     sse = twins("sse")
     size = len(event) - (event.endswith(b"\r\n"))  # as the relay counts it
     bounds = list(range(1, size))
-    if len(bounds) > 24:
-        bounds = sorted(rnd.sample(bounds, 20) + bounds[-4:])
+    if len(bounds) > 40:  # every bound of a short event; of a longer one, the top and a sample
+        bounds = sorted(rnd.sample(bounds[:-4], 8) + bounds[-4:])
     for twin in sse:
         held = run(twin, event, api, cached, None, len(event))
         assert field(held[1], "oversized") == 0
@@ -228,7 +229,7 @@ def check_event(event: bytes, data: bytes, api: str, cached: int | None,
             SEEN[check_documented(data, event, api, held, streamed)] += 1
 
 
-@settings(max_examples=examples(400), suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(APIS), st.none() | st.integers(0, 1000), st.randoms(use_true_random=False),
        st.booleans())
 def test_held_and_streamed_agree(api: str, cached: int | None, rnd: random.Random,
