@@ -17,6 +17,10 @@ cdef extern from "_json_valid.h":
     Py_ssize_t tok_json_value_error_simd(const unsigned char *d, Py_ssize_t start,
                                          Py_ssize_t end, int simd) noexcept nogil
     bint TOK_VALID_SSE2
+    const unsigned char *tok_find_quote(const unsigned char *d, Py_ssize_t i,
+                                        Py_ssize_t end) noexcept nogil
+    Py_ssize_t tok_find_nested_stop(const unsigned char *d, Py_ssize_t i,
+                                    Py_ssize_t end) noexcept nogil
 
 # byte classes
 cdef enum:
@@ -56,7 +60,7 @@ cdef inline Py_ssize_t _skip_string(const unsigned char *d, Py_ssize_t i,
     cdef Py_ssize_t at, back
     i += 1
     while True:
-        q = <const unsigned char *>memchr(d + i, 34, end - i)
+        q = tok_find_quote(d, i, end)
         if q == NULL:
             return -1
         at = q - d
@@ -68,11 +72,26 @@ cdef inline Py_ssize_t _skip_string(const unsigned char *d, Py_ssize_t i,
         i = at + 1
 
 
+cdef inline bint _has_backslash(const unsigned char *d, Py_ssize_t i,
+                                Py_ssize_t end) noexcept nogil:
+    """Whether d[i:end] holds a backslash (a key: short, so no call to memchr)."""
+    if end - i > 64:
+        return memchr(d + i, 92, end - i) != NULL
+    while i < end:
+        if d[i] == 92:
+            return True
+        i += 1
+    return False
+
+
 cdef Py_ssize_t _skip_nested(const unsigned char *d, Py_ssize_t i, Py_ssize_t end) noexcept nogil:
     """Just past the object or array that opens at ``i``; -1 when it does not close."""
     cdef Py_ssize_t depth = 0
     cdef unsigned char cls
-    while i < end:
+    while True:
+        i = tok_find_nested_stop(d, i, end)
+        if i >= end:
+            break
         cls = CLASS[d[i]]
         if cls == C_QUOTE:
             i = _skip_string(d, i, end)
@@ -149,7 +168,7 @@ cdef int tok_object_next(tok_object *o, tok_member *m) noexcept nogil:
     if k < 0:
         return _fail(o, end)
     m.key_end = k
-    m.key_escaped = memchr(d + m.key_start + 1, 92, k - m.key_start - 2) != NULL
+    m.key_escaped = _has_backslash(d, m.key_start + 1, k - 1)
     i = _skip_ws(d, k, end)
     if i >= end:
         return _fail(o, end)
@@ -176,6 +195,61 @@ cdef int tok_object_next(tok_object *o, tok_member *m) noexcept nogil:
     o.pos = _skip_ws(d, i, end)
     o.state = O_NEXT
     return 1
+
+
+cdef bint tok_is_object_text(const unsigned char *d, Py_ssize_t n) noexcept nogil:
+    """Whether ``d[:n]`` is a JSON object text as ``tok_object_next`` reads one, with its
+    steps and none of its bookkeeping (the pre-filter of a last ``"usage":null``)."""
+    cdef Py_ssize_t i = 0
+    cdef unsigned char cls
+    if n >= 3 and d[0] == 0xEF and d[1] == 0xBB and d[2] == 0xBF:
+        i = 3
+    i = _skip_ws(d, i, n)
+    if i >= n or d[i] != 123:
+        return False
+    i = _skip_ws(d, i + 1, n)
+    if i < n and d[i] == 125:
+        return _skip_ws(d, i + 1, n) == n
+    while True:
+        if i >= n or d[i] != 34:
+            return False
+        i = _skip_string(d, i, n)
+        if i < 0:
+            return False
+        i = _skip_ws(d, i, n)
+        if i >= n or d[i] != 58:
+            return False
+        i = _skip_ws(d, i + 1, n)
+        if i >= n:
+            return False
+        cls = CLASS[d[i]]
+        if cls == C_QUOTE:
+            i = _skip_string(d, i, n)
+        elif cls == C_OPEN:
+            i = _skip_nested(d, i, n)
+        elif cls == C_OTHER:
+            i += 1
+            while i < n and CLASS[d[i]] == C_OTHER:
+                i += 1
+        else:
+            return False
+        if i < 0:
+            return False
+        i = _skip_ws(d, i, n)
+        if i >= n:
+            return False
+        if d[i] == 125:
+            return _skip_ws(d, i + 1, n) == n
+        if d[i] != 44:
+            return False
+        i = _skip_ws(d, i + 1, n)
+
+
+def _is_object_text(data):
+    """``tok_is_object_text`` of a bytes-like object (for the tests)."""
+    data = payload_bytes(data, "data")
+    return tok_is_object_text(<const unsigned char *>PyBytes_AS_STRING(data),
+                              PyBytes_GET_SIZE(data))
 
 
 cdef int tok_key_is(const unsigned char *d, const tok_member *m, const char *key,

@@ -22,6 +22,33 @@
 
 #define TOK_VALID_STACK_BYTES 512 /* 4096 levels of nesting before the heap */
 
+/* The first '"' in d[i:end], or NULL: memchr's answer. The member scan skips many short
+ * strings (keys, ids), where a call to memchr costs more than the search; the first 64
+ * bytes are searched inline (SSE2), the rest by memchr. */
+static inline const unsigned char *tok_find_quote(const unsigned char *d, Py_ssize_t i,
+                                                  Py_ssize_t end) {
+#if TOK_VALID_SSE2
+    const __m128i quote = _mm_set1_epi8(0x22);
+    Py_ssize_t stop = end - i > 64 ? i + 64 : end;
+    while (stop - i >= 16) {
+        int mask = _mm_movemask_epi8(
+            _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(d + i)), quote));
+        if (mask)
+            return d + i + __builtin_ctz((unsigned)mask);
+        i += 16;
+    }
+    if (stop == end) {
+        while (i < end) {
+            if (d[i] == 0x22)
+                return d + i;
+            i++;
+        }
+        return NULL;
+    }
+#endif
+    return (const unsigned char *)memchr(d + i, 0x22, (size_t)(end - i));
+}
+
 static inline int tok_valid_ws(unsigned char c) {
     return c == 32 || c == 9 || c == 10 || c == 13;
 }
@@ -34,6 +61,34 @@ static inline Py_ssize_t tok_valid_skip_ws(const unsigned char *d, Py_ssize_t i,
 
 static inline int tok_valid_hex(unsigned char c) {
     return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'f');
+}
+
+/* The offset of the first of { } [ ] " in d[i:end], or end: the bytes the member scan's
+ * skip of a nested value stops at (16 a step with SSE2; a long array of numbers or a long
+ * run of anything else between them goes by at that pace). */
+static inline Py_ssize_t tok_find_nested_stop(const unsigned char *d, Py_ssize_t i,
+                                              Py_ssize_t end) {
+#if TOK_VALID_SSE2
+    const __m128i fold = _mm_set1_epi8((char)0xDF), open = _mm_set1_epi8(0x5B),
+                  close = _mm_set1_epi8(0x5D), quote = _mm_set1_epi8(0x22);
+    while (end - i >= 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(d + i));
+        __m128i folded = _mm_and_si128(v, fold); /* { -> [ and } -> ] (only those) */
+        int mask = _mm_movemask_epi8(_mm_or_si128(
+            _mm_or_si128(_mm_cmpeq_epi8(folded, open), _mm_cmpeq_epi8(folded, close)),
+            _mm_cmpeq_epi8(v, quote)));
+        if (mask)
+            return i + __builtin_ctz((unsigned)mask);
+        i += 16;
+    }
+#endif
+    while (i < end) {
+        unsigned char c = d[i];
+        if (c == 0x22 || (c & 0xDF) == 0x5B || (c & 0xDF) == 0x5D)
+            return i;
+        i++;
+    }
+    return end;
 }
 
 /* Whether the 8 bytes of w are all printable ASCII other than '"' and '\\'. */

@@ -11,7 +11,7 @@ from libc.string cimport memcmp, memcpy
 
 from tokcore._json_c cimport (
     tok_key_is, tok_last_member, tok_member, tok_object, tok_object_next, tok_object_open,
-    tok_raw_key_is, tok_value_error,
+    tok_is_object_text, tok_raw_key_is, tok_value_error,
 )
 
 from tokcore._args import payload_bytes
@@ -97,19 +97,6 @@ cdef inline Py_ssize_t _back_over_token(const unsigned char *d, Py_ssize_t i,
     if i < length - 1 or memcmp(d + i - length + 1, token, length) != 0:
         return -2
     return i - length
-
-
-cdef bint tok_is_object_text(const unsigned char *d, Py_ssize_t n) noexcept nogil:
-    """Whether ``d[:n]`` is a JSON object text as the member scanner reads one."""
-    cdef tok_object o
-    cdef tok_member m
-    cdef int r
-    if tok_object_open(&o, d, 0, n, True) < 0:
-        return False
-    while True:
-        r = tok_object_next(&o, &m)
-        if r <= 0:
-            return r == 0
 
 
 cdef bint tok_null_usage_text(const unsigned char *d, Py_ssize_t n) noexcept nogil:
