@@ -13,8 +13,9 @@ exactly what it says when they occur; the test counts them:
 
 - several usage values at the dialect's paths: the held event rewrites the one JSON readers
   keep, the stream each as it passes;
-- a usage value rewritten (or counted) before the data stops being a JSON object: the stream
-  has sent it on by then; the held event sees a text that is not an object (unreadable).
+- a usage value rewritten (or counted) before the data, or an object on the dialect's path,
+  stops being a JSON object: the stream has sent it on by then; the held event sees a text
+  that is not an object (unreadable).
 """
 
 from __future__ import annotations
@@ -168,20 +169,25 @@ def is_object_text(data: bytes) -> bool:
     return True
 
 
-def usage_members(data: bytes, api: str) -> int:
+def usage_members(data: bytes, api: str) -> int | None:
     """How many members ``usage`` a JSON object text has at the dialect's paths (null ones
-    too; under every member of a path's first key, as the stream meets them)."""
+    too; under every member of a path's first key, as the stream meets them); None when an
+    object on a path is not one (the held event finds it unreadable)."""
     def members(start: int, end: int, top: bool) -> list[tuple[str | None, int, int]]:
         found, _ = _json_py.scan_object(data, start, end, top)
         return [(_json_py.decode_key(data[m.key_start + 1:m.key_end - 1]), m.value_start,
                  m.value_end) for m in found]
     count = 0
-    for key, start, end in members(0, len(data), True):
-        if key == "usage":
-            count += 1
-        elif any(len(path) == 2 and path[0] == key for path in PATHS[api]) \
-                and data[start] == 0x7B:
-            count += sum(inner == "usage" for inner, _, _ in members(start, end, False))
+    try:
+        found = members(0, len(data), True)
+        for key, start, end in found:
+            if key == "usage":
+                count += 1
+            elif any(len(path) == 2 and path[0] == key for path in PATHS[api]) \
+                    and data[start] == 0x7B:
+                count += sum(inner == "usage" for inner, _, _ in members(start, end, False))
+    except _json_py.ScanError:
+        return None
     return count
 
 
@@ -192,11 +198,12 @@ def check_documented(data: bytes, event: bytes, api: str,
     (held_out, held_counts), (stream_out, stream_counts) = held, streamed
     handled = sum(field(stream_counts, name) for name in USAGE_FIELDS)
     assert field(held_counts, "events") == field(stream_counts, "events")
-    if is_object_text(data):  # several usage values at the paths: the stream took each
-        assert usage_members(data, api) >= 2, (event, held, streamed)
+    members = usage_members(data, api) if is_object_text(data) else None
+    if members is not None:  # several usage values at the paths: the stream took each
+        assert members >= 2, (event, held, streamed)
         assert sum(field(held_counts, name) for name in USAGE_FIELDS) <= 1
         return "several usage values"
-    # a usage value handled, then the data stopped being an object (or several, handled)
+    # a usage value handled, then the data (or an object on a path) stopped being an object
     assert handled >= 1, (event, held, streamed)
     assert field(held_counts, "unreadable") == 1 and held_out == event, (event, held, streamed)
     if handled == 1:  # that one value was read: rewritten, foreign or not an object

@@ -91,6 +91,93 @@ static inline Py_ssize_t tok_find_nested_stop(const unsigned char *d, Py_ssize_t
     return end;
 }
 
+/* A string whose body goes on at d[from] (just past its quote, or further on, where no
+ * backslash run reaches from before): just past its closing quote (the first '"' after an
+ * even run of backslashes), or -1 when it does not close. */
+static inline Py_ssize_t tok_skip_string_body(const unsigned char *d, Py_ssize_t from,
+                                              Py_ssize_t end) {
+    for (;;) {
+        const unsigned char *q = tok_find_quote(d, from, end);
+        Py_ssize_t at, back;
+        if (q == NULL)
+            return -1;
+        at = q - d;
+        back = at;
+        while (back > from && d[back - 1] == 0x5C)
+            back--;
+        if (((at - back) & 1) == 0)
+            return at + 1;
+        from = at + 1;
+    }
+}
+
+/* Just past the object or array whose '{' or '[' is at d[i], or -1 when it does not close:
+ * the member scan's lenient skip (any closing bracket closes any, strings skipped to their
+ * closing quote). With SSE2, 16 bytes a step while a block has no backslash: its quotes
+ * toggle a string mask (a prefix xor, carried from block to block) and only the brackets
+ * outside it are counted; from a block with a backslash on, one stop at a time. */
+static inline Py_ssize_t tok_skip_nested(const unsigned char *d, Py_ssize_t i, Py_ssize_t end) {
+    Py_ssize_t depth = 0;
+    unsigned char c;
+#if TOK_VALID_SSE2
+    const __m128i fold = _mm_set1_epi8((char)0xDF), open = _mm_set1_epi8(0x5B),
+                  close = _mm_set1_epi8(0x5D), quote = _mm_set1_epi8(0x22),
+                  slash = _mm_set1_epi8(0x5C);
+    unsigned carry = 0; /* 0xFFFF: the block starts inside a string */
+    while (end - i >= 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(d + i)), folded;
+        unsigned q, opens, closes, inside, brackets;
+        if (_mm_movemask_epi8(_mm_cmpeq_epi8(v, slash)))
+            break;
+        q = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, quote));
+        folded = _mm_and_si128(v, fold);
+        opens = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(folded, open));
+        closes = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(folded, close));
+        inside = q;  /* bit k: an odd number of quotes at or before k (in a string) */
+        inside ^= inside << 1;
+        inside ^= inside << 2;
+        inside ^= inside << 4;
+        inside ^= inside << 8;
+        inside = (inside ^ carry) & 0xFFFF;
+        opens &= ~inside;
+        closes &= ~inside;
+        brackets = opens | closes;
+        while (brackets) {
+            int k = __builtin_ctz(brackets);
+            if ((opens >> k) & 1)
+                depth++;
+            else if (--depth == 0)
+                return i + k + 1;
+            brackets &= brackets - 1;
+        }
+        carry = (inside >> 15) & 1 ? 0xFFFF : 0;
+        i += 16;
+    }
+    if (carry) { /* the block that stopped the vector loop starts inside a string */
+        i = tok_skip_string_body(d, i, end);
+        if (i < 0)
+            return -1;
+    }
+#endif
+    for (;;) {
+        i = tok_find_nested_stop(d, i, end);
+        if (i >= end)
+            return -1;
+        c = d[i];
+        if (c == 0x22) {
+            i = tok_skip_string_body(d, i + 1, end);
+            if (i < 0)
+                return -1;
+            continue;
+        }
+        i++;
+        if ((c & 0xDF) == 0x5B)
+            depth++;
+        else if (--depth == 0)
+            return i;
+    }
+}
+
 /* Whether the 8 bytes of w are all printable ASCII other than '"' and '\\'. */
 static inline int tok_valid_plain8(uint64_t w) {
     const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;

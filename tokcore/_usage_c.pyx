@@ -415,7 +415,7 @@ def find_usage(payload, *, api="chat"):
     """Byte span of the usage value of a JSON object text, or None."""
     cdef Py_ssize_t start, end
     cdef UsageRules r
-    data = payload_bytes(payload)
+    data = payload if type(payload) is bytes else payload_bytes(payload)
     r = _FINDERS.get(api) if type(api) is str else None
     if r is None:
         dialect(api)  # the error for a wrong api
@@ -428,11 +428,38 @@ def find_usage(payload, *, api="chat"):
     return None if start < 0 else (start, end)
 
 
+# the rules of the last (prompt, cached, api) a call used, by that key: a server rewrites
+# each body with the counts of its own request, often the same ones several times (a stream's
+# usage events, retries); building the rules is most of a one-shot call's cost
+cdef dict _RULES = {}
+cdef enum:
+    RULES_KEPT = 64  # a cache this full is emptied
+
+
+cdef UsageRules _rules_for(prompt_tokens, cached_tokens, api):
+    """``UsageRules(make_rules(...))``, cached for exact ints (not bools), None and str: any
+    other argument goes through ``make_rules`` and its errors every time."""
+    cdef UsageRules r
+    cdef bint plain = type(prompt_tokens) is int and type(api) is str and (
+        cached_tokens is None or type(cached_tokens) is int)
+    if plain:
+        key = (prompt_tokens, cached_tokens, api)
+        r = _RULES.get(key)
+        if r is not None:
+            return r
+    r = UsageRules(make_rules(prompt_tokens, cached_tokens, api))
+    if plain:
+        if len(_RULES) >= RULES_KEPT:
+            _RULES.clear()
+        _RULES[key] = r
+    return r
+
+
 def rewrite_usage(payload, prompt_tokens, cached_tokens=None, *, api="chat"):
     """The payload with only its usage counts rewritten (see the contract)."""
     cdef tok_edits e
-    data = payload_bytes(payload)
-    cdef UsageRules r = UsageRules(make_rules(prompt_tokens, cached_tokens, api))
+    data = payload if type(payload) is bytes else payload_bytes(payload)
+    cdef UsageRules r = _rules_for(prompt_tokens, cached_tokens, api)
     if tok_usage_edits(r, <const unsigned char *>PyBytes_AS_STRING(data),
                        PyBytes_GET_SIZE(data), &e) != O_REWRITTEN:
         return data
