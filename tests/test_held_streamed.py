@@ -195,7 +195,7 @@ def check_documented(data: bytes, event: bytes, api: str,
                      held: tuple[bytes, tuple[int, ...]],
                      streamed: tuple[bytes, tuple[int, ...]]) -> str:
     """The difference is one of the two DESIGN.md names: which one."""
-    (held_out, held_counts), (stream_out, stream_counts) = held, streamed
+    (held_out, held_counts), (_, stream_counts) = held, streamed
     handled = sum(field(stream_counts, name) for name in USAGE_FIELDS)
     assert field(held_counts, "events") == field(stream_counts, "events")
     members = usage_members(data, api) if is_object_text(data) else None

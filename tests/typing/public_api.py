@@ -245,9 +245,9 @@ def rejected() -> None:
     with pytest.raises(TypeError):
         tokcore.find_member(b"{}", ["a"])  # type: ignore[arg-type]
     with pytest.raises(TypeError):
-        tokcore.find_member(b'{"a":{}}', "a", "b")  # type: ignore[misc]
+        tokcore.find_member(b'{"a":{}}', "a", "b")  # type: ignore[call-arg]
     with pytest.raises(TypeError):
-        tokcore.set_member(b"{}", "k", b"1", True)  # type: ignore[misc]
+        tokcore.set_member(b"{}", "k", b"1", True)  # type: ignore[call-arg]
     with pytest.raises(TypeError):
         tokcore.set_member(b"{}", "k", "1")  # type: ignore[arg-type]
     with pytest.raises(TypeError):
