@@ -100,11 +100,12 @@ def check_path(path: object) -> tuple[str, ...]:
         return (path,)
     if type(path) is not tuple:
         raise TypeError(f"path must be a str or a tuple of str, not {type(path).__name__}")
-    if not path:
+    keys: tuple[object, ...] = path  # type: ignore[assignment,unused-ignore]  # a tuple here
+    if not keys:
         raise ValueError("path must have at least one key")
-    for i, key in enumerate(path):
+    for i, key in enumerate(keys):
         check_key(key, f"path[{i}]")
-    return path
+    return keys  # type: ignore[return-value]  # each item checked to be a str
 
 
 def check_max_event_bytes(value: object) -> int:
