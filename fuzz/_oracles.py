@@ -196,16 +196,18 @@ class Dialect(NamedTuple):
     total_key: str | None  # := P + the output count; None: this API has no total
     details_key: str | None  # C goes to details_key.cached_key, or to cached_key itself
     cached_key: str
-    cached_apart: bool  # the prompt count excludes cache reads (C > P is a ValueError)
+    cached_apart: bool  # the prompt count excludes cache reads (:= P - C)
+    zeroed_keys: tuple[str, ...]  # := 0 where present: the prompt's other parts
 
 
 DIALECTS = {
     "chat": Dialect((("usage",),), "prompt_tokens", "completion_tokens", "total_tokens",
-                    "prompt_tokens_details", "cached_tokens", False),
+                    "prompt_tokens_details", "cached_tokens", False, ()),
     "responses": Dialect((("usage",), ("response", "usage")), "input_tokens", "output_tokens",
-                         "total_tokens", "input_tokens_details", "cached_tokens", False),
+                         "total_tokens", "input_tokens_details", "cached_tokens", False, ()),
     "messages": Dialect((("usage",), ("message", "usage")), "input_tokens", "output_tokens",
-                        None, None, "cache_read_input_tokens", True),
+                        None, None, "cache_read_input_tokens", True,
+                        ("cache_creation_input_tokens",)),
 }
 APIS = tuple(DIALECTS)
 #: counts are below this (DESIGN.md: ints in [0, 2**63))
@@ -242,18 +244,24 @@ def rewritten_usage(usage: dict[str, Any], prompt: int, cached: int | None,
     count = output if type(output) is int else 0  # any other value counts 0
     if rules.total_key is not None and abs(count) >= 10**MAX_COUNT_DIGITS:
         return None  # unreadable
-    usage[rules.prompt_key] = prompt - cached if rules.cached_apart and cached is not None \
-        else prompt
+    given = 0 if cached is None else cached  # None: no cached tokens (0 where counted)
+    usage[rules.prompt_key] = prompt - given if rules.cached_apart else prompt
     if rules.total_key is not None:
         usage[rules.total_key] = prompt + count
-    if cached is not None:
-        if rules.details_key is None:
-            usage[rules.cached_key] = cached
-        else:
-            details = usage.get(rules.details_key)
+    if rules.details_key is None:
+        if cached is not None or rules.cached_key in usage:
+            usage[rules.cached_key] = given
+    else:
+        details = usage.get(rules.details_key)
+        if cached is not None:
             details = dict(details) if type(details) is dict else {}
             details[rules.cached_key] = cached
             usage[rules.details_key] = details
+        elif type(details) is dict and rules.cached_key in details:
+            usage[rules.details_key] = {**details, rules.cached_key: 0}
+    for key in rules.zeroed_keys:  # the parts of the prompt the caller's counts leave out
+        if key in usage:
+            usage[key] = 0
     return usage
 
 

@@ -90,7 +90,7 @@ def relay_errors(prompt: Any, cached: Any, api: Any, limit: Any) -> list[Allow]:
     errors = count_errors(prompt, "prompt_tokens")
     if cached is not None:
         errors += count_errors(cached, "cached_tokens")
-    if api == "messages" and not errors and cached is not None and cached > prompt:
+    if not errors and cached is not None and cached > prompt:
         errors.append(Allow(ValueError, "cached_tokens"))
     errors += count_errors(limit, "max_event_bytes", 1)
     if type(api) is not str:

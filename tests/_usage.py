@@ -28,19 +28,23 @@ def expected_usage(usage: dict[str, Any], prompt: int, cached: int | None,
     output = usage.get(output_key)
     if total_key is not None and type(output) is int and abs(output) >= 10**18:
         return None  # a count too long to be one: unreadable
-    if api == "messages" and cached is not None:
-        usage[prompt_key] = prompt - cached
-    else:
-        usage[prompt_key] = prompt
+    # None: no cached tokens. The caller's counts describe the whole prompt, so an existing
+    # cached count becomes 0 and Anthropic's parts of the prompt sum to it.
+    count = 0 if cached is None else cached
+    usage[prompt_key] = prompt - count if api == "messages" else prompt
     if total_key is not None:
         usage[total_key] = prompt + (output if type(output) is int else 0)
-    if cached is not None:
-        if details_key is None:
-            usage[cached_key] = cached
-        else:
-            if not isinstance(usage.get(details_key), dict):
-                usage[details_key] = {}
-            usage[details_key][cached_key] = cached
+    if details_key is None:
+        if cached is not None or cached_key in usage:
+            usage[cached_key] = count
+    elif cached is not None:
+        if not isinstance(usage.get(details_key), dict):
+            usage[details_key] = {}
+        usage[details_key][cached_key] = cached
+    elif isinstance(usage.get(details_key), dict) and cached_key in usage[details_key]:
+        usage[details_key][cached_key] = 0
+    if api == "messages" and "cache_creation_input_tokens" in usage:
+        usage["cache_creation_input_tokens"] = 0
     return usage
 
 

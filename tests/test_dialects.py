@@ -55,6 +55,8 @@ RULES = {
                       None, None, "cache_read_input_tokens", True),
 }
 
+#: Anthropic's cache writes: the caller's counts cover the whole prompt, so they become 0
+CREATION = "cache_creation_input_tokens"
 NONE, REWRITTEN, FOREIGN, NOT_OBJECT, UNREADABLE = ("none", "rewritten", "foreign",
                                                     "not_object", "unreadable")
 _LINE_END = re.compile(rb"\r\n|\r|\n")
@@ -133,12 +135,12 @@ def rewritten_usage(usage: dict[str, Any], api: str, prompt: int,
     ones come last, in the order of the rules)."""
     rules = RULES[api]
     usage = json.loads(json.dumps(usage))
-    if rules.cached_excluded:
-        if cached is None:
-            usage[rules.prompt] = prompt
-        else:
-            usage[rules.prompt] = prompt - cached
-            usage[rules.cached] = cached
+    if rules.cached_excluded:  # the parts of the prompt sum to it; None: nothing cached
+        usage[rules.prompt] = prompt - (cached or 0)
+        if cached is not None or rules.cached in usage:
+            usage[rules.cached] = cached or 0
+        if CREATION in usage:
+            usage[CREATION] = 0
         return usage
     output = count_value(usage.get(rules.output))
     assert output is not None
@@ -149,6 +151,8 @@ def rewritten_usage(usage: dict[str, Any], api: str, prompt: int,
         if not isinstance(usage.get(rules.details), dict):
             usage[rules.details] = {}
         usage[rules.details][rules.cached] = cached
+    elif isinstance(usage.get(rules.details), dict) and rules.cached in usage[rules.details]:
+        usage[rules.details][rules.cached] = 0  # None: no cached tokens
     return usage
 
 
@@ -169,10 +173,10 @@ def expected_object(data: bytes, api: str, prompt: int, cached: int | None) -> A
 def set_keys(api: str, cached: int | None) -> set[str]:
     rules = RULES[api]
     keys = {rules.prompt}
-    if rules.cached_excluded:
-        return keys | ({rules.cached} if cached is not None else set())
+    if rules.cached_excluded:  # an existing cache count is set to 0 without the caller's
+        return keys | {rules.cached, CREATION}
     assert rules.total is not None and rules.details is not None
-    return keys | {rules.total} | ({rules.details} if cached is not None else set())
+    return keys | {rules.total, rules.details}
 
 
 # --- the oracle, in bytes: member spans found with json.JSONDecoder.raw_decode ---------------
@@ -261,14 +265,21 @@ def rewritten_usage_text(usage: str, api: str, prompt: int, cached: int | None) 
     """The usage object's text after the rewrite, built from DESIGN.md's in-place rules."""
     rules = RULES[api]
     if rules.cached_excluded:
-        if cached is None:
-            return set_member_text(usage, rules.prompt, str(prompt))
-        usage = set_member_text(usage, rules.prompt, str(prompt - cached))
-        return set_member_text(usage, rules.cached, str(cached))
+        usage = set_member_text(usage, rules.prompt, str(prompt - (cached or 0)))
+        if cached is not None or member_text(usage, rules.cached) is not None:
+            usage = set_member_text(usage, rules.cached, str(cached or 0))
+        if member_text(usage, CREATION) is not None:
+            usage = set_member_text(usage, CREATION, "0")
+        return usage
     assert rules.total is not None and rules.details is not None
     output = text_count(member_text(usage, rules.output))
     usage = set_member_text(usage, rules.prompt, str(prompt))
     usage = set_member_text(usage, rules.total, str(prompt + output))
+    details = member_text(usage, rules.details)
+    if cached is None and details is not None and details.startswith("{") \
+            and member_text(details, rules.cached) is not None:
+        usage = set_member_text(usage, rules.details,
+                                set_member_text(details, rules.cached, "0"))
     if cached is not None:
         details = member_text(usage, rules.details)
         if details is not None and details.startswith("{"):

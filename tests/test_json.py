@@ -54,6 +54,10 @@ def oracle_loads(text: bytes) -> Any:
         raise Invalid from exc
 
 
+#: Doc.span's answer where the member functions raise ValueError: an object on the path is not
+NOT_AN_OBJECT = "not an object"
+
+
 class Member(NamedTuple):
     key: str
     key_start: int  # the opening quote of the key
@@ -122,10 +126,12 @@ class Doc:
         _, end = _DECODER.raw_decode(self.s, self.root)
         return self.at(end - 1)
 
-    def span(self, path: tuple[str, ...]) -> Span | None:
-        """The span of the value at ``path`` (last duplicate at each step), None if none."""
+    def span(self, path: tuple[str, ...]) -> Span | None | str:
+        """The span of the value at ``path`` (last duplicate at each step), None when a key
+        on the way is absent, NOT_AN_OBJECT when the text or a value on the way (before the
+        last key) is not an object."""
         if not self.is_object():
-            return None
+            return NOT_AN_OBJECT
         i = self.root
         for depth, key in enumerate(path):
             found = [m for m in _members(self.s, i) if m.key == key]
@@ -135,7 +141,7 @@ class Doc:
             if depth == len(path) - 1:
                 return self.at(last.value_start), self.at(last.value_end)
             if self.s[last.value_start] != "{":
-                return None
+                return NOT_AN_OBJECT
             i = last.value_start
         raise AssertionError("empty path")
 
@@ -344,8 +350,13 @@ KINDS = st.sampled_from(["bytes", "bytes", "bytearray", "memoryview"])
 # --- shared checks -------------------------------------------------------------------------
 
 def check_find(twin: ModuleType, doc: Doc, path: tuple[str, ...]) -> None:
-    span = twin.find_member(doc.text, *path)
-    assert span == doc.span(path), path
+    expected = doc.span(path)
+    if expected == NOT_AN_OBJECT:
+        with pytest.raises(ValueError, match="is not a JSON object: the scan stopped at offset"):
+            twin.find_member(doc.text, path)
+        return
+    span = twin.find_member(doc.text, path)
+    assert span == expected, path
     try:
         expected = doc.lookup(path)
     except KeyError:
@@ -440,20 +451,26 @@ OFFSET = re.compile(r"offset\D{0,12}?(\d+)", re.I)
 
 
 def check_not_object(twin: ModuleType, text: bytes, first_byte: int | None = None) -> None:
-    """Not a JSON object text: no member found, set and del raise ValueError naming an offset."""
-    for path in (("a",), ("usage",), ("a", "b")):
-        assert twin.find_member(text, *path) is None, path
+    """Not a JSON object text: find, set and del raise the same ValueError naming an offset."""
     calls: list[Callable[[], Any]] = [lambda: twin.set_member(text, "a", b"1"),
-                                      lambda: twin.del_member(text, "a")]
+                                      lambda: twin.del_member(text, "a"),
+                                      lambda: twin.set_member(text, ("a", "b"), b"1"),
+                                      lambda: twin.del_member(text, ("a", "b"))]
+    calls += [lambda p=p: twin.find_member(text, p)  # type: ignore[misc]
+              for p in ("a", "usage", ("a", "b"))]
+    messages = set()
     for call in calls:
         with pytest.raises(ValueError) as info:
             call()
         message = str(info.value)
+        messages.add(message)
+        assert message.startswith("payload is not a JSON object: "), message
         match = OFFSET.search(message)
         assert match, message
         assert 0 <= int(match.group(1)) <= len(text), message
         if first_byte is not None:
             assert int(match.group(1)) == first_byte, message
+    assert len(messages) == 1, messages  # one rule, one message for the three functions
 
 
 # --- find_member ---------------------------------------------------------------------------
@@ -463,12 +480,12 @@ def check_not_object(twin: ModuleType, text: bytes, first_byte: int | None = Non
     (b'{"a":1,"b":[1,2]}', ("b",), (11, 16)),
     (b'{ "a" : "x" , "b" : { } }', ("b",), (20, 23)),
     (b'{"a":1,"a":{"b":2}}', ("a",), (11, 18)),  # the last one wins
-    (b'{"a":{"b":2},"a":1}', ("a", "b"), None),  # ... also on the way down
+    (b'{"a":{"b":2},"a":1}', ("a", "b"), NOT_AN_OBJECT),  # ... also on the way down
     (b'{"a":{"b":2},"a":{"c":3}}', ("a", "b"), None),
     (b'{"a":{"b":2},"a":{"c":3}}', ("a", "c"), (22, 23)),
     (b'{"a":{"b":{"c":null}}}', ("a", "b", "c"), (15, 19)),
-    (b'{"a":{"b":[{"c":1}]}}', ("a", "b", "c"), None),  # through an array: not a path
-    (b'{"a":"{\\"b\\":1}"}', ("a", "b"), None),  # an object text inside a string
+    (b'{"a":{"b":[{"c":1}]}}', ("a", "b", "c"), NOT_AN_OBJECT),  # through an array: no
+    (b'{"a":"{\\"b\\":1}"}', ("a", "b"), NOT_AN_OBJECT),  # an object text in a string
     (b'{"us\\u0061ge":7}', ("usage",), (14, 15)),  # an escaped spelling is the same key
     (b'{"\\u0075\\u0073\\u0061\\u0067\\u0065":7}', ("usage",), (34, 35)),
     (b'{"\\u00E9":1,"\xc3\xa9":2}', ("\u00e9",), (17, 18)),  # upper-case hex, then raw
@@ -488,13 +505,21 @@ def check_not_object(twin: ModuleType, text: bytes, first_byte: int | None = Non
     (b'{"a":-1.5e+3 ,"b":true}', ("a",), (5, 12)),
     (b'{"a":1}', ("b",), None),
     (b'{}', ("a",), None),
-    (b'{"a":1}', ("a", "b"), None),  # a step into a number
-    (b'{"a":[{"b":1}]}', ("a", "b"), None),
-    (b'{"a":"b"}', ("a", "b"), None),
+    (b'{"a":1}', ("a", "b"), NOT_AN_OBJECT),  # a step into a number
+    (b'{"a":[{"b":1}]}', ("a", "b"), NOT_AN_OBJECT),
+    (b'{"a":"b"}', ("a", "b"), NOT_AN_OBJECT),
+    (b'{"a":null}', ("a", "b"), NOT_AN_OBJECT),
+    (b'{"x":1}', ("a", "b"), None),  # absent on the way: None, whatever follows
 ])
 def test_find_member_cases(json_twin: ModuleType, text: bytes, path: tuple[str, ...],
-                           span: Span | None) -> None:
-    assert json_twin.find_member(text, *path) == span
+                           span: Span | None | str) -> None:
+    if span == NOT_AN_OBJECT:
+        with pytest.raises(ValueError, match=r"the value at \('a'.*\) is not a JSON object"):
+            json_twin.find_member(text, path)
+    else:
+        assert json_twin.find_member(text, path) == span
+        if len(path) == 1:
+            assert json_twin.find_member(text, path[0]) == span  # a str is a path of one
     doc = Doc(text)
     assert doc.span(path) == span  # the oracle agrees with the hand-written answer
     check_find(json_twin, doc, path)
@@ -541,15 +566,18 @@ def test_find_member_any_depth(json_twin: ModuleType) -> None:
     text = b'{"a":' + nested + b',"b":{"c":1}}'
     start = text.index(b'{"c"')
     assert json_twin.find_member(text, "b") == (start, start + 7)
-    assert json_twin.find_member(text, "b", "c") == (start + 5, start + 6)
+    assert json_twin.find_member(text, ("b", "c")) == (start + 5, start + 6)
     assert json_twin.find_member(text, "a") == (5, 5 + len(nested))
-    assert json_twin.find_member(text[:-1], "b") is None  # truncated at the very end
+    with pytest.raises(ValueError, match="offset"):
+        json_twin.find_member(text[:-1], "b")  # truncated at the very end
     # a key path hundreds of steps long (each step scans the rest of the text: keep it short)
     steps = 600
     keys = b'{"k":' * steps + b"1" + b"}" * steps
-    assert json_twin.find_member(keys, *["k"] * steps) == (5 * steps, 5 * steps + 1)
-    assert json_twin.find_member(keys, *["k"] * (steps + 1)) is None
-    assert json_twin.find_member(keys[:-1], "k") is None
+    assert json_twin.find_member(keys, ("k",) * steps) == (5 * steps, 5 * steps + 1)
+    with pytest.raises(ValueError, match="offset"):
+        json_twin.find_member(keys, ("k",) * (steps + 1))  # the last step is into a number
+    with pytest.raises(ValueError, match="offset"):
+        json_twin.find_member(keys[:-1], "k")
 
 
 @pytest.mark.parametrize("key", [b'"usage"', b'"us\\u0061ge"', b'"\\u0075sage"'])
@@ -559,7 +587,7 @@ def test_find_member_at_every_offset(json_twin: ModuleType, key: bytes) -> None:
         text = b'{"' + b"a" * pad + b'":"x\\"usage\\":\\\\",' + key + b':{"n":1}}'
         start = len(text) - 8
         assert json_twin.find_member(text, "usage") == (start, start + 7), pad
-        assert json_twin.find_member(text, "usage", "n") == (start + 5, start + 6), pad
+        assert json_twin.find_member(text, ("usage", "n")) == (start + 5, start + 6), pad
         assert json_twin.find_member(text.replace(key, b'"usagf"'), "usage") is None, pad
         check_find(json_twin, Doc(text), ("usage",))
 
@@ -597,7 +625,8 @@ def test_every_prefix_is_not_an_object(json_twin: ModuleType, text: bytes,
     for cut in cuts:
         prefix = text[:cut]
         for key in keys:
-            assert json_twin.find_member(prefix, key) is None, cut
+            with pytest.raises(ValueError, match="(?i)offset"):
+                json_twin.find_member(prefix, key)
         with pytest.raises(ValueError, match="(?i)offset"):
             json_twin.set_member(prefix, keys[0], b"1")
         with pytest.raises(ValueError, match="(?i)offset"):
@@ -624,7 +653,7 @@ def test_every_prefix_is_not_an_object(json_twin: ModuleType, text: bytes,
     (b'{"x":{"a":1}}', "a", b"2", b'{"x":{"a":1},"a":2}'),  # a nested "a" is not it
     (b'{"x":"\\"a\\":1"}', "a", b"2", b'{"x":"\\"a\\":1","a":2}'),
     (b'{"a":"long string value"}', "a", b"0", b'{"a":0}'),
-    (b'{"a":1}', "a", b"xyz", b'{"a":xyz}'),  # the value is taken as given
+    (b'{"a":1}', "a", b"xyz", b'{"a":xyz}'),  # trusted: the value is taken as given
     (b"{}", 'a"b\\c\n\u00e9\U0001F600', b"1",
      b'{"a\\"b\\\\c\\n\\u00e9\\ud83d\\ude00":1}'),  # a new key is written by json.dumps
     (b"{}", "\ud800", b"1", b'{"\\ud800":1}'),
@@ -632,8 +661,13 @@ def test_every_prefix_is_not_an_object(json_twin: ModuleType, text: bytes,
 ])
 def test_set_member_cases(json_twin: ModuleType, text: bytes, key: str, value: bytes,
                           expected: bytes) -> None:
-    assert json_twin.set_member(text, key, value) == expected
+    if value == b"xyz":
+        with pytest.raises(ValueError, match="not one JSON value"):
+            json_twin.set_member(text, key, value)
+    assert json_twin.set_member(text, key, value, trusted=True) == expected
     if value != b"xyz":
+        assert json_twin.set_member(text, key, value) == expected
+        assert json_twin.set_member(text, (key,), value) == expected
         check_set(json_twin, Doc(text), key, value)
 
 
@@ -712,10 +746,11 @@ def test_bytes_like_inputs(json_twin: ModuleType) -> None:
     text = b'{"a":1,"b":{"c":[2]}}'
     for kind in ("bytes", "bytearray", "memoryview"):
         payload = as_kind(text, kind)
-        assert json_twin.find_member(payload, "b", "c") == (16, 19)
+        assert json_twin.find_member(payload, ("b", "c")) == (16, 19)
         assert json_twin.set_member(payload, "a", as_kind(b"5", kind)) == b'{"a":5,"b":{"c":[2]}}'
         assert json_twin.del_member(payload, "a") == b'{"b":{"c":[2]}}'
-    assert json_twin.find_member(bytearray(), "a") is None
+    with pytest.raises(ValueError, match="offset 0"):
+        json_twin.find_member(bytearray(), "a")
     assert json_twin.set_member(b"{}", "a", memoryview(b"[1]")) == b'{"a":[1]}'
 
 
@@ -727,12 +762,16 @@ def test_bytes_like_inputs(json_twin: ModuleType) -> None:
     lambda m: m.find_member(5, "a"),
     lambda m: m.set_member([1], "a", b"1"),
     lambda m: m.del_member(None, "a"),
-    lambda m: m.find_member(b'{"a":1}'),  # an empty path
+    lambda m: m.find_member(b'{"a":1}'),  # no path
+    lambda m: m.find_member(b'{"a":{}}', "a", "b"),  # a path is one argument
     lambda m: m.find_member(b'{"a":1}', b"a"),
     lambda m: m.find_member(b'{"a":1}', 1),
     lambda m: m.find_member(b'{"a":1}', None),
-    lambda m: m.find_member(b'{"a":{}}', "a", 1),
-    lambda m: m.find_member(b"{}", "a", b"b"),  # checked even when the first step is absent
+    lambda m: m.find_member(b'{"a":1}', ["a"]),  # a tuple, not a list
+    lambda m: m.find_member(b'{"a":{}}', ("a", 1)),
+    lambda m: m.find_member(b"{}", ("a", b"b")),  # checked even when the first step is absent
+    lambda m: m.set_member(b"{}", ("a", None), b"1"),
+    lambda m: m.del_member(b"{}", ("a", 2)),
     lambda m: m.set_member(b'{"a":1}', b"a", b"1"),
     lambda m: m.set_member(b'{"a":1}', 1, b"1"),
     lambda m: m.set_member(b'{"a":1}', None, b"1"),
@@ -778,11 +817,15 @@ def mutate(text: bytes, mutations: list[tuple[int, int, bytes]]) -> bytes:
 
 def run_all(twin: ModuleType, text: bytes, paths: list[tuple[str, ...]]) -> list[tuple[Any, ...]]:
     key = paths[0][0]
-    results = [outcome(lambda p=p: twin.find_member(text, *p)) for p in paths]  # type: ignore[misc]
+    results = [outcome(lambda p=p: twin.find_member(text, p)) for p in paths]  # type: ignore[misc]
     results.append(outcome(lambda: twin.set_member(text, key, b'"v"')))
     results.append(outcome(lambda: twin.set_member(text, "new", b"[]")))
+    results.append(outcome(lambda: twin.set_member(text, paths[-1], b"[]")))
+    results.append(outcome(lambda: twin.set_member(text, key, text, trusted=True)))
+    results.append(outcome(lambda: twin.set_member(b"{}", key, text)))  # text as the value
     results.append(outcome(lambda: twin.del_member(text, key)))
     results.append(outcome(lambda: twin.del_member(text, "usage")))
+    results.append(outcome(lambda: twin.del_member(text, paths[-1])))
     return results
 
 

@@ -276,6 +276,8 @@ def test_rewrite_usage_rejects_str(stream_twin: ModuleType) -> None:
 def test_rewrite_usage_agrees_with_json_loads(payload: bytes, prompt: int,
                                               cached: int | None) -> None:
     assume(oracle_usage(payload) is not NOT_FOUND)
+    if cached is not None and cached > prompt:  # the cached tokens are part of the prompt
+        cached = prompt - cached % (prompt + 1)
     results = set()
     for twin in twins():
         check_rewrite(twin, payload, prompt, cached)
@@ -287,6 +289,8 @@ def test_rewrite_usage_agrees_with_json_loads(payload: bytes, prompt: int,
 @given(USAGE, st.integers(0, 10**6), st.none() | st.integers(0, 10**6), st.booleans())
 def test_rewrite_usage_objects(usage: dict[str, Any], prompt: int, cached: int | None,
                                spaced: bool) -> None:
+    if cached is not None and cached > prompt:  # the cached tokens are part of the prompt
+        prompt, cached = cached, prompt
     seps = (", ", ": ") if spaced else (",", ":")
     payload = b'{"choices":[],"usage":' + json.dumps(usage, separators=seps).encode() + b"}"
     results = set()
@@ -418,5 +422,6 @@ def test_relay_event_is_rewrite_usage_of_its_data(payload: bytes, cached: int | 
     payload = payload.replace(b"\n", b" ").replace(b"\r", b" ")  # whitespace only in JSON
     event = b"data: " + payload + b"\n\n"
     for twin in twins():
-        relay = twin.UsageRelay(7, cached)
-        assert relay.feed(event) == b"data: " + twin.rewrite_usage(payload, 7, cached) + b"\n\n"
+        relay = twin.UsageRelay(10**6, cached)
+        assert relay.feed(event) == \
+            b"data: " + twin.rewrite_usage(payload, 10**6, cached) + b"\n\n"

@@ -70,23 +70,62 @@ def shown(value: int) -> str:
     return str(value) if value.bit_length() <= 256 else f"an integer of {value.bit_length()} bits"
 
 
+def check_counts(prompt_tokens: object, cached_tokens: object) -> tuple[int, int | None]:
+    """``(prompt, cached)``: the caller's counts, every dialect's one check. The cached tokens
+    are part of the prompt, so more of them than the prompt has is a ``ValueError``."""
+    prompt = check_count(prompt_tokens, "prompt_tokens")
+    if cached_tokens is None:
+        return prompt, None
+    cached = check_count(cached_tokens, "cached_tokens")
+    if cached > prompt:
+        raise ValueError(f"cached_tokens ({cached}) must not exceed prompt_tokens ({prompt}): "
+                         f"the cached tokens are part of the prompt")
+    return prompt, cached
+
+
 def check_key(key: object, what: str = "key") -> str:
     if type(key) is not str:
         raise TypeError(f"{what} must be a str, not {type(key).__name__}")
     return key
 
 
-def check_path(path: tuple[object, ...]) -> tuple[str, ...]:
-    if not path:
-        raise TypeError("find_member() needs at least one key")
-    for i, key in enumerate(path):
+#: a key path: one key, or the keys of the objects on the way, outermost first
+KeyPath = Union[str, tuple[str, ...]]
+
+
+def check_path(path: object) -> tuple[str, ...]:
+    """The keys of a key path (``find_member``, ``set_member``, ``del_member``): a ``str``
+    is one key, a tuple of ``str`` the keys from the outermost object in."""
+    if type(path) is str:
+        return (path,)
+    if type(path) is not tuple:
+        raise TypeError(f"path must be a str or a tuple of str, not {type(path).__name__}")
+    keys: tuple[object, ...] = path  # type: ignore[assignment,unused-ignore]  # a tuple here
+    if not keys:
+        raise ValueError("path must have at least one key")
+    for i, key in enumerate(keys):
         check_key(key, f"path[{i}]")
-    return path  # type: ignore[return-value]
+    return keys  # type: ignore[return-value]  # each item checked to be a str
 
 
 def check_max_event_bytes(value: object) -> int:
     """``max_event_bytes``: an integer in ``[1, 2**63)``."""
     return check_count(value, "max_event_bytes", 1)
+
+
+class Bound:
+    """The checked arguments of a Python twin's ``__init__``, for its Cython twin.
+
+    A Cython class's ``__init__(*args, **kwargs)`` calls the Python twin's ``__init__`` on a
+    ``Bound``: the one signature binds the arguments (the same ``TypeError`` text for a wrong
+    count or name, on every Python version) and runs the checks; that ``__init__`` ends by
+    calling ``self._setup(values...)``, which here keeps the values.
+    """
+
+    __slots__ = ("values",)
+
+    def _setup(self, *values: object) -> None:
+        self.values = values
 
 
 def in_use(what: str) -> RuntimeError:

@@ -27,8 +27,9 @@ cdef class BigEvent:
     cdef list _out  # the pieces of one feed
     cdef Py_ssize_t _copied, _hold_from
 
-    # (bytes to forward, end): end is just past the event's blank line in d, or -1
-    cdef bytes feed(self, const char *d, Py_ssize_t pos, Py_ssize_t n, Py_ssize_t *end)
+    # the bytes to forward (None: d[pos:end] as it came, d[pos:n] when end is -1); end is
+    # set just past the event's blank line in d, or to -1
+    cdef object feed(self, const char *d, Py_ssize_t pos, Py_ssize_t n, Py_ssize_t *end)
     # the stream ended inside the event: what is still held, as it came
     cdef bytes finish(self)
     cdef Py_ssize_t held_bytes(self) noexcept

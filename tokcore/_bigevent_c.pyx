@@ -98,7 +98,7 @@ cdef class BigEvent:
 
     # --- lines ------------------------------------------------------------------------
 
-    cdef bytes feed(self, const char *d, Py_ssize_t pos, Py_ssize_t n, Py_ssize_t *end_out):
+    cdef object feed(self, const char *d, Py_ssize_t pos, Py_ssize_t n, Py_ssize_t *end_out):
         cdef Py_ssize_t i = pos, stop, j, end = -1
         cdef unsigned char c
         cdef int line
@@ -169,8 +169,10 @@ cdef class BigEvent:
         stop = n if end < 0 else end
         if self._holding:
             self._keep(d, stop)
-        self._emit(d, self._copied, stop)
         end_out[0] = end
+        if not self._out and self._copied == pos:
+            return None  # d[pos:stop] goes out as it came (the relay may pass the chunk on)
+        self._emit(d, self._copied, stop)
         out, self._out = self._out, []
         return b"".join(out)
 

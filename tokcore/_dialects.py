@@ -1,18 +1,21 @@
 """The usage rules of each API, as data: both twins of ``_usage`` read this table.
 
 A dialect says where an API puts its usage object and which of its members the context
-server's counts go into. P is the prompt count, C the cached count (optional).
+server's counts go into. P is the prompt count, C the cached count (None: no cached tokens,
+so 0 where the usage has a member for them, and nothing added). DESIGN.md's usage rules are
+the contract; in short:
 
 - ``chat`` (Chat Completions, Completions): ``prompt_tokens`` := P, ``total_tokens`` :=
   P + ``completion_tokens``, ``prompt_tokens_details.cached_tokens`` := C.
 - ``responses`` (OpenAI Responses): ``input_tokens`` := P, ``total_tokens`` :=
   P + ``output_tokens``, ``input_tokens_details.cached_tokens`` := C. A response body has
   ``usage``; the stream events that end a response carry it under ``response.usage``.
-- ``messages`` (Anthropic Messages): ``input_tokens`` counts only what was neither read
-  from nor written to the cache, cache reads are ``cache_read_input_tokens``, and there is no
-  total. So with C: ``input_tokens`` := P - C, ``cache_read_input_tokens`` := C; without:
-  ``input_tokens`` := P. ``message_start`` has ``message.usage``; ``message_delta`` and a
-  message body have ``usage``.
+- ``messages`` (Anthropic Messages): the prompt is in parts, ``input_tokens`` (neither read
+  from nor written to the cache), ``cache_creation_input_tokens`` and
+  ``cache_read_input_tokens``, and there is no total. ``input_tokens`` := P - C,
+  ``cache_read_input_tokens`` := C, ``cache_creation_input_tokens`` := 0, so the parts sum to
+  P. ``message_start`` has ``message.usage``; ``message_delta`` and a message body have
+  ``usage``.
 """
 
 from __future__ import annotations
@@ -33,18 +36,21 @@ class Dialect(NamedTuple):
     #: C goes to ``details_key.cached_key``, or to ``cached_key`` itself when None
     details_key: str | None
     cached_key: str
-    #: the prompt count excludes the cached part (C > P is then an error)
+    #: the prompt count excludes the cached part (the prompt key := P - C)
     cached_excluded: bool
+    #: := 0 where present (never added): a part of the prompt the caller's counts leave out
+    zeroed_key: str | None
 
 
 DIALECTS: dict[str, Dialect] = {
     "chat": Dialect("chat", (("usage",),), "prompt_tokens", "completion_tokens",
-                    "total_tokens", "prompt_tokens_details", "cached_tokens", False),
+                    "total_tokens", "prompt_tokens_details", "cached_tokens", False, None),
     "responses": Dialect("responses", (("usage",), ("response", "usage")), "input_tokens",
                          "output_tokens", "total_tokens", "input_tokens_details",
-                         "cached_tokens", False),
+                         "cached_tokens", False, None),
     "messages": Dialect("messages", (("usage",), ("message", "usage")), "input_tokens",
-                        "output_tokens", None, None, "cache_read_input_tokens", True),
+                        "output_tokens", None, None, "cache_read_input_tokens", True,
+                        "cache_creation_input_tokens"),
 }
 
 #: the key every dialect's usage member has (the relay's byte pre-filter looks for it)

@@ -12,10 +12,11 @@ from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int64_t
 from libc.string cimport memchr, memcmp, memcpy
 
-from tokcore._args import check_max_event_bytes, in_use, payload_view
+from tokcore._args import Bound, in_use, payload_view
 from tokcore._events_py import (
     DEFAULT_MAX_EVENT_BYTES, Event, EventTooLarge, event_too_large,
 )
+from tokcore._events_py import EventDecoder as _PyEventDecoder
 
 cdef extern from "_ssescan.h":
     Py_ssize_t tok_line_end(const char *p, Py_ssize_t i, Py_ssize_t n) noexcept nogil
@@ -54,8 +55,11 @@ cdef class EventDecoder:
         self._data = bytearray()
         self._type = b""
 
-    def __init__(self, *, max_event_bytes=DEFAULT_MAX_EVENT_BYTES):
-        self._limit = check_max_event_bytes(max_event_bytes)
+    def __init__(self, *args, **kwargs):
+        # bound and checked by the Python twin's __init__: the same signature and errors
+        bound = Bound()
+        _PyEventDecoder.__init__(bound, *args, **kwargs)
+        self._limit, = bound.values
         self._max = min(self._limit, PY_SSIZE_T_MAX)
         self._last_id = self._id_before = self._retry = None
         self._started = self._cr = self._skipping = self._skip_line_start = False

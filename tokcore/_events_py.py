@@ -85,7 +85,11 @@ class EventDecoder:
                  "_lock")
 
     def __init__(self, *, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
-        self._max = check_max_event_bytes(max_event_bytes)
+        # the one signature of both twins (the Cython twin binds through it: _args.Bound)
+        self._setup(check_max_event_bytes(max_event_bytes))
+
+    def _setup(self, max_event_bytes: int) -> None:
+        self._max = max_event_bytes
         self._line = bytearray()  # an unfinished line
         self._data = bytearray()  # the data buffer: each data value and a LF
         self._type = b""  # the event type buffer

@@ -27,6 +27,8 @@ cdef int tok_object_open(tok_object *o, const unsigned char *d, Py_ssize_t start
 # The next member into m: 1; the object closed (and, when top, nothing but whitespace
 # after it): 0; not an object: -1 with o.error set.
 cdef int tok_object_next(tok_object *o, tok_member *m) noexcept nogil
+# Whether d[:n] is a JSON object text as tok_object_next reads one (no member kept).
+cdef bint tok_is_object_text(const unsigned char *d, Py_ssize_t n) noexcept nogil
 # Whether m's key decodes to the key whose UTF-8 bytes are key[:length] (str_key: the same
 # key as a str, for keys spelled with escapes, which are decoded by _json_py).
 cdef int tok_key_is(const unsigned char *d, const tok_member *m, const char *key,
@@ -41,3 +43,7 @@ cdef inline bint tok_raw_key_is(const unsigned char *d, const tok_member *m, con
                                 Py_ssize_t length) noexcept nogil:
     return m.key_end - m.key_start - 2 == length and \
         memcmp(d + m.key_start + 1, key, length) == 0
+# _json_py.value_error of d[start:end]: -1 for one JSON value (RFC 8259, UTF-8), else the
+# offset where it stops; MemoryError for a nesting too deep for the memory left.
+cdef Py_ssize_t tok_value_error(const unsigned char *d, Py_ssize_t start,
+                                Py_ssize_t end) except -2

@@ -19,7 +19,7 @@ import re
 from functools import lru_cache
 from typing import NamedTuple
 
-from ._args import BytesLike, check_key, check_path, payload_bytes, payload_view
+from ._args import BytesLike, KeyPath, check_path, payload_bytes, payload_view
 
 Span = tuple[int, int]
 
@@ -157,6 +157,154 @@ def scan_object(data: bytes, start: int, end: int, top: bool) -> tuple[list[Memb
     return members, opening
 
 
+# --- one JSON value, strictly (RFC 8259, UTF-8) -------------------------------------------
+# The check a usage value passes before it is rewritten, and set_member's check of the value
+# it writes. The answer is the offset where the text stops being the start of a JSON text:
+# the first byte that no valid text could have there (the end, for a text cut short).
+
+_UTF8_SEQUENCE = (rb"[\xc2-\xdf][\x80-\xbf]|\xe0[\xa0-\xbf][\x80-\xbf]"
+                  rb"|[\xe1-\xec\xee\xef][\x80-\xbf]{2}|\xed[\x80-\x9f][\x80-\xbf]"
+                  rb"|\xf0[\x90-\xbf][\x80-\xbf]{2}|[\xf1-\xf3][\x80-\xbf]{3}"
+                  rb"|\xf4[\x80-\x8f][\x80-\xbf]{2}")
+# a string's valid bytes after its opening quote, up to its closing quote or a bad byte
+_STRING_BODY = re.compile(rb'(?:[\x20\x21\x23-\x5b\x5d-\x7f]+|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})|'
+                          + _UTF8_SEQUENCE + rb")*")
+_NUMBER = re.compile(rb"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+# the longest start of a number (cut short, it may still become one)
+_NUMBER_START = re.compile(rb"-?(?:(?:0|[1-9][0-9]*)(?:\.(?:[0-9]+(?:[eE][+-]?[0-9]*)?)?"
+                           rb"|[eE][+-]?[0-9]*)?)?")
+_HEX = frozenset(b"0123456789abcdefABCDEF")
+_ESCAPED = frozenset(b'"\\/bfnrt')
+# the continuation bytes each lead byte takes (RFC 3629: no overlong form, no surrogate)
+_UTF8_TAILS: dict[int, tuple[tuple[int, int], ...]] = {}
+for _lead in range(0xC2, 0xF5):
+    _TAIL = (0x80, 0xBF)
+    _UTF8_TAILS[_lead] = (_TAIL,) if _lead < 0xE0 else (
+        ((0xA0, 0xBF) if _lead == 0xE0 else (0x80, 0x9F) if _lead == 0xED else _TAIL, _TAIL)
+        if _lead < 0xF0 else
+        ((0x90, 0xBF) if _lead == 0xF0 else (0x80, 0x8F) if _lead == 0xF4 else _TAIL,
+         _TAIL, _TAIL))
+_LITERALS = {ord("t"): b"true", ord("f"): b"false", ord("n"): b"null"}
+_RBRACKET = 0x5D
+
+
+def _string_stop(data: bytes, at: int, end: int) -> int:
+    """A string's first bad byte is at ``at`` (its body's valid bytes end there): the offset
+    where the text stops (in an escape or a UTF-8 sequence, the byte that breaks it)."""
+    byte = data[at]
+    if byte == 0x5C:  # a backslash
+        if at + 1 >= end:
+            return end
+        if data[at + 1] != 0x75:  # not \u: the escape letter is wrong
+            return at + 1
+        for k in range(at + 2, at + 6):
+            if k >= end:
+                return end
+            if data[k] not in _HEX:
+                return k
+    tails = _UTF8_TAILS.get(byte)
+    if tails is None:  # a control character, or no lead byte
+        return at
+    for k, (low, high) in enumerate(tails, at + 1):
+        if k >= end:
+            return end
+        if not low <= data[k] <= high:
+            return k
+    raise AssertionError("a valid sequence stops no string")  # pragma: no cover
+
+
+def value_error(data: bytes, start: int, end: int) -> int:
+    """Where ``data[start:end]`` stops being one JSON value (RFC 8259, UTF-8; whitespace may
+    surround it), as an offset in ``data``; -1 when it is one. Any depth (no recursion)."""
+    stack = bytearray()  # the open containers: "{" or "["
+    i = _skip_ws(data, start, end)
+    key = False  # a member's key (and its colon) comes before the value
+    while True:
+        if key:
+            if i >= end:
+                return end
+            if data[i] != _QUOTE:
+                return i
+            match = _STRING_BODY.match(data, i + 1, end)
+            assert match is not None
+            j = match.end()
+            if j >= end:
+                return end
+            if data[j] != _QUOTE:
+                return _string_stop(data, j, end)
+            i = _skip_ws(data, j + 1, end)
+            if i >= end:
+                return end
+            if data[i] != _COLON:
+                return i
+            i = _skip_ws(data, i + 1, end)
+            key = False
+        # a value at i
+        if i >= end:
+            return end
+        byte = data[i]
+        if byte == _LBRACE or byte == _LBRACKET:
+            i = _skip_ws(data, i + 1, end)
+            if i < end and data[i] == byte + 2:  # } or ]: empty
+                i += 1
+            else:
+                stack.append(byte)
+                key = byte == _LBRACE
+                continue
+        elif byte == _QUOTE:
+            match = _STRING_BODY.match(data, i + 1, end)
+            assert match is not None
+            j = match.end()
+            if j >= end:
+                return end
+            if data[j] != _QUOTE:
+                return _string_stop(data, j, end)
+            i = j + 1
+        elif byte in _LITERALS:
+            word = _LITERALS[byte]
+            for k in range(1, len(word)):
+                if i + k >= end:
+                    return end
+                if data[i + k] != word[k]:
+                    return i + k
+            i += len(word)
+        else:
+            whole = _NUMBER.match(data, i, end)
+            begun = _NUMBER_START.match(data, i, end)
+            assert begun is not None
+            if whole is None or begun.end() > whole.end():  # cut short, or broken
+                return begun.end()
+            i = whole.end()
+        # after a value: close what it ends, up to the next "," (or the end of the text)
+        while True:
+            i = _skip_ws(data, i, end)
+            if not stack:
+                return -1 if i == end else i
+            if i >= end:
+                return end
+            byte = data[i]
+            if byte == _COMMA:
+                i = _skip_ws(data, i + 1, end)
+                key = stack[-1] == _LBRACE
+                break
+            if byte != stack[-1] + 2:
+                return i
+            stack.pop()
+            i += 1
+
+
+def check_value(value: bytes, what: str = "value") -> None:
+    """``ValueError`` unless ``value`` is one JSON value (RFC 8259, UTF-8)."""
+    stop = value_error(value, 0, len(value))
+    if stop >= 0:
+        raise not_json(what, stop)
+
+
+def not_json(what: str, offset: int) -> ValueError:
+    return ValueError(f"{what} is not one JSON value (RFC 8259, UTF-8): it stops at offset "
+                      f"{offset}")
+
+
 def decode_key(raw: bytes) -> str | None:
     """A key's text between its quotes, decoded as ``json`` decodes it (None if it cannot
     be: an invalid escape or invalid UTF-8, which ``json.loads`` refuses too)."""
@@ -214,7 +362,8 @@ def last_member(data: bytes, members: list[Member], key: str) -> Member | None:
 
 
 def member_span(data: bytes, path: tuple[str, ...]) -> Span | None:
-    """``find_member`` on ``bytes``; ``ScanError`` when an object on the way is not one."""
+    """The value at ``path`` (the usage dialects' lookup: a step whose value is not an object
+    has nothing under it); ``ScanError`` when an object on the way is not one."""
     start, end, top = 0, len(data), True
     for step, key in enumerate(path):
         if step:
@@ -229,18 +378,10 @@ def member_span(data: bytes, path: tuple[str, ...]) -> Span | None:
     return start, end
 
 
-def find_member(payload: BytesLike, *path: str) -> Span | None:
-    """The byte span of the value at ``path`` in a JSON object text, or None."""
-    data = payload_bytes(payload)
-    check_path(path)
-    try:
-        return member_span(data, path)
-    except ScanError:
-        return None
-
-
-def not_an_object(error: ScanError) -> ValueError:
-    return ValueError(f"payload is not a JSON object: the scan stopped at offset {error.offset}")
+def not_an_object(error: ScanError, path: tuple[str, ...] = ()) -> ValueError:
+    where = "payload is not a JSON object" if not path else \
+        f"the value at {path!r} is not a JSON object"
+    return ValueError(f"{where}: the scan stopped at offset {error.offset}")
 
 
 def top_members(data: bytes) -> tuple[list[Member], int]:
@@ -250,26 +391,70 @@ def top_members(data: bytes) -> tuple[list[Member], int]:
         raise not_an_object(error) from None
 
 
+def path_object(data: bytes, start: int, end: int, path: tuple[str, ...]) -> \
+        tuple[list[Member], int]:
+    """The members and ``{`` of the object at ``path`` (``data[start:end]``, the whole text
+    for the empty path); the ``ValueError`` of the member functions when it is no object."""
+    try:
+        if not path:
+            return scan_object(data, 0, end, True)
+        if data[start] != _LBRACE:
+            raise ScanError(start)
+        return scan_object(data, start, end, False)
+    except ScanError as error:
+        raise not_an_object(error, path) from None
+
+
+def find_member(payload: BytesLike, path: KeyPath) -> Span | None:
+    """The byte span of the value at ``path`` in a JSON object text, or None when a key on
+    the way is absent."""
+    data = payload_bytes(payload)
+    keys = check_path(path)
+    start, end = 0, len(data)
+    for step, key in enumerate(keys):
+        members, _ = path_object(data, start, end, keys[:step])
+        found = last_member(data, members, key)
+        if found is None:
+            return None
+        start, end = found.value_start, found.value_end
+    return start, end
+
+
 @lru_cache(maxsize=256)  # a relay's rules are made per stream: their few keys, not json
 def key_text(key: str) -> bytes:
     """A new member's key as JSON text."""
     return json.dumps(key).encode("ascii")
 
 
-def set_member(payload: BytesLike, key: str, value: BytesLike) -> bytes:
-    """``payload`` with its top-level member ``key`` set to the JSON text ``value``."""
+def value_text(value: object, trusted: bool) -> bytes:
+    """``set_member``'s value as bytes, checked to be one JSON value unless ``trusted``."""
+    text = value if type(value) is bytes else bytes(payload_view(value, "value"))
+    if not trusted:
+        check_value(text)
+    return text
+
+
+def set_member(payload: BytesLike, path: KeyPath, value: BytesLike, *,
+               trusted: bool = False) -> bytes:
+    """``payload`` with the member at ``path`` set to the JSON text ``value`` (checked to be
+    one JSON value unless ``trusted``); the objects of absent keys on the way are added."""
     data = payload_bytes(payload)
-    check_key(key)
-    text = bytes(payload_view(value, "value"))
-    members, opening = top_members(data)
-    found = last_member(data, members, key)
-    if found is not None:
-        return b"".join((data[:found.value_start], text, data[found.value_end:]))
-    if members:
-        at = members[-1].value_end
-        return b"".join((data[:at], b",", key_text(key), b":", text, data[at:]))
-    at = opening + 1
-    return b"".join((data[:at], key_text(key), b":", text, data[at:]))
+    keys = check_path(path)
+    text = value_text(value, trusted)
+    start, end = 0, len(data)
+    for step, key in enumerate(keys):
+        members, opening = path_object(data, start, end, keys[:step])
+        found = last_member(data, members, key)
+        if found is None:
+            for inner in reversed(keys[step + 1:]):  # the rest of the path, as objects
+                text = b"".join((b"{", key_text(inner), b":", text, b"}"))
+            if members:
+                at = members[-1].value_end
+                return b"".join((data[:at], b",", key_text(key), b":", text, data[at:]))
+            at = opening + 1
+            return b"".join((data[:at], key_text(key), b":", text, data[at:]))
+        start, end = found.value_start, found.value_end
+    return b"".join((data[:start], text, data[end:]))
 
 
 def removed_ranges(members: list[Member], gone: list[bool]) -> list[Span]:
@@ -290,18 +475,28 @@ def removed_ranges(members: list[Member], gone: list[bool]) -> list[Span]:
     return ranges
 
 
-def del_member(payload: BytesLike, key: str) -> bytes:
-    """``payload`` without its top-level member ``key`` (every occurrence)."""
+def del_member(payload: BytesLike, path: KeyPath) -> bytes:
+    """``payload`` without the member at ``path`` (every occurrence of its last key in the
+    object that holds it); unchanged when a key on the way is absent."""
     data = payload_bytes(payload)
-    check_key(key)
-    members, _ = top_members(data)
+    keys = check_path(path)
+    start, end = 0, len(data)
+    for step in range(len(keys)):
+        members, _ = path_object(data, start, end, keys[:step])
+        if step == len(keys) - 1:
+            break
+        found = last_member(data, members, keys[step])
+        if found is None:
+            return data
+        start, end = found.value_start, found.value_end
+    key = keys[-1]
     raw_key = utf8(key)
     gone = [key_is(data, member, key, raw_key) for member in members]
     if not any(gone):
         return data
     pieces, copied = [], 0
-    for start, end in removed_ranges(members, gone):
-        pieces.append(data[copied:start])
-        copied = end
+    for cut_start, cut_end in removed_ranges(members, gone):
+        pieces.append(data[copied:cut_start])
+        copied = cut_end
     pieces.append(data[copied:])
     return b"".join(pieces)

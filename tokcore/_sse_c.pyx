@@ -13,14 +13,14 @@ from libc.string cimport memchr, memcmp, memcpy
 
 from tokcore._bigevent_c cimport BigEvent
 from tokcore._usage_c cimport (
-    UsageRules, tok_apply_edits, tok_edits, tok_ends_with_null_usage, tok_usage_edits,
+    UsageRules, tok_apply_edits, tok_edits, tok_null_usage_text, tok_usage_edits,
 )
 
-from tokcore._args import check_max_event_bytes, in_use, payload_bytes
+from tokcore._args import Bound, in_use, payload_bytes
 from tokcore._dialects import FOREIGN, NONE, NOT_OBJECT, REWRITTEN, TOO_LARGE, UNREADABLE
 from tokcore._fields import rewrite_event
-from tokcore._sse_py import DEFAULT_MAX_EVENT_BYTES, OUTCOME_FIELDS, RelayCounts
-from tokcore._usage_py import make_rules
+from tokcore._sse_py import OUTCOME_FIELDS, RelayCounts
+from tokcore._sse_py import UsageRelay as _PyUsageRelay
 
 cdef extern from "_ssescan.h":
     const char *TOK_SCAN_KIND
@@ -81,6 +81,14 @@ for _outcome, _field in OUTCOME_FIELDS.items():
     OUTCOME_INDEX[_outcome] = _field
 
 
+cdef inline bytes _forwarded(object piece, const char *d, Py_ssize_t pos, Py_ssize_t n,
+                             Py_ssize_t end):
+    """What ``BigEvent.feed`` gave, as bytes (None: the bytes it read, as they came)."""
+    if piece is None:
+        return PyBytes_FromStringAndSize(d + pos, (n if end < 0 else end) - pos)
+    return piece
+
+
 ctypedef struct Piece:
     const char *data
     Py_ssize_t size
@@ -105,12 +113,13 @@ cdef class UsageRelay:
         self._pend = NULL
         self._pieces = NULL
 
-    def __init__(self, prompt_tokens, cached_tokens=None, *, api="chat",
-                 max_event_bytes=DEFAULT_MAX_EVENT_BYTES):
+    def __init__(self, *args, **kwargs):
+        # bound and checked by the Python twin's __init__: the same signature and errors
         cdef int k
-        self._rules_py = make_rules(prompt_tokens, cached_tokens, api)
+        bound = Bound()
+        _PyUsageRelay.__init__(bound, *args, **kwargs)
+        self._rules_py, self._max = bound.values
         self._rules = UsageRules(self._rules_py)
-        self._max = check_max_event_bytes(max_event_bytes)
         for k in range(N_FIELDS):
             self._counts[k] = 0
         self._pend_len = 0
@@ -220,7 +229,7 @@ cdef class UsageRelay:
         if d[5] == 32:
             start = 6
         if not self._rules.single_path or \
-                not tok_ends_with_null_usage(<const unsigned char *>d + start, n - 2 - start):
+                not tok_null_usage_text(<const unsigned char *>d + start, n - 2 - start):
             return False
         self._cr = False
         self._first = False
@@ -362,7 +371,7 @@ cdef class UsageRelay:
         while pos < n:
             if self._big is not None:  # inside an event too large to hold
                 big = self._big
-                piece = big.feed(d, pos, n, &end)
+                piece = _forwarded(big.feed(d, pos, n, &end), d, pos, n, end)
                 self._end_big(big)
                 keep.append(piece)
                 self._add(&count, d + copied, pos - copied)
@@ -405,7 +414,8 @@ cdef class UsageRelay:
                     self._line_start, self._cr = True, False
                     if holding:
                         holding = False
-                        piece = big.feed(self._pend, 0, self._pend_len, &end)  # no end in it
+                        piece = _forwarded(big.feed(self._pend, 0, self._pend_len, &end),
+                                           self._pend, 0, self._pend_len, end)  # no end in it
                         self._end_big(big)
                         keep.append(piece)
                         self._add(&count, PyBytes_AS_STRING(piece), PyBytes_GET_SIZE(piece))
@@ -422,10 +432,11 @@ cdef class UsageRelay:
                         > self._max:  # too large to hold: scanned without joining it up
                     self._counts[N_EVENTS] += 1
                     big = self._start_big()
-                    piece = big.feed(self._pend, 0, self._pend_len, &k)
+                    piece = _forwarded(big.feed(self._pend, 0, self._pend_len, &k), self._pend, 0,
+                                       self._pend_len, k)
                     keep.append(piece)
                     self._add(&count, PyBytes_AS_STRING(piece), PyBytes_GET_SIZE(piece))
-                    piece = big.feed(d, pos, n, &end)
+                    piece = _forwarded(big.feed(d, pos, n, &end), d, pos, n, end)
                     self._end_big(big)
                     keep.append(piece)
                     self._add(&count, PyBytes_AS_STRING(piece), PyBytes_GET_SIZE(piece))

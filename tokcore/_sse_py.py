@@ -20,7 +20,7 @@ from ._args import Api, BytesLike, check_max_event_bytes, in_use, payload_bytes
 from ._bigevent_py import BigEvent
 from ._dialects import FOREIGN, NONE, NOT_OBJECT, REWRITTEN, TOO_LARGE, UNREADABLE
 from ._fields import rewrite_event
-from ._usage_py import make_rules, may_hold_usage
+from ._usage_py import Rules, make_rules, may_hold_usage
 
 Span = tuple[int, int]
 
@@ -92,8 +92,13 @@ class UsageRelay:
 
     def __init__(self, prompt_tokens: int, cached_tokens: int | None = None, *,
                  api: Api = "chat", max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
-        self._rules = make_rules(prompt_tokens, cached_tokens, api)
-        self._max = check_max_event_bytes(max_event_bytes)
+        # the one signature of both twins (the Cython twin binds through it: _args.Bound)
+        self._setup(make_rules(prompt_tokens, cached_tokens, api),
+                    check_max_event_bytes(max_event_bytes))
+
+    def _setup(self, rules: Rules, max_event_bytes: int) -> None:
+        self._rules = rules
+        self._max = max_event_bytes
         self._pending = bytearray()  # the start of an event whose blank line is not here yet
         self._line_start = True
         self._cr = False

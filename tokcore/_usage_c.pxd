@@ -25,7 +25,7 @@ cdef class UsageRules:
     cdef int path_count
     cdef int path_steps[2]
     cdef int path_key[2][2]  # KEY_* index of each step
-    cdef bint has_total, has_details, has_cached, single_path
+    cdef bint has_total, has_details, add_cached, has_zeroed, single_path
     cdef long long prompt, total_base, cached
 
 # The outcome (_dialects: NONE, REWRITTEN, ...) for the JSON text d[:n]; when REWRITTEN,
@@ -38,3 +38,5 @@ cdef bytes tok_apply_edits(const char *d, Py_ssize_t n, Py_ssize_t base, const t
 cdef bint tok_may_hold_usage(const char *d, Py_ssize_t n) noexcept nogil
 # Whether d[:n] ends with "usage":null} as its last top-level member (_usage_py's rule).
 cdef bint tok_ends_with_null_usage(const unsigned char *d, Py_ssize_t n) noexcept nogil
+# The same, and d[:n] is a JSON object text (_usage_py.no_usage's second pre-filter).
+cdef bint tok_null_usage_text(const unsigned char *d, Py_ssize_t n) noexcept nogil

@@ -11,7 +11,7 @@ from libc.string cimport memcmp, memcpy
 
 from tokcore._json_c cimport (
     tok_key_is, tok_last_member, tok_member, tok_object, tok_object_next, tok_object_open,
-    tok_raw_key_is,
+    tok_is_object_text, tok_raw_key_is, tok_value_error,
 )
 
 from tokcore._args import payload_bytes
@@ -28,11 +28,12 @@ cdef enum:
     NULL_TAIL_WINDOW = 64  # the backwards "usage": null check looks at most this far back
 
 cdef enum:  # UsageRules.keys indexes
-    KEY_PROMPT = 0, KEY_OUTPUT, KEY_TOTAL, KEY_DETAILS, KEY_CACHED, KEY_PATH0, KEY_PATH1, KEY_PATH2
+    KEY_PROMPT = 0, KEY_OUTPUT, KEY_TOTAL, KEY_DETAILS, KEY_CACHED, KEY_ZEROED, KEY_PATH0, KEY_PATH1
 
 cdef int O_NONE = NONE, O_REWRITTEN = REWRITTEN, O_FOREIGN = FOREIGN
 cdef int O_NOT_OBJECT = NOT_OBJECT, O_UNREADABLE = UNREADABLE
 cdef int COUNT_DIGITS = MAX_COUNT_DIGITS
+cdef const char *ZERO = b"0"
 cdef long long BIG = 1LL << 62  # a total_base from here on is added with Python ints
 
 
@@ -42,7 +43,7 @@ cdef class UsageRules:
     def __init__(self, rules):
         spec = rules.dialect
         names = [spec.prompt_key, spec.output_key, spec.total_key or "", spec.details_key or "",
-                 spec.cached_key]
+                 spec.cached_key, spec.zeroed_key or ""]
         path_names = []
         self.path_count = len(spec.paths)
         assert 1 <= self.path_count <= 2
@@ -67,10 +68,10 @@ cdef class UsageRules:
             self.key_text_lens[i] = PyBytes_GET_SIZE(texts[i])
         self.has_total = spec.total_key is not None
         self.has_details = spec.details_key is not None
-        self.has_cached = rules.cached is not None
+        self.has_zeroed = spec.zeroed_key is not None
+        self.add_cached = rules.add_cached
         self.single_path = self.path_count == 1
-        self.prompt, self.total_base = rules.prompt, rules.total_base
-        self.cached = rules.cached if rules.cached is not None else 0
+        self.prompt, self.total_base, self.cached = rules.prompt, rules.total_base, rules.cached
 
 
 cdef bint tok_may_hold_usage(const char *d, Py_ssize_t n) noexcept nogil:
@@ -96,6 +97,10 @@ cdef inline Py_ssize_t _back_over_token(const unsigned char *d, Py_ssize_t i,
     if i < length - 1 or memcmp(d + i - length + 1, token, length) != 0:
         return -2
     return i - length
+
+
+cdef bint tok_null_usage_text(const unsigned char *d, Py_ssize_t n) noexcept nogil:
+    return tok_ends_with_null_usage(d, n) and tok_is_object_text(d, n)
 
 
 cdef bint tok_ends_with_null_usage(const unsigned char *d, Py_ssize_t n) noexcept nogil:
@@ -255,6 +260,8 @@ cdef int _details(UsageRules r, const unsigned char *d, const tok_member *detail
     cdef tok_edit *edit
     cdef char *out
     cdef int hit
+    if not r.add_cached and (details.key_start < 0 or d[details.value_start] != 123):
+        return 0  # no count of the caller's: only an existing member is set
     if details.key_start < 0:
         out = _put(added[0], b",", 1)
         out = _put_key(out, r, KEY_DETAILS)
@@ -279,6 +286,8 @@ cdef int _details(UsageRules r, const unsigned char *d, const tok_member *detail
     if hit:
         edit = _edit(e, found.value_start, found.value_end)
         out = _put_int(edit.text, r.cached)
+    elif not r.add_cached:
+        return 0
     elif last.key_start >= 0:
         edit = _edit(e, last.value_end, last.value_end)
         out = _put_key(_put(edit.text, b",", 1), r, KEY_CACHED)
@@ -333,6 +342,8 @@ cdef int _usage_edits(UsageRules r, const unsigned char *d, Py_ssize_t n,
         return outcome
     if d[start] != 123:
         return O_NOT_OBJECT
+    if tok_value_error(d, start, end) >= 0:  # not one JSON value: never rewritten
+        return O_UNREADABLE
     tok_object_open(&o, d, start, end, False)
     last.key_start = last.value_end = -1
     if _members(r, &o, members, &last) < 0:
@@ -346,14 +357,14 @@ cdef int _usage_edits(UsageRules r, const unsigned char *d, Py_ssize_t n,
             e.count = 0
             return O_UNREADABLE
         _set(r, e, &members[KEY_TOTAL], KEY_TOTAL, number, _put_total(number, r, count), &tail)
-    if r.has_cached:
-        if r.has_details:
-            if _details(r, d, &members[KEY_DETAILS], e, &tail) < 0:
-                e.count = 0
-                return O_UNREADABLE
-        else:
-            _set(r, e, &members[KEY_CACHED], KEY_CACHED, number, _put_int(number, r.cached),
-                 &tail)
+    if r.has_details:
+        if _details(r, d, &members[KEY_DETAILS], e, &tail) < 0:
+            e.count = 0
+            return O_UNREADABLE
+    elif r.add_cached or members[KEY_CACHED].key_start >= 0:
+        _set(r, e, &members[KEY_CACHED], KEY_CACHED, number, _put_int(number, r.cached), &tail)
+    if r.has_zeroed and members[KEY_ZEROED].key_start >= 0:
+        _set(r, e, &members[KEY_ZEROED], KEY_ZEROED, ZERO, ZERO + 1, &tail)
     if tail != added:
         edit = _edit(e, last.value_end, last.value_end)
         memcpy(edit.text, added, tail - added)
@@ -364,9 +375,10 @@ cdef int _usage_edits(UsageRules r, const unsigned char *d, Py_ssize_t n,
 
 cdef inline bint _no_usage(UsageRules r, const unsigned char *d, Py_ssize_t n) noexcept nogil:
     """The byte pre-filters (``_usage_py.no_usage``): no spelling of the key, or (for a
-    dialect with the one path ``usage``) a last top-level member ``"usage":null``."""
+    dialect with the one path ``usage``) a JSON object text whose last top-level member is
+    ``"usage":null``."""
     return not tok_may_hold_usage(<const char *>d, n) or (r.single_path and
-                                                          tok_ends_with_null_usage(d, n))
+                                                          tok_null_usage_text(d, n))
 
 
 cdef int tok_usage_edits(UsageRules r, const unsigned char *d, Py_ssize_t n,
@@ -403,7 +415,7 @@ def find_usage(payload, *, api="chat"):
     """Byte span of the usage value of a JSON object text, or None."""
     cdef Py_ssize_t start, end
     cdef UsageRules r
-    data = payload_bytes(payload)
+    data = payload if type(payload) is bytes else payload_bytes(payload)
     r = _FINDERS.get(api) if type(api) is str else None
     if r is None:
         dialect(api)  # the error for a wrong api
@@ -416,11 +428,38 @@ def find_usage(payload, *, api="chat"):
     return None if start < 0 else (start, end)
 
 
+# the rules of the last (prompt, cached, api) a call used, by that key: a server rewrites
+# each body with the counts of its own request, often the same ones several times (a stream's
+# usage events, retries); building the rules is most of a one-shot call's cost
+cdef dict _RULES = {}
+cdef enum:
+    RULES_KEPT = 64  # a cache this full is emptied
+
+
+cdef UsageRules _rules_for(prompt_tokens, cached_tokens, api):
+    """``UsageRules(make_rules(...))``, cached for exact ints (not bools), None and str: any
+    other argument goes through ``make_rules`` and its errors every time."""
+    cdef UsageRules r
+    cdef bint plain = type(prompt_tokens) is int and type(api) is str and (
+        cached_tokens is None or type(cached_tokens) is int)
+    if plain:
+        key = (prompt_tokens, cached_tokens, api)
+        r = _RULES.get(key)
+        if r is not None:
+            return r
+    r = UsageRules(make_rules(prompt_tokens, cached_tokens, api))
+    if plain:
+        if len(_RULES) >= RULES_KEPT:
+            _RULES.clear()
+        _RULES[key] = r
+    return r
+
+
 def rewrite_usage(payload, prompt_tokens, cached_tokens=None, *, api="chat"):
     """The payload with only its usage counts rewritten (see the contract)."""
     cdef tok_edits e
-    data = payload_bytes(payload)
-    cdef UsageRules r = UsageRules(make_rules(prompt_tokens, cached_tokens, api))
+    data = payload if type(payload) is bytes else payload_bytes(payload)
+    cdef UsageRules r = _rules_for(prompt_tokens, cached_tokens, api)
     if tok_usage_edits(r, <const unsigned char *>PyBytes_AS_STRING(data),
                        PyBytes_GET_SIZE(data), &e) != O_REWRITTEN:
         return data

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from ._args import Api, BytesLike, check_count, payload_bytes
+from ._args import Api, BytesLike, check_counts, payload_bytes
 from ._dialects import (
     FOREIGN,
     MAX_COUNT_DIGITS,
@@ -23,7 +23,15 @@ from ._dialects import (
     Dialect,
     dialect,
 )
-from ._json_py import Member, ScanError, key_text, last_member, member_span, scan_object
+from ._json_py import (
+    Member,
+    ScanError,
+    key_text,
+    last_member,
+    member_span,
+    scan_object,
+    value_error,
+)
 
 Span = tuple[int, int]
 #: replace ``data[start:end]`` with ``text``
@@ -47,20 +55,17 @@ class Rules(NamedTuple):
     dialect: Dialect
     prompt: int  # the value of the dialect's prompt key
     total_base: int  # the total is this + the output count
-    cached: int | None
+    cached: int  # the cached count (0 when the caller gave None)
+    add_cached: bool  # the caller gave one: its member is added where absent
 
 
 def make_rules(prompt_tokens: object, cached_tokens: object, api: object) -> Rules:
     """The counts and the dialect checked, with their errors (shared by both twins)."""
     rules = dialect(api)
-    prompt = check_count(prompt_tokens, "prompt_tokens")
-    cached = None if cached_tokens is None else check_count(cached_tokens, "cached_tokens")
-    if rules.cached_excluded and cached is not None:
-        if cached > prompt:
-            raise ValueError(f"cached_tokens ({cached}) > prompt_tokens ({prompt}): the "
-                             f"{rules.name!r} API counts cache reads apart from the prompt")
-        return Rules(rules, prompt - cached, prompt, cached)
-    return Rules(rules, prompt, prompt, cached)
+    prompt, cached = check_counts(prompt_tokens, cached_tokens)
+    count = 0 if cached is None else cached
+    return Rules(rules, prompt - count if rules.cached_excluded else prompt, prompt, count,
+                 cached is not None)
 
 
 def may_hold_usage(data: bytes) -> bool:
@@ -68,12 +73,14 @@ def may_hold_usage(data: bytes) -> bool:
 
 
 def ends_with_null_usage(data: bytes) -> bool:
-    """The text ends with ``"usage":null}``, its last top-level member.
+    """The text ends with ``"usage":null}``, its last top-level member if it is a JSON
+    object text.
 
-    In valid JSON the quote after ``,`` or ``{`` opens a key (``usage`` outside a string is
+    In an object the quote after ``,`` or ``{`` opens a key (``usage`` outside a string is
     not JSON), and the final ``}`` closes the top-level object, so the last ``usage`` key is
-    null whatever comes before: no usage, without a forward scan (for a dialect whose only
-    path is ``usage``).
+    null whatever comes before: no usage, with no key compared (for a dialect whose only path
+    is ``usage``). Whether the text is an object is the caller's check (``no_usage``): text
+    that is not one and spells the key is unreadable.
     """
     return data.endswith((b"}", b" ", b"\t", b"\n", b"\r")) and \
         _NULL_USAGE_TAIL.search(data, max(0, len(data) - 64)) is not None
@@ -116,20 +123,27 @@ def _set(data: bytes, found: Member | None, key: str, value: int | bytes,
         edits.append((found.value_start, found.value_end, text))
 
 
-def _details_edits(data: bytes, found: Member | None, rules: Dialect, cached: int,
+def _details_edits(data: bytes, found: Member | None, rules: Rules,
                    edits: list[Edit], added: list[bytes]) -> None:
-    assert rules.details_key is not None
-    inner = _member_text(rules.cached_key, cached)
+    """The cached count into the details object; without the caller's count (``add_cached``
+    false) only an existing member is set (to 0), nothing is added."""
+    spec, cached, add = rules.dialect, rules.cached, rules.add_cached
+    assert spec.details_key is not None
+    inner = _member_text(spec.cached_key, cached)
     if found is None:
-        added.append(_member_text(rules.details_key, b"{" + inner + b"}"))
+        if add:
+            added.append(_member_text(spec.details_key, b"{" + inner + b"}"))
     elif data[found.value_start] != _LBRACE:
-        edits.append((found.value_start, found.value_end, b"{" + inner + b"}"))
+        if add:
+            edits.append((found.value_start, found.value_end, b"{" + inner + b"}"))
     else:
         members, opening = scan_object(data, found.value_start, found.value_end, False)
-        cached_member = last_member(data, members, rules.cached_key)
+        cached_member = last_member(data, members, spec.cached_key)
         if cached_member is not None:
             edits.append((cached_member.value_start, cached_member.value_end,
                           str(cached).encode("ascii")))
+        elif not add:
+            pass
         elif members:
             at = members[-1].value_end
             edits.append((at, at, b"," + inner))
@@ -152,6 +166,8 @@ def object_edits(data: bytes, start: int, end: int, rules: Rules) -> tuple[int, 
     spec = rules.dialect
     if data[start] != _LBRACE:
         return NOT_OBJECT, []
+    if value_error(data, start, end) >= 0:  # not one JSON value: never rewritten
+        return UNREADABLE, []
     try:
         members, _ = scan_object(data, start, end, False)
         prompt = last_member(data, members, spec.prompt_key)
@@ -168,13 +184,17 @@ def object_edits(data: bytes, start: int, end: int, rules: Rules) -> tuple[int, 
                 return UNREADABLE, []
             _set(data, last_member(data, members, spec.total_key), spec.total_key,
                  rules.total_base + count, edits, added)
-        if rules.cached is not None:
-            if spec.details_key is None:
-                _set(data, last_member(data, members, spec.cached_key), spec.cached_key,
-                     rules.cached, edits, added)
-            else:
-                _details_edits(data, last_member(data, members, spec.details_key), spec,
-                               rules.cached, edits, added)
+        if spec.details_key is None:
+            cached = last_member(data, members, spec.cached_key)
+            if cached is not None or rules.add_cached:
+                _set(data, cached, spec.cached_key, rules.cached, edits, added)
+        else:
+            _details_edits(data, last_member(data, members, spec.details_key), rules, edits,
+                           added)
+        if spec.zeroed_key is not None:
+            zeroed = last_member(data, members, spec.zeroed_key)
+            if zeroed is not None:
+                edits.append((zeroed.value_start, zeroed.value_end, b"0"))
     except ScanError:
         return UNREADABLE, []
     if added:
@@ -195,10 +215,19 @@ def apply_edits(data: bytes, edits: list[Edit], base: int = 0) -> bytes:
     return b"".join(pieces)
 
 
+def is_object_text(data: bytes) -> bool:
+    try:
+        scan_object(data, 0, len(data), True)
+    except ScanError:
+        return False
+    return True
+
+
 def no_usage(data: bytes, spec: Dialect) -> bool:
     """The byte pre-filters: no spelling of the key, or (for a dialect with the one path
-    ``usage``) a last top-level member ``"usage":null``."""
-    return not may_hold_usage(data) or (len(spec.paths) == 1 and ends_with_null_usage(data))
+    ``usage``) a JSON object text whose last top-level member is ``"usage":null``."""
+    return not may_hold_usage(data) or (len(spec.paths) == 1 and ends_with_null_usage(data)
+                                        and is_object_text(data))
 
 
 def text_edits(data: bytes, rules: Rules) -> tuple[int, list[Edit]]:

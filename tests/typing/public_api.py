@@ -103,10 +103,13 @@ def accepted_json_and_usage() -> None:
     api: Literal["chat", "responses", "messages"] = "responses"
     assert_type(tokcore.rewrite_usage(BODY, prompt_tokens=10, cached_tokens=None, api=api),
                 bytes)
-    assert_type(tokcore.find_member(b'{"a":{"b":1}}', "a", "b"), Optional[Span])
+    assert_type(tokcore.find_member(b'{"a":{"b":1}}', ("a", "b")), Optional[Span])
+    assert_type(tokcore.find_member(b'{"a":{"b":1}}', "a"), Optional[Span])
     assert_type(tokcore.set_member(b"{}", "a", b"1"), bytes)
+    assert_type(tokcore.set_member(b"{}", ("a", "b"), b"1", trusted=True), bytes)
     assert_type(tokcore.set_member(bytearray(b"{}"), "a", memoryview(b"[]")), bytes)
     assert_type(tokcore.del_member(b'{"a":1}', "a"), bytes)
+    assert_type(tokcore.del_member(b'{"a":{"b":1}}', ("a", "b")), bytes)
 
 
 def accepted_relay() -> None:
@@ -239,6 +242,12 @@ def rejected() -> None:
         tokcore.rewrite_usage(BODY, 10, api="Chat")  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         tokcore.find_member(b"{}", 1)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        tokcore.find_member(b"{}", ["a"])  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        tokcore.find_member(b'{"a":{}}', "a", "b")  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        tokcore.set_member(b"{}", "k", b"1", True)  # type: ignore[call-arg]
     with pytest.raises(TypeError):
         tokcore.set_member(b"{}", "k", "1")  # type: ignore[arg-type]
     with pytest.raises(TypeError):
