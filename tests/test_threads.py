@@ -429,7 +429,7 @@ def test_compact_ids_pickling_shared_objects() -> None:
     run_together(*[worker] * THREADS)
 
 
-def test_compact_ids_first_pickles_of_new_classes() -> None:
+def test_compact_ids_first_pickles_of_new_classes(monkeypatch: pytest.MonkeyPatch) -> None:
     """The first pickle of a class reads its dict while other threads' first pickles may
     add to it (copyreg caches __slotnames__ there): each new class, pickled by all threads
     at once, on every kind of layout."""
@@ -455,20 +455,17 @@ def test_compact_ids_first_pickles_of_new_classes() -> None:
 
     for round_ in range(ROUNDS):
         classes = fresh_classes()
-        for cls in classes:  # pickle finds a class by its module and name
+        for cls in classes:  # pickle finds a class by its module and name (monkeypatch
+            # takes them away again, and tells pytest-run-parallel this test runs alone)
             cls.__qualname__ = cls.__name__ = f"_Fresh{cls.__name__}{round_}"
-            globals()[cls.__name__] = cls
+            monkeypatch.setitem(globals(), cls.__name__, cls)
         objects = [cls() for cls in classes]
 
         def worker(objects: list[Any] = objects) -> None:
             for obj in objects:
                 assert pickle.loads(pickle.dumps(obj)).ids == [1, 2, 3]
 
-        try:
-            run_together(*[worker] * THREADS)
-        finally:
-            for cls in classes:
-                del globals()[cls.__name__]
+        run_together(*[worker] * THREADS)
 
 
 # --- shared objects, every thread released at once (the free-threaded build's stress) ------
@@ -547,34 +544,31 @@ def test_ids_to_b64_of_a_list_another_thread_mutates(b64_twin: ModuleType) -> No
 
 @pytest.mark.parametrize("descriptors", ["c", "py"])
 @pytest.mark.parametrize("layout", ["dict", "slot"])
-def test_simultaneous_first_reads_of_a_lazy_attribute(descriptors: str, layout: str) -> None:
+def test_simultaneous_first_reads_of_a_lazy_attribute(descriptors: str, layout: str,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """Every thread reads one held attribute at the same instant: all get the one list that
     the object then keeps (a held placeholder is swapped once)."""
     from _twins import twin
 
     from tokcore import _pickle_layout, pickling
 
-    module = twin("lazy", descriptors)
-    previous, _pickle_layout._descriptors = _pickle_layout._descriptors, module
-    try:
-        namespace: dict[str, Any] = {"__init__": lambda self, ids: setattr(self, "ids", ids)}
-        if layout == "slot":
-            namespace["__slots__"] = ("ids",)
-        name = f"_FirstRead{descriptors}{layout}"
-        cls = compact_ids("ids", lazy=True)(type(name, (), {**namespace, "__module__": __name__}))
-    finally:
-        _pickle_layout._descriptors = previous
-    globals()[name] = cls
-    try:
-        data = pickle.dumps(cls(list(range(20_000))))
-        for _ in range(ROUNDS // 2):
-            obj = pickle.loads(data)
-            assert pickling._is_held(obj, "ids")
-            lists = at_once(THREADS, lambda _slot, obj=obj: obj.ids)
-            assert all(got is obj.ids for got in lists), "two first readers got two lists"
-            assert obj.ids == list(range(20_000)) and not pickling._is_held(obj, "ids")
-    finally:
-        del globals()[name]
+    # the seam and the module's names are process-wide: monkeypatch puts them back (and
+    # tells pytest-run-parallel that this test runs alone)
+    monkeypatch.setattr(_pickle_layout, "_descriptors", twin("lazy", descriptors))
+    namespace: dict[str, Any] = {"__init__": lambda self, ids: setattr(self, "ids", ids),
+                                 "__module__": __name__}
+    if layout == "slot":
+        namespace["__slots__"] = ("ids",)
+    name = f"_FirstRead{descriptors}{layout}"
+    cls = compact_ids("ids", lazy=True)(type(name, (), namespace))
+    monkeypatch.setitem(globals(), name, cls)
+    data = pickle.dumps(cls(list(range(20_000))))
+    for _ in range(ROUNDS // 2):
+        obj = pickle.loads(data)
+        assert pickling._is_held(obj, "ids")
+        lists = at_once(THREADS, lambda _slot, obj=obj: obj.ids)
+        assert all(got is obj.ids for got in lists), "two first readers got two lists"
+        assert obj.ids == list(range(20_000)) and not pickling._is_held(obj, "ids")
 
 
 def test_two_threads_feeding_one_relay(stream_twin: ModuleType) -> None:

@@ -88,17 +88,17 @@ export PYTHONPATH="$PWD/tools" TOKCORE_TEST_QUICK=1
 
 echo "freethreaded: the suite on the compiled twins, GIL off"
 t=$SECONDS
-TOKCORE_REQUIRE_EXTENSIONS=1 TOKCORE_TEST_TWINS=c "${PYTEST[@]}" | tail -3
+TOKCORE_REQUIRE_EXTENSIONS=1 TOKCORE_TEST_TWINS=c "${PYTEST[@]}" | tail -15
 echo "freethreaded: compiled twins' suite: $((SECONDS - t)) s"
 
 echo "freethreaded: the suite on the Python twins, GIL off"
 t=$SECONDS
-TOKCORE_NO_EXTENSIONS=1 "${PYTEST[@]}" | tail -3
+TOKCORE_NO_EXTENSIONS=1 "${PYTEST[@]}" | tail -15
 echo "freethreaded: Python twins' suite: $((SECONDS - t)) s"
 
 echo "freethreaded: pytest-run-parallel, 4 threads per test (2 cores), both twins"
 t=$SECONDS
 TOKCORE_REQUIRE_EXTENSIONS=1 "${PYTEST[@]}" --parallel-threads=4 \
     tests/test_ids.py tests/test_b64.py tests/test_json.py tests/test_sse.py \
-    tests/test_events.py tests/test_threads.py | tail -3
+    tests/test_events.py tests/test_threads.py | tail -25
 echo "freethreaded: run-parallel: $((SECONDS - t)) s"
