@@ -2,15 +2,15 @@
 
 Each thread does the same units of work, a server's per-request share of tokcore: pack a 40k
 id list (``pack_ids``), encode it as base64 (``ids_to_b64``) and relay a 200-event chat
-stream through its own ``UsageRelay``. 1, 2 and 4 threads run the same total number of
-units; the figure is their throughput against one thread's. With the GIL it stays near 1x
-(the threads take turns); on a free-threaded build with the GIL off it should approach the
-number of cores (2x on 2 cores for 2 and 4 threads). Beside it, the process's CPU time over
-the wall time: at most about 1 when the threads take turns, up to the core count when they
-run at once (it holds even when other processes share the cores and blur the throughput).
-Best of several rounds, one run: ratios, not times. Both twins. ``RUNNER = "plain"``:
-report.py prints what it prints; it needs no pyperf, so it runs on a free-threaded build as
-it is (``python bench/bench_threads.py``).
+stream through its own ``UsageRelay``, each thread on data it made (one list packed by
+several threads at once takes turns on that list's lock, by design). 1, 2 and 4 threads run
+the same total number of units; the figure is their throughput against one thread's. With
+the GIL it stays near 1x (the threads take turns); on a free-threaded build with the GIL off
+it should approach the number of cores (2x on 2 cores for 2 and 4 threads). Beside it, the
+process's CPU time over the wall time: at most about 1 when the threads take turns, up to
+the core count when they run at once. Best of several rounds, one run: ratios, not times.
+Both twins. ``RUNNER = "plain"``: report.py prints what it prints; it needs no pyperf, so it
+runs on a free-threaded build as it is (``python bench/bench_threads.py``).
 """
 
 from __future__ import annotations
@@ -38,26 +38,38 @@ USAGE = (b'data: {"id":"c","choices":[],"usage":{"prompt_tokens":1,"completion_t
 STREAM = [TOKEN] * 200 + [USAGE]
 
 
-def unit(ids: ModuleType, b64: ModuleType, sse: ModuleType) -> Callable[[], None]:
-    def work() -> None:
-        ids.pack_ids(IDS)
-        b64.ids_to_b64(IDS)
+class Request:
+    """One thread's data: its own id list and stream chunks. Objects another thread made
+    are counted with atomic reference counts on a free-threaded build, so sharing one
+    chunk object between threads would measure that instead."""
+
+    def __init__(self) -> None:
+        self.ids = list(IDS)
+        self.stream = [bytes(bytearray(chunk)) for chunk in STREAM]
+
+
+def unit(ids: ModuleType, b64: ModuleType, sse: ModuleType) -> Callable[[Request], None]:
+    def work(request: Request) -> None:
+        ids.pack_ids(request.ids)
+        b64.ids_to_b64(request.ids)
         relay = sse.UsageRelay(40_000, 8)
-        for chunk in STREAM:
+        for chunk in request.stream:
             relay.feed(chunk)
         relay.close()
     return work
 
 
-def wall_time(work: Callable[[], None], threads: int, units: int) -> tuple[float, float]:
+def wall_time(work: Callable[[Request], None], threads: int,
+              units: int) -> tuple[float, float]:
     """Seconds for ``threads`` threads, released together, to do ``units`` between them,
     and the process's CPU seconds meanwhile (more than the wall time: threads ran at once)."""
     barrier = threading.Barrier(threads + 1)
 
     def run() -> None:
+        request = Request()  # made by this thread, as a server's request data is
         barrier.wait()
         for _ in range(units // threads):
-            work()
+            work(request)
 
     workers = [threading.Thread(target=run) for _ in range(threads)]
     for worker in workers:
@@ -77,7 +89,7 @@ def main() -> None:
     for label, twins in (("tokcore-c", (_ids_c, _b64_c, _sse_c)),
                          ("tokcore-py", (_ids_py, _b64_py, _sse_py))):
         work, units = unit(*twins), UNITS[label]
-        work()  # warm up
+        work(Request())  # warm up
         best = {n: min(wall_time(work, n, units) for _ in range(ROUNDS)) for n in THREADS}
         scaling = "  ".join(f"{n} threads {best[1][0] / best[n][0]:.2f}x "
                             f"(cpu/wall {best[n][1] / best[n][0]:.2f})" for n in THREADS[1:])

@@ -14,8 +14,9 @@
 #   when a module turns the GIL back on): BACKEND is "cython" and the GIL stays off;
 # - the whole suite on the compiled twins, then on the Python twins, with the GIL checked
 #   at both ends of each run (tools/pytest_gil_off.py);
-# - the thread-safety selection under pytest-run-parallel, 4 threads on 2 cores: every test
-#   of the hot paths run by 4 threads at once.
+# - the hot paths' tests under pytest-run-parallel, 4 threads on 2 cores: every test of the
+#   compiled twins run by 4 threads at once (the Python twins are the interpreter's to keep
+#   safe; their thread tests run in the suite above).
 # Quick hypothesis draws (TOKCORE_TEST_QUICK=1), as the CPython matrix. The tests that need
 # the HTTP clients (examples, stream close) are left out: their compiled parts have no
 # free-threaded wheels to install. FT_BUILD_ONLY=1: build the interpreter and stop.
@@ -23,6 +24,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 CANDIDATES=${TOKCORE_FT_PYTHONS:-"3.14.10-1 3.13.5-2"}
+TIMEFORMAT="freethreaded: %R s wall, %U s user + %S s sys"  # CPU time: what a busy host hides
 CACHE="${TOKCORE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tokcore}"
 POOL=http://deb.debian.org/debian/pool/main/p
 
@@ -44,12 +46,10 @@ build_python() {  # build_python VERSION REVISION: 0 when $CACHE/cpython-VERSION
     awk '/^Checksums-Sha256:/{on=1; next} on && /orig.tar.xz$/{print $1; exit}' <<<"$dsc" \
         | sed "s|\$|  $tarball|" | sha256sum -c -
     echo "freethreaded: building CPython $version with --disable-gil (once, into $prefix)"
-    local start=$SECONDS
     rm -rf "$src/Python-$version" && tar -C "$src" -xJf "$tarball"
-    (cd "$src/Python-$version" && ./configure --disable-gil --prefix="$prefix" -q \
+    time (cd "$src/Python-$version" && ./configure --disable-gil --prefix="$prefix" -q \
         && nice make -s -j"$(nproc)" >/dev/null 2>&1 && make -s install >/dev/null 2>&1)
     rm -rf "$src/Python-$version"
-    echo "freethreaded: CPython $version built in $((SECONDS - start)) s"
 }
 
 PY=""
@@ -87,18 +87,12 @@ PYTEST=("$venv/bin/python" -W error::RuntimeWarning -m pytest -q -rfE -p no:cach
 export PYTHONPATH="$PWD/tools" TOKCORE_TEST_QUICK=1
 
 echo "freethreaded: the suite on the compiled twins, GIL off"
-t=$SECONDS
-TOKCORE_REQUIRE_EXTENSIONS=1 TOKCORE_TEST_TWINS=c "${PYTEST[@]}" | tail -15
-echo "freethreaded: compiled twins' suite: $((SECONDS - t)) s"
+time (TOKCORE_REQUIRE_EXTENSIONS=1 TOKCORE_TEST_TWINS=c "${PYTEST[@]}" | tail -15)
 
 echo "freethreaded: the suite on the Python twins, GIL off"
-t=$SECONDS
-TOKCORE_NO_EXTENSIONS=1 "${PYTEST[@]}" | tail -15
-echo "freethreaded: Python twins' suite: $((SECONDS - t)) s"
+time (TOKCORE_NO_EXTENSIONS=1 "${PYTEST[@]}" | tail -15)
 
-echo "freethreaded: pytest-run-parallel, 4 threads per test (2 cores), both twins"
-t=$SECONDS
-TOKCORE_REQUIRE_EXTENSIONS=1 "${PYTEST[@]}" --parallel-threads=4 \
+echo "freethreaded: pytest-run-parallel, 4 threads per test (2 cores), the compiled twins"
+time (TOKCORE_REQUIRE_EXTENSIONS=1 TOKCORE_TEST_TWINS=c "${PYTEST[@]}" --parallel-threads=4 \
     tests/test_ids.py tests/test_b64.py tests/test_json.py tests/test_sse.py \
-    tests/test_events.py tests/test_threads.py | tail -25
-echo "freethreaded: run-parallel: $((SECONDS - t)) s"
+    tests/test_events.py tests/test_threads.py | tail -25)
