@@ -542,6 +542,22 @@ def test_ids_to_b64_of_a_list_another_thread_mutates(b64_twin: ModuleType) -> No
     race(mutate_list(shared), read, ROUNDS * 5)
 
 
+def test_threads_filling_the_id_cache_agree() -> None:
+    """unpack_ids' shared int per small id: threads that make the same ids at the same
+    instant all get the one int each slot kept (a compare and swap without the GIL)."""
+    from _twins import twin
+
+    ids_c = twin("ids", "c")
+    if ids_c.BUILD_INFO["id cache"] == "off":
+        pytest.skip("this build has no id cache")
+    start = 200_000 + (int(time.monotonic_ns()) % 50_000)  # ids the cache may not hold yet
+    data = le32(np.arange(start, start + 10_000))
+    results = at_once(THREADS, lambda _slot: ids_c.unpack_ids(data))
+    assert results[0] == list(range(start, start + 10_000))
+    for other in results[1:]:
+        assert all(a is b for a, b in zip(results[0], other)), "two ints for one id"
+
+
 @pytest.mark.parametrize("descriptors", ["c", "py"])
 @pytest.mark.parametrize("layout", ["dict", "slot"])
 def test_simultaneous_first_reads_of_a_lazy_attribute(descriptors: str, layout: str,
