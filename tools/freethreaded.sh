@@ -93,6 +93,8 @@ echo "freethreaded: the suite on the Python twins, GIL off"
 time (TOKCORE_NO_EXTENSIONS=1 "${PYTEST[@]}" | tail -15)
 
 echo "freethreaded: pytest-run-parallel, 4 threads per test (2 cores), the compiled twins"
+# tests that measure the process's memory (tracemalloc is one per process) run on one thread
 time (TOKCORE_REQUIRE_EXTENSIONS=1 TOKCORE_TEST_TWINS=c "${PYTEST[@]}" --parallel-threads=4 \
+    -o thread_unsafe_functions=tracemalloc.start \
     tests/test_ids.py tests/test_b64.py tests/test_json.py tests/test_sse.py \
     tests/test_events.py tests/test_threads.py | tail -25)
