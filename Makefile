@@ -91,10 +91,17 @@ install-check: $(VENV)/.deps-dist
 test-matrix: build
 	tools/test_matrix.sh
 
-# A free-threaded 3.13.5 built once into ~/.cache/tokcore, then the suite on it, the GIL off
-# for the Python twins: tools/freethreaded.sh (about 10 minutes the first time).
+# A free-threaded CPython (3.14.10 when Debian's mirror has its source, else 3.13.5) built
+# once into ~/.cache/tokcore, then both twins' suites on it with the GIL off, and the hot
+# paths under pytest-run-parallel: tools/freethreaded.sh (about 14 minutes the first time).
 test-freethreaded: build
 	tools/freethreaded.sh
+
+# Optional, not in CI: ThreadSanitizer (a clang TSan free-threaded CPython, built once) over
+# tests/test_threads.py on both twins: tools/tsan.sh.
+.PHONY: tsan
+tsan:
+	tools/tsan.sh
 
 # The emulated aarch64 job: an arm64 Debian trixie root cached in ~/.cache/tokcore (built
 # once by tools/arm64_root.sh), the extensions cross-compiled with their NEON kernels, the

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -115,3 +116,33 @@ def test_required_extensions_missing_fail_the_import(tmp_path: Path) -> None:
     done = _import_copy(_pure_copy(tmp_path), TOKCORE_REQUIRE_EXTENSIONS="1")
     assert done.returncode == 1
     assert "ModuleNotFoundError: No module named 'tokcore._" in done.stderr
+
+
+# --- free-threaded builds -------------------------------------------------------------------
+
+FREE_THREADED_BUILD = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
+
+
+@pytest.mark.skipif(not FREE_THREADED_BUILD, reason="not a free-threaded build")
+def test_compiled_twins_keep_the_gil_off() -> None:
+    """Every compiled twin declares free-threading support: importing them all, in a fresh
+    interpreter, leaves the GIL off (and says nothing)."""
+    if _backend.NO_EXTENSIONS:
+        pytest.skip("TOKCORE_NO_EXTENSIONS is set: the compiled twins are not under test")
+    code = ("import sys, warnings; warnings.simplefilter('error'); import tokcore; "
+            "print(tokcore.BACKEND, sys._is_gil_enabled())")
+    assert run_python(code, TOKCORE_REQUIRE_EXTENSIONS="1") == "cython False"
+
+
+@pytest.mark.skipif(_backend.NO_EXTENSIONS, reason="TOKCORE_NO_EXTENSIONS is set")
+def test_a_twin_that_turns_the_gil_on_is_refused_when_required(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A compiled twin built without free-threading support turns the GIL on when imported
+    on a free-threaded build: under TOKCORE_REQUIRE_EXTENSIONS that fails the import."""
+    states = iter([False, True])  # the GIL off before the import, on after it
+    monkeypatch.setattr(_backend, "_gil_enabled", lambda: next(states))
+    monkeypatch.setattr(_backend, "REQUIRE_EXTENSIONS", True)
+    loaded = dict(_backend.LOADED)
+    with pytest.raises(ImportError, match="turned the GIL on"):
+        _backend.load_twin("ids")
+    assert _backend.LOADED == loaded

@@ -9,189 +9,50 @@ from __future__ import annotations
 
 import array
 import copy
-import io
 import pickle
-import struct
 import sys
-import threading
-from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+import _pickle_kinds
 import numpy as np
 import pytest
-from _budget import examples
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from _pickle_kinds import (
+    EAGER_MARKER,
+    IDS,
+    INT32_MAX,
+    INT32_MIN,
+    PROTOCOLS,
+    SLOTTED_DATACLASSES,
+    SlotBase,
+    define_kinds,
+    int32_bytes,
+    referenced_globals,
+)
 
 import tokcore
-from tokcore import compact_ids, pickling
+from tokcore import _pickle_held, _pickle_state, compact_ids, pickling
 
-PROTOCOLS = range(pickle.HIGHEST_PROTOCOL + 1)
-INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
-MARKER = ("tokcore.pickling", "_ids_from_int32")
-IDS = [151644, 872, 198, 0, INT32_MAX, INT32_MIN, 7]
+MARKER = EAGER_MARKER
 
 
 @pytest.fixture(params=["c", "py"])
 def codec(request: pytest.FixtureRequest, ids_twin: ModuleType,
           monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     """compact_ids running on one twin of the token-id codec."""
-    monkeypatch.setattr(pickling, "_codec", ids_twin)
+    monkeypatch.setattr(_pickle_held, "_codec", ids_twin)
     return ids_twin
 
 
-# --- every kind of class, decorated (module level: pickle finds classes by name) -------------
+# --- every kind of class, decorated (_pickle_kinds; registered here, where pickle finds them) --
 
-@compact_ids("ids", "more")
-class Plain:
-    def __init__(self, ids: Any, more: Any = None, label: str = "x") -> None:
-        self.ids = ids
-        self.more = more
-        self.label = label
-
-
-@compact_ids("ids", "more")
-@dataclass
-class Data:
-    ids: Any
-    more: Any = None
-    label: str = "x"
-
-
-SLOTTED_DATACLASSES = sys.version_info >= (3, 10)  # dataclass(slots=True) is 3.10+
-
+EAGER = define_kinds(lazy=False, prefix="", module_name=__name__)
+Plain, Data, DataFrozen, Slotted, OwnState, DecoratedTwice = (
+    EAGER[name] for name in ("Plain", "Data", "DataFrozen", "Slotted", "OwnState",
+                             "DecoratedTwice"))
 if SLOTTED_DATACLASSES:
-    @compact_ids("ids", "more")
-    @dataclass(slots=True)
-    class DataSlots:
-        ids: Any
-        more: Any = None
-        label: str = "x"
-
-    @compact_ids("ids", "more")
-    @dataclass(frozen=True, slots=True)  # dataclasses gives it a list-of-fields __getstate__
-    class DataFrozenSlots:
-        ids: Any
-        more: Any = None
-        label: str = "x"
-
-
-@compact_ids("ids", "more")
-@dataclass(frozen=True)
-class DataFrozen:
-    ids: Any
-    more: Any = None
-    label: str = "x"
-
-
-@compact_ids("ids", "more")
-class Slotted:
-    __slots__ = ("ids", "more", "label")
-
-    def __init__(self, ids: Any, more: Any = None, label: str = "x") -> None:
-        self.ids = ids
-        self.more = more
-        self.label = label
-
-
-class SlotBase:
-    __slots__ = ("ids",)
-
-
-@compact_ids("ids", "more")
-class SlotInherited(SlotBase):
-    __slots__ = ("more", "label")
-
-    def __init__(self, ids: Any, more: Any = None, label: str = "x") -> None:
-        self.ids = ids
-        self.more = more
-        self.label = label
-
-
-@compact_ids("ids", "more")
-class SlotsAndDict(SlotBase):  # ids in a slot, the rest in __dict__
-    def __init__(self, ids: Any, more: Any = None, label: str = "x") -> None:
-        self.ids = ids
-        self.more = more
-        self.label = label
-
-
-@compact_ids("ids", "more")
-class OwnState:
-    """Its own __getstate__/__setstate__ (dict state) must still run, on lists."""
-
-    def __init__(self, ids: Any, more: Any = None, label: str = "x") -> None:
-        self.ids = ids
-        self.more = more
-        self.label = label
-        self.cache = object()  # not picklable: __getstate__ drops it
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        del state["cache"]
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        assert all(type(state[k]) is not pickling._CompactIds for k in ("ids", "more"))
-        self.__dict__.update(state)
-        self.cache = object()
-        self.restored = True
-
-
-@compact_ids("ids", "more")
-class OwnGetstateOnly:
-    """Its own __getstate__ (a dict) and pickle's default way of setting it back."""
-
-    def __init__(self, ids: Any, more: Any = None, label: str = "x") -> None:
-        self.ids = ids
-        self.more = more
-        self.label = label
-        self.lock = threading.Lock()  # not picklable: __getstate__ drops it
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if k != "lock"}
-
-
-class DecoratedBase:
-    def __init__(self, ids: Any, more: Any = None, label: str = "x") -> None:
-        self.ids = ids
-        self.more = more
-        self.label = label
-
-
-compact_ids("ids")(DecoratedBase)
-
-
-@compact_ids("more")
-class DecoratedTwice(DecoratedBase):
-    """Decorated on top of a decorated base: both names travel compact."""
-
-
-class InheritsDecorated(Plain):
-    """Not decorated itself: it inherits the base's behaviour."""
-
-
-KINDS: list[type] = [Plain, Data, DataFrozen, Slotted, SlotInherited, SlotsAndDict, OwnState,
-                     OwnGetstateOnly, DecoratedTwice, InheritsDecorated]
-if SLOTTED_DATACLASSES:
-    KINDS[2:2] = [DataSlots, DataFrozenSlots]
-
-
-def referenced_globals(data: bytes) -> set[tuple[str, str]]:
-    found: set[tuple[str, str]] = set()
-
-    class Recorder(pickle.Unpickler):
-        def find_class(self, module: str, name: str) -> Any:
-            found.add((module, name))
-            return super().find_class(module, name)
-
-    Recorder(io.BytesIO(data)).load()
-    return found
-
-
-def int32_bytes(ids: list[int]) -> bytes:
-    return struct.pack(f"<{len(ids)}i", *ids)
+    DataFrozenSlots = EAGER["DataFrozenSlots"]
+KINDS = [kind for name, kind in EAGER.items() if name != "DecoratedBase"]
 
 
 # --- round trips ---------------------------------------------------------------------------
@@ -263,7 +124,7 @@ def test_shared_list_becomes_two_equal_lists() -> None:
 def test_unnamed_attributes_stay_ordinary() -> None:
     obj = Plain([1, 2], None, label=[3, 4])  # type: ignore[arg-type]
     state = obj.__getstate__()
-    assert state["label"] is obj.label and type(state["ids"]) is pickling._CompactIds
+    assert state["label"] is obj.label and type(state["ids"]) is _pickle_held._CompactIds
 
 
 def test_missing_attributes_are_fine() -> None:
@@ -290,12 +151,7 @@ def test_large_round_trip(codec: ModuleType) -> None:
 # --- compatibility: before and after decoration, other states ----------------------------------
 
 def make_class(name: str) -> type:
-    def __init__(self: Any, ids: Any) -> None:
-        self.ids = ids
-
-    cls = type(name, (), {"__init__": __init__, "__module__": __name__})
-    setattr(sys.modules[__name__], name, cls)
-    return cls
+    return _pickle_kinds.make_class(name, __name__)
 
 
 def test_pickles_made_before_decoration_still_load() -> None:
@@ -398,7 +254,7 @@ def test_default_state_is_what_pickle_takes(case: str, emulate: bool,
     obj = DEFAULT_STATE_CASES[case]()
     expected = object.__reduce_ex__(obj, 2)[2]  # the state pickle itself would save
     if emulate:
-        monkeypatch.setattr(pickling, "_OBJECT_GETSTATE", None)  # Python 3.9/3.10's path
+        monkeypatch.setattr(_pickle_state, "_OBJECT_GETSTATE", None)  # Python 3.9/3.10's path
     state = pickling.default_state(obj)
     assert state == (expected or None)  # before 3.11 an empty __dict__ is {} rather than None
 
@@ -428,7 +284,7 @@ def test_state_outside_pickle_resolves_back() -> None:
     assert other.ids == IDS
     if SLOTTED_DATACLASSES:
         frozen = DataFrozenSlots(list(IDS)).__getstate__()
-        assert type(frozen[0]) is pickling._CompactIds
+        assert type(frozen[0]) is _pickle_held._CompactIds
         copy_ = DataFrozenSlots.__new__(DataFrozenSlots)
         copy_.__setstate__(frozen)
         assert copy_.ids == IDS
@@ -468,34 +324,3 @@ def test_unpicklable_values_still_fail_as_usual() -> None:
 
 def test_exported() -> None:
     assert tokcore.compact_ids is compact_ids and "compact_ids" in tokcore.__all__
-
-
-# --- properties ---------------------------------------------------------------------------------
-
-int32s = st.integers(INT32_MIN, INT32_MAX)
-values = st.one_of(
-    st.lists(int32s, max_size=50),
-    st.lists(int32s, max_size=50).map(tuple),
-    st.lists(st.integers(), max_size=20),
-    st.lists(st.one_of(int32s, st.floats(allow_nan=False), st.text(max_size=3)), max_size=10),
-    st.lists(st.lists(int32s, max_size=3), max_size=5),
-    st.none(),
-)
-
-
-def expected_back(value: Any) -> Any:
-    if isinstance(value, (list, tuple)) and all(
-        type(x) is int and INT32_MIN <= x <= INT32_MAX for x in value
-    ):
-        return list(value)
-    return value
-
-
-@settings(max_examples=examples(150), deadline=None)
-@given(value=values, more=values, protocol=st.sampled_from(PROTOCOLS),
-       kind=st.sampled_from(KINDS))
-def test_round_trip_property(value: Any, more: Any, protocol: int, kind: type) -> None:
-    back = pickle.loads(pickle.dumps(kind(value, more), protocol))
-    for got, sent in ((back.ids, value), (back.more, more)):
-        want = expected_back(sent)
-        assert got == want and type(got) is type(want)

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import io
 import json
 import os
 import pickle
-import struct
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -22,23 +20,30 @@ from dataclasses import dataclass
 from types import ModuleType, SimpleNamespace
 from typing import Any
 
+import _pickle_kinds
 import numpy as np
 import pytest
 from _budget import examples
+from _pickle_kinds import (
+    EAGER_MARKER,
+    IDS,
+    INT32_MAX,
+    LAZY_MARKER,
+    PROTOCOLS,
+    define_kinds,
+    expected_back,
+    int32_bytes,
+    referenced_globals,
+    values,
+)
 from _twins import twins
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tokcore
-from tokcore import compact_ids, ids_buffer, pickling
+from tokcore import _pickle_held, _pickle_layout, compact_ids, ids_buffer, pickling
 
-PROTOCOLS = range(pickle.HIGHEST_PROTOCOL + 1)
-INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
-LAZY_MARKER = ("tokcore.pickling", "_held_ids_from_int32")
-EAGER_MARKER = ("tokcore.pickling", "_ids_from_int32")
-IDS = [151644, 872, 198, 0, INT32_MAX, INT32_MIN, 7]
 MORE = (5, 6, 7)
-SLOTTED_DATACLASSES = sys.version_info >= (3, 10)
 
 
 class Spy:
@@ -63,15 +68,11 @@ class Spy:
 def codec(ids_twin: ModuleType, monkeypatch: pytest.MonkeyPatch) -> Spy:
     """compact_ids running on one twin of the token-id codec, its calls counted."""
     spy = Spy(ids_twin)
-    monkeypatch.setattr(pickling, "_codec", spy)
+    monkeypatch.setattr(_pickle_held, "_codec", spy)
     return spy
 
 
 # --- every kind of class, defined twice: lazy, and its eager twin (the oracle) -----------------
-
-class SlotBase:
-    __slots__ = ("ids",)
-
 
 def define(lazy: bool, descriptors: ModuleType | None = None) -> dict[str, type]:
     """Every class kind, decorated with ``compact_ids(..., lazy=lazy)``: ``Eager<Kind>``,
@@ -81,150 +82,12 @@ def define(lazy: bool, descriptors: ModuleType | None = None) -> dict[str, type]
         prefix = "Eager"
     else:
         prefix = "" if descriptors.__name__.endswith("_c") else "Py"  # type: ignore[union-attr]
-        previous, pickling._descriptors = pickling._descriptors, descriptors
+        previous, _pickle_layout._descriptors = _pickle_layout._descriptors, descriptors
         try:
-            return define_kinds(lazy, prefix)
+            return define_kinds(lazy, prefix, __name__)
         finally:
-            pickling._descriptors = previous
-    return define_kinds(lazy, prefix)
-
-
-def define_kinds(lazy: bool, prefix: str) -> dict[str, type]:
-
-    def compact(*names: str) -> Callable[[type], type]:
-        return compact_ids(*names, lazy=lazy)
-
-    @compact("ids", "more")
-    class Plain:
-        def __init__(self, ids: Any, more: Any = None, label: str = "x") -> None:
-            self.ids = ids
-            self.more = more
-            self.label = label
-
-    @compact("ids", "more")
-    @dataclass
-    class Data:
-        ids: Any
-        more: Any = None
-        label: str = "x"
-
-    @compact("ids", "more")
-    @dataclass(frozen=True)
-    class DataFrozen:
-        ids: Any
-        more: Any = None
-        label: str = "x"
-
-    @compact("ids", "more")
-    class Slotted:
-        __slots__ = ("ids", "more", "label")
-
-        def __init__(self, ids: Any, more: Any = None, label: str = "x") -> None:
-            self.ids = ids
-            self.more = more
-            self.label = label
-
-    @compact("ids", "more")
-    class SlotInherited(SlotBase):
-        __slots__ = ("more", "label")
-
-        def __init__(self, ids: Any, more: Any = None, label: str = "x") -> None:
-            self.ids = ids
-            self.more = more
-            self.label = label
-
-    @compact("ids", "more")
-    class SlotsAndDict(SlotBase):  # ids in a slot, the rest in __dict__
-        def __init__(self, ids: Any, more: Any = None, label: str = "x") -> None:
-            self.ids = ids
-            self.more = more
-            self.label = label
-
-    @compact("ids", "more")
-    class OwnState:
-        """Its own __getstate__/__setstate__ (dict state) must still run."""
-
-        def __init__(self, ids: Any, more: Any = None, label: str = "x") -> None:
-            self.ids = ids
-            self.more = more
-            self.label = label
-            self.cache = object()  # not picklable: __getstate__ drops it
-
-        def __getstate__(self) -> dict[str, Any]:
-            state = self.__dict__.copy()
-            del state["cache"]
-            return state
-
-        def __setstate__(self, state: dict[str, Any]) -> None:
-            self.__dict__.update(state)
-            self.cache = object()
-            self.restored = True
-
-    @compact("ids", "more")
-    class OwnGetstateOnly:
-        """Its own __getstate__ (a dict) and pickle's default way of setting it back."""
-
-        def __init__(self, ids: Any, more: Any = None, label: str = "x") -> None:
-            self.ids = ids
-            self.more = more
-            self.label = label
-            self.lock = threading.Lock()  # not picklable: __getstate__ drops it
-
-        def __getstate__(self) -> dict[str, Any]:
-            return {k: v for k, v in self.__dict__.items() if k != "lock"}
-
-    @compact("ids", "more")
-    class ReplacesDict:
-        """A __setstate__ that makes the state its __dict__, then sets an attribute."""
-
-        def __init__(self, ids: Any, more: Any = None, label: str = "x") -> None:
-            self.ids = ids
-            self.more = more
-            self.label = label
-
-        def __setstate__(self, state: dict[str, Any]) -> None:
-            self.__dict__ = state
-            self.more = state["more"]
-
-    class DecoratedBase:
-        def __init__(self, ids: Any, more: Any = None, label: str = "x") -> None:
-            self.ids = ids
-            self.more = more
-            self.label = label
-
-    compact("ids")(DecoratedBase)
-
-    @compact("more")
-    class DecoratedTwice(DecoratedBase):
-        """Decorated on top of a decorated base: both names travel compact."""
-
-    class InheritsDecorated(Plain):
-        """Not decorated itself: it inherits the base's behaviour."""
-
-    kinds: list[type] = [Plain, Data, DataFrozen, Slotted, SlotInherited, SlotsAndDict,
-                         OwnState, OwnGetstateOnly, ReplacesDict, DecoratedBase, DecoratedTwice,
-                         InheritsDecorated]
-    if SLOTTED_DATACLASSES:
-        @compact("ids", "more")
-        @dataclass(slots=True)
-        class DataSlots:
-            ids: Any
-            more: Any = None
-            label: str = "x"
-
-        @compact("ids", "more")
-        @dataclass(frozen=True, slots=True)  # dataclasses gives it a list-of-fields state
-        class DataFrozenSlots:
-            ids: Any
-            more: Any = None
-            label: str = "x"
-
-        kinds[3:3] = [DataSlots, DataFrozenSlots]
-    module = sys.modules[__name__]
-    for kind in kinds:
-        kind.__qualname__ = kind.__name__ = prefix + kind.__name__
-        setattr(module, kind.__name__, kind)
-    return {kind.__name__[len(prefix):]: kind for kind in kinds}
+            _pickle_layout._descriptors = previous
+    return define_kinds(lazy, prefix, __name__)
 
 
 DESCRIPTOR_TWINS = twins("lazy")  # the Python twin, and the Cython one unless NO_EXTENSIONS
@@ -247,22 +110,6 @@ def frozen(kind: type) -> bool:
 
 def held(obj: object, name: str = "ids") -> bool:
     return pickling._is_held(obj, name)
-
-
-def int32_bytes(ids: list[int] | tuple[int, ...]) -> bytes:
-    return struct.pack(f"<{len(ids)}i", *ids)
-
-
-def referenced_globals(data: bytes) -> set[tuple[str, str]]:
-    found: set[tuple[str, str]] = set()
-
-    class Recorder(pickle.Unpickler):
-        def find_class(self, module: str, name: str) -> Any:
-            found.add((module, name))
-            return super().find_class(module, name)
-
-    Recorder(io.BytesIO(data)).load()
-    return found
 
 
 _DEFAULT: Any = object()
@@ -563,7 +410,7 @@ def test_descriptor_twins() -> None:
                             "Lazy"):
                         assert type(vars(klass)[name]).__module__ == twin.__name__
     # by default, the dispatched twin's (the Cython one when built)
-    assert pickling._descriptors.LazyAttr is tokcore._lazy._twin.LazyAttr
+    assert _pickle_layout._descriptors.LazyAttr is tokcore._lazy._twin.LazyAttr
 
 
 # --- class kinds: own state methods, layouts, subclasses ------------------------------------------
@@ -656,12 +503,7 @@ def test_eager_pickles_and_old_pickles_load_into_a_lazy_class() -> None:
 
 
 def make_class(name: str) -> type:
-    def __init__(self: Any, ids: Any) -> None:
-        self.ids = ids
-
-    cls = type(name, (), {"__init__": __init__, "__module__": __name__})
-    setattr(sys.modules[__name__], name, cls)
-    return cls
+    return _pickle_kinds.make_class(name, __name__)
 
 
 @compact_ids("ids", lazy=True)
@@ -893,33 +735,19 @@ def test_threads_pickling_and_reading_the_same_objects() -> None:
 
 # --- properties ------------------------------------------------------------------------------
 
-int32s = st.integers(INT32_MIN, INT32_MAX)
-values = st.one_of(
-    st.lists(int32s, max_size=50),
-    st.lists(int32s, max_size=50).map(tuple),
-    st.lists(st.integers(), max_size=20),
-    st.lists(st.one_of(int32s, st.floats(allow_nan=False), st.text(max_size=3)), max_size=10),
-    st.none(),
-)
-
-
-def expected_back(value: Any) -> Any:
-    if isinstance(value, (list, tuple)) and all(
-        type(x) is int and INT32_MIN <= x <= INT32_MAX for x in value
-    ):
-        return list(value)
-    return value
-
-
 def reads(kind: type) -> Iterator[Callable[[Any], tuple[Any, Any]]]:
     yield lambda obj: (obj.ids, obj.more)
     if hasattr(make(kind), "__dict__") and not kind.__name__.endswith("SlotsAndDict"):
         yield lambda obj: (vars(obj)["ids"], dict(vars(obj))["more"])
 
 
-@settings(max_examples=examples(150), deadline=None)
+# every kind, lazy (both descriptor twins) and eager (test_pickling's kinds, the same classes)
+PROPERTY_KINDS = KINDS + [kind for name, kind in EAGER.items() if name != "DecoratedBase"]
+
+
+@settings(max_examples=examples(300), deadline=None)
 @given(value=values, more=values, protocol=st.sampled_from(PROTOCOLS),
-       kind=st.sampled_from(KINDS), hops=st.integers(0, 2))
+       kind=st.sampled_from(PROPERTY_KINDS), hops=st.integers(0, 2))
 def test_round_trip_property(value: Any, more: Any, protocol: int, kind: type,
                              hops: int) -> None:
     data = pickle.dumps(kind(value, more), protocol)

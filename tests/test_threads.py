@@ -429,7 +429,7 @@ def test_compact_ids_pickling_shared_objects() -> None:
     run_together(*[worker] * THREADS)
 
 
-def test_compact_ids_first_pickles_of_new_classes() -> None:
+def test_compact_ids_first_pickles_of_new_classes(monkeypatch: pytest.MonkeyPatch) -> None:
     """The first pickle of a class reads its dict while other threads' first pickles may
     add to it (copyreg caches __slotnames__ there): each new class, pickled by all threads
     at once, on every kind of layout."""
@@ -455,17 +455,170 @@ def test_compact_ids_first_pickles_of_new_classes() -> None:
 
     for round_ in range(ROUNDS):
         classes = fresh_classes()
-        for cls in classes:  # pickle finds a class by its module and name
+        for cls in classes:  # pickle finds a class by its module and name (monkeypatch
+            # takes them away again, and tells pytest-run-parallel this test runs alone)
             cls.__qualname__ = cls.__name__ = f"_Fresh{cls.__name__}{round_}"
-            globals()[cls.__name__] = cls
+            monkeypatch.setitem(globals(), cls.__name__, cls)
         objects = [cls() for cls in classes]
 
         def worker(objects: list[Any] = objects) -> None:
             for obj in objects:
                 assert pickle.loads(pickle.dumps(obj)).ids == [1, 2, 3]
 
+        run_together(*[worker] * THREADS)
+
+
+# --- shared objects, every thread released at once (the free-threaded build's stress) ------
+
+FREE_THREADED = not getattr(sys, "_is_gil_enabled", lambda: True)()
+
+
+def at_once(count: int, work: Callable[[int], Any]) -> list[Any]:
+    """``work(i)`` on ``count`` threads released by one barrier; what each returned."""
+    barrier = threading.Barrier(count)
+    results: list[Any] = [None] * count
+
+    def run(slot: int) -> None:
+        barrier.wait()
+        results[slot] = work(slot)
+
+    run_together(*[lambda slot=slot: run(slot) for slot in range(count)])
+    return results
+
+
+MUTATED = list(range(5000))  # exact small ints: the compiled twins' critical-section path
+
+
+def mutate_list(shared: list[int]) -> Callable[[], None]:
+    """A writer that resizes ``shared`` and rewrites an item, always back to MUTATED."""
+    def write() -> None:
+        shared.append(-1)
+        shared[7] = -7
+        shared.pop()
+        shared[7] = 7
+        shared.extend((-2, -3))
+        del shared[-2:]
+    return write
+
+
+def check_mutated_state(ids: tuple[int, ...]) -> None:
+    """``ids`` is one state the writer left the list in."""
+    size = len(MUTATED)
+    assert len(ids) in (size, size + 1, size + 2), len(ids)
+    assert ids[:7] == tuple(MUTATED[:7]) and ids[8:size] == tuple(MUTATED[8:])
+    assert ids[7] in (7, -7)
+    assert set(ids[size:]) <= {-1, -2, -3}
+
+
+def test_pack_ids_of_a_list_another_thread_mutates(ids_twin: ModuleType) -> None:
+    """A list of exact ints resized and rewritten by one thread while the others pack it:
+    each result is one state of the list (never a torn read, never a crash), or the
+    contract's RuntimeError when its size changed mid-call."""
+    shared = list(MUTATED)
+
+    def read() -> None:
         try:
-            run_together(*[worker] * THREADS)
-        finally:
-            for cls in classes:
-                del globals()[cls.__name__]
+            got = ids_twin.pack_ids(shared)
+        except RuntimeError as exc:
+            assert "changed size" in str(exc)
+        else:
+            check_mutated_state(struct.unpack(f"<{len(got) // 4}i", got))
+
+    race(mutate_list(shared), read, ROUNDS * 5)
+
+
+def test_ids_to_b64_of_a_list_another_thread_mutates(b64_twin: ModuleType) -> None:
+    shared = list(MUTATED)
+
+    def read() -> None:
+        try:
+            text = b64_twin.ids_to_b64(shared)
+        except RuntimeError as exc:
+            assert "changed size" in str(exc)
+        else:
+            data = base64.b64decode(text)
+            check_mutated_state(struct.unpack(f"<{len(data) // 4}i", data))
+
+    race(mutate_list(shared), read, ROUNDS * 5)
+
+
+def test_threads_filling_the_id_cache_agree() -> None:
+    """unpack_ids' shared int per small id: threads that make the same ids at the same
+    instant all get the one int each slot kept (a compare and swap without the GIL)."""
+    from _twins import twin
+
+    ids_c = twin("ids", "c")
+    if ids_c.BUILD_INFO["id cache"] == "off":
+        pytest.skip("this build has no id cache")
+    start = 200_000 + (int(time.monotonic_ns()) % 50_000)  # ids the cache may not hold yet
+    data = le32(np.arange(start, start + 10_000))
+    results = at_once(THREADS, lambda _slot: ids_c.unpack_ids(data))
+    assert results[0] == list(range(start, start + 10_000))
+    for other in results[1:]:
+        assert all(a is b for a, b in zip(results[0], other)), "two ints for one id"
+
+
+@pytest.mark.parametrize("descriptors", ["c", "py"])
+@pytest.mark.parametrize("layout", ["dict", "slot"])
+def test_simultaneous_first_reads_of_a_lazy_attribute(descriptors: str, layout: str,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every thread reads one held attribute at the same instant: all get the one list that
+    the object then keeps (a held placeholder is swapped once)."""
+    from _twins import twin
+
+    from tokcore import _pickle_layout, pickling
+
+    # the seam and the module's names are process-wide: monkeypatch puts them back (and
+    # tells pytest-run-parallel that this test runs alone)
+    monkeypatch.setattr(_pickle_layout, "_descriptors", twin("lazy", descriptors))
+    namespace: dict[str, Any] = {"__init__": lambda self, ids: setattr(self, "ids", ids),
+                                 "__module__": __name__}
+    if layout == "slot":
+        namespace["__slots__"] = ("ids",)
+    name = f"_FirstRead{descriptors}{layout}"
+    cls = compact_ids("ids", lazy=True)(type(name, (), namespace))
+    monkeypatch.setitem(globals(), name, cls)
+    data = pickle.dumps(cls(list(range(20_000))))
+    for _ in range(ROUNDS // 2):
+        obj = pickle.loads(data)
+        assert pickling._is_held(obj, "ids")
+        lists = at_once(THREADS, lambda _slot, obj=obj: obj.ids)
+        assert all(got is obj.ids for got in lists), "two first readers got two lists"
+        assert obj.ids == list(range(20_000)) and not pickling._is_held(obj, "ids")
+
+
+def test_two_threads_feeding_one_relay(stream_twin: ModuleType) -> None:
+    """Two threads feed one relay at the same instant, over and over: a call that overlaps
+    the other raises RuntimeError and consumes nothing, every call that goes through returns
+    exactly its own whole events, usage rewritten, and the counts add up."""
+    relay = stream_twin.UsageRelay(70, 8)
+    chunk = TOKEN_EVENT * 200 + b"data: " + USAGE_PAYLOAD + b"\n\n"
+    relayed = TOKEN_EVENT * 200 + b"data: " + REWRITTEN_PAYLOAD + b"\n\n"
+    message = str(in_use("UsageRelay"))
+    outcomes: list[str] = []  # list.append is atomic
+
+    def feed(_slot: int) -> None:
+        try:
+            out = relay.feed(chunk)
+        except RuntimeError as exc:
+            assert str(exc) == message
+            outcomes.append("refused")
+        else:
+            assert out == relayed
+            outcomes.append("fed")
+
+    rounds = 0
+    deadline = time.monotonic() + 30
+    # until two calls overlapped (a loaded machine may run the two threads one after the
+    # other for a while), at least ROUNDS * 5 rounds
+    while rounds < ROUNDS * 5 or ("refused" not in outcomes and FREE_THREADED
+                                  and time.monotonic() < deadline):
+        at_once(2, feed)
+        rounds += 1
+    fed = outcomes.count("fed")
+    assert fed + outcomes.count("refused") == 2 * rounds
+    counts = relay.counts
+    assert counts.events == fed * 201 and counts.rewritten == fed
+    assert relay.close() == b"" and relay.pending_bytes == 0
+    if FREE_THREADED:  # with the GIL a call may well never overlap another
+        assert "refused" in outcomes, "no two feeds overlapped: the test did not race"

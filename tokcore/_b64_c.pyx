@@ -1,4 +1,5 @@
 # cython: language_level=3
+# cython: freethreading_compatible=True
 """Base64, and token ids <-> base64 text: the Cython twin of ``_b64_py``.
 
 The kernels are in ``_b64_core.h`` (scalar tables, AVX2 when the CPU has it, NEON on
@@ -17,6 +18,7 @@ from cpython.object cimport PyObject
 from libc.stdint cimport int32_t
 from libc.stdlib cimport free, malloc
 
+from tokcore._freethreading cimport tok_cs, tok_cs_begin, tok_cs_end
 from tokcore._ids_c cimport _slow_value, shared_id_objects
 
 from binascii import a2b_base64 as _a2b_base64
@@ -29,7 +31,7 @@ from tokcore._b64_py import (
     urlsafe_to_standard,
 )
 from tokcore._ids_c import pack_ids
-from tokcore._ids_py import buffer_layout, coerce_ids, length_error
+from tokcore._ids_py import buffer_layout, coerce_ids, length_error, resized_error
 
 cdef extern from "Python.h":
     PyObject **PySequence_Fast_ITEMS_PTR "PySequence_Fast_ITEMS"(object o)
@@ -280,9 +282,13 @@ cdef str _new_text(Py_ssize_t nbytes, unsigned char **out):
 
 cdef str _encode_sequence(object seq):
     """``seq`` is a list or a tuple: ids go through a small block, never a bytes object."""
+    cdef tok_cs cs  # a critical section on the list without the GIL, as _ids_c's pack
+    tok_cs_begin(&cs, seq)
     cdef Py_ssize_t size = PySequence_Fast_GET_SIZE(seq)
-    cdef Py_ssize_t start = 0, i, count
+    tok_cs_end(&cs)
+    cdef Py_ssize_t start = 0, i, count, now
     cdef long value
+    cdef object item = None
     cdef unsigned char block[BLOCK_BYTES]
     cdef unsigned char *out
     text = _new_text(size * ID_BYTES, &out)
@@ -290,13 +296,21 @@ cdef str _encode_sequence(object seq):
         count = min(<Py_ssize_t>BLOCK_IDS, size - start)
         i = 0
         while True:
-            # common path in C (_intfast.h): exact ints of one digit, always inside int32;
-            # the items array is fetched anew each time: the slow path may resize and move it
-            i = tok_pack_compact(PySequence_Fast_ITEMS_PTR(seq) + start, i, count, block)
+            tok_cs_begin(&cs, seq)
+            now = PySequence_Fast_GET_SIZE(seq)  # another thread may have resized it
+            if now == size:
+                # common path in C (_intfast.h): exact ints of one digit, always inside int32;
+                # the items array is read anew each time: the slow path may resize and move it
+                i = tok_pack_compact(PySequence_Fast_ITEMS_PTR(seq) + start, i, count, block)
+                if i < count:
+                    item = <object>PySequence_Fast_ITEMS_PTR(seq)[start + i]
+            tok_cs_end(&cs)
+            if now != size:
+                raise resized_error(size, now)
             if i == count:
                 break
-            value = _slow_value(seq, size, start + i,
-                                <object>PySequence_Fast_ITEMS_PTR(seq)[start + i])
+            value = _slow_value(seq, size, start + i, item)
+            item = None  # dropped here, never inside the section
             tok_store_le32(block + i * ID_BYTES, <int32_t>value)
             i += 1
         # whole blocks are a multiple of 3 bytes: only the last one can end in padding

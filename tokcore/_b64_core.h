@@ -62,6 +62,16 @@ static uint32_t tok_b64_dec[4][256];
 
 static int tok_b64_cpu_simd = 0;  /* what the CPU offers: AVX2 (checked at run time) or NEON */
 static int tok_b64_use_simd = 0;  /* what the kernels use (tests can turn it off) */
+/* read by every call and written by the switch, from any thread (free-threaded builds):
+ * relaxed atomics, a plain load or store on x86-64 and aarch64 */
+#if defined(__GNUC__) || defined(__clang__)
+#  define TOK_B64_USE_SIMD() __atomic_load_n(&tok_b64_use_simd, __ATOMIC_RELAXED)
+#  define TOK_B64_SWAP_SIMD(v) __atomic_exchange_n(&tok_b64_use_simd, (v), __ATOMIC_RELAXED)
+#else
+#  define TOK_B64_USE_SIMD() (*(volatile int *)&tok_b64_use_simd)
+static int tok_b64_swap_plain(int v) { int old = tok_b64_use_simd; tok_b64_use_simd = v; return old; }
+#  define TOK_B64_SWAP_SIMD(v) tok_b64_swap_plain(v)
+#endif
 
 static void tok_b64_init(void) {
     for (int i = 0; i < 4096; i++) {
@@ -89,13 +99,12 @@ static void tok_b64_init(void) {
 
 /* Turn the SIMD kernels on or off (on only if the CPU has them); returns the old state. */
 static int tok_b64_set_simd(int on) {
-    int before = tok_b64_use_simd;
-    tok_b64_use_simd = on && tok_b64_cpu_simd;
+    int before = TOK_B64_SWAP_SIMD(on && tok_b64_cpu_simd);
     return before;
 }
 
 static const char *tok_b64_simd_name(void) {
-    if (!tok_b64_use_simd) return "scalar";
+    if (!TOK_B64_USE_SIMD()) return "scalar";
     return TOK_B64_HAVE_NEON ? "neon" : "avx2";
 }
 
@@ -187,9 +196,9 @@ static size_t tok_b64_decode_avx2(const unsigned char *src, size_t nquads, unsig
 static void tok_b64_encode(const unsigned char *src, size_t n, unsigned char *out) {
     size_t done = 0;
 #if TOK_B64_HAVE_AVX2
-    if (tok_b64_use_simd) done = tok_b64_encode_avx2(src, n, out);
+    if (TOK_B64_USE_SIMD()) done = tok_b64_encode_avx2(src, n, out);
 #elif TOK_B64_HAVE_NEON
-    if (tok_b64_use_simd) done = tok_b64_encode_neon(src, n, out);
+    if (TOK_B64_USE_SIMD()) done = tok_b64_encode_neon(src, n, out);
 #endif
     out += done / 3 * 4;
     for (; n - done >= 3; done += 3, out += 4) {
@@ -217,9 +226,9 @@ static void tok_b64_encode(const unsigned char *src, size_t n, unsigned char *ou
 static size_t tok_b64_decode_quads(const unsigned char *src, size_t nquads, unsigned char *out) {
     size_t q = 0;
 #if TOK_B64_HAVE_AVX2
-    if (tok_b64_use_simd) q = tok_b64_decode_avx2(src, nquads, out);
+    if (TOK_B64_USE_SIMD()) q = tok_b64_decode_avx2(src, nquads, out);
 #elif TOK_B64_HAVE_NEON
-    if (tok_b64_use_simd) q = tok_b64_decode_neon(src, nquads, out);
+    if (TOK_B64_USE_SIMD()) q = tok_b64_decode_neon(src, nquads, out);
 #endif
     for (; q < nquads; q++) {
         const unsigned char *s = src + q * 4;

@@ -50,23 +50,27 @@ def _missing(module: str, error: ImportError) -> None:
                       stacklevel=4)
 
 
-def _gil_forced_off() -> bool:
-    """Whether this is a free-threaded build whose GIL stays off although a module that does
-    not declare free-threading support was just imported: only ``PYTHON_GIL=0`` (or
-    ``-X gil=0``) does that. The compiled twins rely on the GIL, so they are not used then."""
+def _gil_enabled() -> bool:
+    """Whether the GIL is on (always, on a build that has one)."""
     is_gil_enabled = getattr(sys, "_is_gil_enabled", None)
-    return is_gil_enabled is not None and not is_gil_enabled()
+    return is_gil_enabled is None or bool(is_gil_enabled())
 
 
 def load_twin(name: str) -> ModuleType:
-    """Import ``tokcore._<name>_c``, or ``tokcore._<name>_py`` when that is not possible."""
+    """Import ``tokcore._<name>_c``, or ``tokcore._<name>_py`` when that is not possible.
+
+    The compiled twins declare free-threading support: on a free-threaded build they load
+    with the GIL off (``PYTHON_GIL=0`` or not). One that turns the GIL back on is a build
+    from older sources; CPython warns, and ``TOKCORE_REQUIRE_EXTENSIONS`` makes it an error.
+    """
     if not NO_EXTENSIONS:
+        gil_before = _gil_enabled()
         try:
             module = importlib.import_module(f"tokcore._{name}_c")
-            if _gil_forced_off():
+            if REQUIRE_EXTENSIONS and not gil_before and _gil_enabled():
                 raise ImportError(
-                    f"tokcore._{name}_c needs the GIL, and PYTHON_GIL=0 keeps it off "
-                    "(README: Free-threaded CPython)")
+                    f"tokcore._{name}_c turned the GIL on: it was built without free-threading "
+                    "support (rebuild it from these sources)")
         except ImportError as exc:
             if REQUIRE_EXTENSIONS:
                 raise

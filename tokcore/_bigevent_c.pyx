@@ -1,4 +1,5 @@
 # cython: language_level=3
+# cython: freethreading_compatible=True
 """An event too large to hold, scanned as it streams through: the Cython twin of
 ``_bigevent_py``.
 

@@ -1,4 +1,5 @@
 # cython: language_level=3
+# cython: freethreading_compatible=True
 """The WHATWG event-stream decoder: the Cython twin of ``_events_py``.
 
 Lines are found with ``memchr`` over the raw chunk (``tok_line_end``, shared with the relay)
@@ -11,6 +12,10 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int64_t
 from libc.string cimport memchr, memcmp, memcpy
+
+from tokcore._freethreading cimport (
+    tok_busy_enter, tok_busy_leave, tok_cs, tok_cs_end, tok_idle_begin,
+)
 
 from tokcore._args import Bound, in_use, payload_view
 from tokcore._events_py import (
@@ -69,7 +74,12 @@ cdef class EventDecoder:
     @property
     def pending_bytes(self):
         """Bytes held of the event being decoded (at most ``max_event_bytes``)."""
-        return self._held()
+        cdef tok_cs cs
+        cdef Py_ssize_t held
+        tok_idle_begin(&cs, self, &self._busy)  # no GIL: after a call running elsewhere
+        held = self._held()
+        tok_cs_end(&cs)
+        return held
 
     cdef inline Py_ssize_t _held(self) noexcept:
         return (PyByteArray_GET_SIZE(self._line) + PyByteArray_GET_SIZE(self._data)
@@ -78,28 +88,26 @@ cdef class EventDecoder:
     def feed(self, chunk):
         if type(chunk) is not bytes:
             chunk = bytes(payload_view(chunk, "chunk"))
-        if self._busy:
+        if not tok_busy_enter(self, &self._busy):  # under a critical section without the GIL
             raise in_use("EventDecoder")
-        self._busy = True
         try:
             if self._closed:
                 raise ValueError("feed() after close()")
             return self._feed(<bytes>chunk)
         finally:
-            self._busy = False
+            tok_busy_leave(self, &self._busy)
 
     def close(self):
         """End of stream: an unfinished last event is discarded, as the rules say."""
-        if self._busy:
+        if not tok_busy_enter(self, &self._busy):  # under a critical section without the GIL
             raise in_use("EventDecoder")
-        self._busy = True
         try:
             self._closed = True
             self._drop()
             self._skipping = False
             return []
         finally:
-            self._busy = False
+            tok_busy_leave(self, &self._busy)
 
     cdef list _feed(self, bytes chunk):
         cdef const char *d = PyBytes_AS_STRING(chunk)

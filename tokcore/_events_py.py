@@ -15,7 +15,6 @@ line; the ``feed`` that did so still decodes the rest of its chunk, then raises
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
@@ -82,7 +81,7 @@ class EventDecoder:
 
     __slots__ = ("_max", "_line", "_data", "_type", "_last_id", "_id_before", "_retry",
                  "_started", "_cr", "_skipping", "_skip_line_start", "_offset", "_closed",
-                 "_lock")
+                 "_token")
 
     def __init__(self, *, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
         # the one signature of both twins (the Cython twin binds through it: _args.Bound)
@@ -102,9 +101,10 @@ class EventDecoder:
         self._skip_line_start = False  # skipping, and no byte of the current line seen yet
         self._offset = 0  # bytes fed so far
         self._closed = False
-        # acquired without blocking by every call: a second call at once (another thread)
-        # fails at once, as the Cython twin's busy flag has it (a flag alone is not atomic)
-        self._lock = threading.Lock()
+        # taken by every call: a second call at once (another thread) fails at once, as the
+        # Cython twin's busy flag has it (a flag alone is not atomic; list.pop is, under the
+        # GIL or, without it, under the list's own lock: no lock on GIL builds)
+        self._token = [True]
 
     @property
     def pending_bytes(self) -> int:
@@ -113,26 +113,32 @@ class EventDecoder:
 
     def feed(self, chunk: BytesLike) -> list[Event]:
         data = chunk if type(chunk) is bytes else bytes(payload_view(chunk, "chunk"))
-        if not self._lock.acquire(False):
-            raise in_use("EventDecoder")
+        token = self._token
+        try:
+            token.pop()
+        except IndexError:
+            raise in_use("EventDecoder") from None
         try:
             if self._closed:
                 raise ValueError("feed() after close()")
             return self._feed(data)
         finally:
-            self._lock.release()
+            token.append(True)
 
     def close(self) -> list[Event]:
         """End of stream: an unfinished last event is discarded, as the rules say."""
-        if not self._lock.acquire(False):
-            raise in_use("EventDecoder")
+        token = self._token
+        try:
+            token.pop()
+        except IndexError:
+            raise in_use("EventDecoder") from None
         try:
             self._closed = True
             self._drop()
             self._skipping = False
             return []
         finally:
-            self._lock.release()
+            token.append(True)
 
     def _room(self) -> int:
         """How many more bytes the decoder may hold."""

@@ -1,4 +1,5 @@
 # cython: language_level=3
+# cython: freethreading_compatible=True
 """Token ids <-> little-endian int32 bytes: the Cython twin of ``_ids_py``.
 
 Argument checks and error messages come from ``_ids_py`` (they are off the hot path), so
@@ -16,6 +17,8 @@ from libc.stdint cimport (
     int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t,
 )
 from libc.string cimport memcpy
+
+from tokcore._freethreading cimport tok_cs, tok_cs_begin, tok_cs_end
 
 from tokcore._ids_py import (
     LITTLE_ENDIAN_HOST, _buffer_values, buffer_layout, coerce_ids, length_error,
@@ -56,12 +59,17 @@ cdef long _slow_value(object seq, Py_ssize_t size, Py_ssize_t i, object item) ex
     """The value of an item that is not a small exact int; may run Python code."""
     cdef int overflow = 0
     cdef long long value
+    cdef tok_cs cs
+    cdef Py_ssize_t now
     try:
         number = PyNumber_Index(item)
     except TypeError:
         raise type_error(i, item) from None
-    if PySequence_Fast_GET_SIZE(seq) != size:  # __index__ resized the list under us
-        raise resized_error(size, PySequence_Fast_GET_SIZE(seq))
+    tok_cs_begin(&cs, seq)
+    now = PySequence_Fast_GET_SIZE(seq)
+    tok_cs_end(&cs)
+    if now != size:  # __index__ resized the list under us
+        raise resized_error(size, now)
     value = PyLong_AsLongLongAndOverflow(number, &overflow)
     if overflow or value < I32_MIN or value > I32_MAX:
         raise overflow_error(i, number)
@@ -70,18 +78,34 @@ cdef long _slow_value(object seq, Py_ssize_t size, Py_ssize_t i, object item) ex
 
 cdef bytes _pack_sequence(object seq):
     """``seq`` is a list or a tuple."""
-    cdef Py_ssize_t size = PySequence_Fast_GET_SIZE(seq)
-    cdef Py_ssize_t i = 0
+    cdef tok_cs cs
+    cdef Py_ssize_t i = 0, now
     cdef long value
+    cdef object item = None
+    # Without the GIL another thread may resize the list: its size and items are read under a
+    # critical section on it (nothing inside runs Python code or fails, so it is never
+    # suspended), and an item for the slow path leaves it as a reference of ours. With the
+    # GIL the section is a no-op.
+    tok_cs_begin(&cs, seq)
+    cdef Py_ssize_t size = PySequence_Fast_GET_SIZE(seq)
+    tok_cs_end(&cs)
     cdef bytes result = PyBytes_FromStringAndSize(NULL, size * ID_BYTES)
     cdef unsigned char *out = <unsigned char *>PyBytes_AS_STRING(result)
     while True:
-        # common path in C: exact ints of one internal digit (|v| < 2**30, always in range)
-        i = tok_pack_compact(PySequence_Fast_ITEMS_PTR(seq), i, size, out)
+        tok_cs_begin(&cs, seq)
+        now = PySequence_Fast_GET_SIZE(seq)  # another thread may have resized it meanwhile
+        if now == size:
+            # common path in C: exact ints of one internal digit (|v| < 2**30, always in range)
+            i = tok_pack_compact(PySequence_Fast_ITEMS_PTR(seq), i, size, out)
+            if i < size:  # the items array is read anew: the slow path may move it
+                item = <object>PySequence_Fast_ITEMS_PTR(seq)[i]
+        tok_cs_end(&cs)
+        if now != size:
+            raise resized_error(size, now)
         if i == size:
             return result
-        # the items array is fetched anew above: the slow path may resize and move it
-        value = _slow_value(seq, size, i, <object>PySequence_Fast_ITEMS_PTR(seq)[i])
+        value = _slow_value(seq, size, i, item)
+        item = None  # dropped here, never inside the section
         tok_store_le32(out + i * ID_BYTES, <int32_t>value)
         i += 1
 

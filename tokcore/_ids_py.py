@@ -170,8 +170,10 @@ def pack_ids(ids: IdsArg) -> bytes:
     size = len(values)
     try:
         packed = array("i", values)
-    except (TypeError, OverflowError, IndexError):
+    except (TypeError, OverflowError, IndexError) as exc:
         _check_each(values, size)
+        if type(exc) is IndexError:  # it shrank under array() (another thread), and grew back
+            raise resized_error(size, len(values)) from None
         raise  # not reached: the scan raises the precise error
     if len(values) != size:
         raise resized_error(size, len(values))

@@ -38,13 +38,20 @@ static inline int tok_compact_value(PyObject *o, long *out) {
 static inline int tok_compact_value(PyObject *o, long *out) { (void)o; (void)out; return 0; }
 #endif
 
-/* unpack_ids shares one int object per id below this limit, made on first use. Filling the
- * table lazily relies on the GIL, so a free-threaded build does without it. */
+/* unpack_ids shares one int object per id below this limit, made on first use. With the
+ * GIL a slot is filled by a plain store; without it (free-threaded builds) by a compare and
+ * swap, read with acquire loads, so two threads filling one slot agree on one int (the
+ * loser drops its own). A compiler without those builtins does without the cache there. */
 #define TOK_ID_CACHE_LIMIT (1 << 18)
-#ifdef Py_GIL_DISABLED
-#  define TOK_ID_CACHE_ENABLED 0
-#else
+#if !defined(Py_GIL_DISABLED)
 #  define TOK_ID_CACHE_ENABLED 1
+#  define TOK_ID_SLOT(p) (*(p))
+#elif defined(__GNUC__) || defined(__clang__)
+#  define TOK_ID_CACHE_ENABLED 1
+#  define TOK_ID_SLOT(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#else
+#  define TOK_ID_CACHE_ENABLED 0
+#  define TOK_ID_SLOT(p) (*(p))
 #endif
 
 /* The int object for an id, from a table of TOK_ID_CACHE_LIMIT shared ints that is filled
@@ -52,11 +59,20 @@ static inline int tok_compact_value(PyObject *o, long *out) { (void)o; (void)out
  * failure. _ids_c owns the one table; _b64_c borrows it, so both fill the same cache. */
 static inline PyObject *tok_id_object(PyObject **table, int32_t value) {
     if (TOK_ID_CACHE_ENABLED && (uint32_t)value < (uint32_t)TOK_ID_CACHE_LIMIT) {
-        PyObject *obj = table[value];
+        PyObject *obj = TOK_ID_SLOT(&table[value]);
         if (obj == NULL) {
             obj = PyLong_FromLong(value);  /* this new reference is the table's */
             if (obj == NULL) return NULL;
+#ifdef Py_GIL_DISABLED
+            PyObject *filled = NULL;
+            if (!__atomic_compare_exchange_n(&table[value], &filled, obj, 0, __ATOMIC_ACQ_REL,
+                                             __ATOMIC_ACQUIRE)) {
+                Py_DECREF(obj);  /* another thread filled the slot first: its int */
+                obj = filled;
+            }
+#else
             table[value] = obj;
+#endif
         }
         Py_INCREF(obj);
         return obj;
@@ -117,8 +133,9 @@ static inline int tok_fill_ids(PyObject **table, const unsigned char *src, Py_ss
             }
             if (i + TOK_AHEAD_INT < n) {
                 uint32_t ahead = (uint32_t)tok_load_le32(src + 4 * (i + TOK_AHEAD_INT));
-                if (ahead < (uint32_t)TOK_ID_CACHE_LIMIT && table[ahead] != NULL)
-                    TOK_PREFETCH_WRITE(table[ahead]);
+                PyObject *next = ahead < (uint32_t)TOK_ID_CACHE_LIMIT
+                                 ? TOK_ID_SLOT(&table[ahead]) : NULL;
+                if (next != NULL) TOK_PREFETCH_WRITE(next);
             }
         }
         PyObject *obj = tok_id_object(table, tok_load_le32(src + 4 * i));

@@ -1,4 +1,5 @@
 # cython: language_level=3
+# cython: freethreading_compatible=True
 """JSON object members without parsing: the Cython twin of ``_json_py``.
 
 The scan is ``_json_py.scan_object``'s, step for step, over the raw buffer: strings are

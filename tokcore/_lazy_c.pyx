@@ -1,4 +1,5 @@
 # cython: language_level=3
+# cython: freethreading_compatible=True
 """The descriptors of ``compact_ids(lazy=True)``: the Cython twin of ``_lazy_py``.
 
 The same two data descriptors, with their get, set and delete in C, so that reading or
@@ -10,6 +11,7 @@ and access on the class are the Python twin's (and ``tokcore.pickling``'s): off 
 from cpython.dict cimport PyDict_DelItem, PyDict_GetItemWithError, PyDict_SetItem
 from cpython.object cimport PyObject, PyObject_GenericGetDict, Py_TYPE
 
+from tokcore._freethreading cimport tok_dict_get, tok_dict_release
 from tokcore._lazy_py import absent, absent_on_delete, on_class
 
 cdef extern from "Python.h":
@@ -39,10 +41,11 @@ cdef class LazyAttr:
         if obj is None:
             return on_class(self, owner)
         instance_dict = PyObject_GenericGetDict(obj, NULL)
-        cdef PyObject *found = PyDict_GetItemWithError(instance_dict, self.name)
+        cdef PyObject *found = tok_dict_get(instance_dict, self.name)  # no GIL: a strong one
         if found is NULL:
             return absent(self, obj)
         value = <object>found
+        tok_dict_release(found)
         if type(value) is self.held_type:
             return self.on_held(instance_dict, self.name, value)
         return value
@@ -54,7 +57,10 @@ cdef class LazyAttr:
         instance_dict = PyObject_GenericGetDict(obj, NULL)
         if PyDict_GetItemWithError(instance_dict, self.name) is NULL:
             absent_on_delete(self, obj)
-        PyDict_DelItem(instance_dict, self.name)
+        try:
+            PyDict_DelItem(instance_dict, self.name)
+        except KeyError:  # deleted meanwhile (another thread, without the GIL)
+            absent_on_delete(self, obj)
 
 
 cdef class LazySlot:

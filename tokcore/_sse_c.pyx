@@ -1,4 +1,5 @@
 # cython: language_level=3
+# cython: freethreading_compatible=True
 """SSE framing and the usage relay: the Cython twin of ``_sse_py``.
 
 Blank lines and the ``"usage"`` needle are found by SIMD scans (``_ssescan.h``) over the raw
@@ -12,6 +13,9 @@ from cpython.mem cimport PyMem_Free, PyMem_Realloc
 from libc.string cimport memchr, memcmp, memcpy
 
 from tokcore._bigevent_c cimport BigEvent
+from tokcore._freethreading cimport (
+    tok_busy_enter, tok_busy_leave, tok_cs, tok_cs_end, tok_idle_begin,
+)
 from tokcore._usage_c cimport (
     UsageRules, tok_apply_edits, tok_edits, tok_null_usage_text, tok_usage_edits,
 )
@@ -137,12 +141,22 @@ cdef class UsageRelay:
     def pending_bytes(self):
         """How many bytes are held back: an event waiting for its end, or the usage value of
         an event too large to hold."""
-        return self._pend_len + (self._big.held_bytes() if self._big is not None else 0)
+        cdef tok_cs cs
+        cdef Py_ssize_t held
+        tok_idle_begin(&cs, self, &self._busy)  # no GIL: after a call running elsewhere
+        held = self._pend_len + (self._big.held_bytes() if self._big is not None else 0)
+        tok_cs_end(&cs)
+        return held
 
     @property
     def counts(self):
         """What the relay has done so far (events, usage rewritten or left alone, why)."""
-        return RelayCounts(*[self._counts[k] for k in range(N_FIELDS)])
+        cdef tok_cs cs
+        cdef Py_ssize_t counts[N_FIELDS]
+        tok_idle_begin(&cs, self, &self._busy)  # no GIL: after a call running elsewhere
+        memcpy(counts, self._counts, sizeof(counts))
+        tok_cs_end(&cs)
+        return RelayCounts(*[counts[k] for k in range(N_FIELDS)])
 
     cdef int _hold(self, const char *d, Py_ssize_t n) except -1:
         cdef Py_ssize_t need = self._pend_len + n
@@ -322,16 +336,15 @@ cdef class UsageRelay:
         """The bytes that can be forwarded now (possibly ``b""``)."""
         if type(chunk) is not bytes:
             chunk = payload_bytes(chunk, "chunk")
-        if self._busy:
+        if not tok_busy_enter(self, &self._busy):  # under a critical section without the GIL
             raise in_use("UsageRelay")
-        self._busy = True
         try:
             return self._feed(chunk)
         finally:
-            self._busy = False
             if self._piece_cap > KEEP_PIECES:  # kept small between reads
                 PyMem_Free(self._pieces)
                 self._pieces, self._piece_cap = NULL, 0
+            tok_busy_leave(self, &self._busy)  # last: the next call may start at once
 
     cdef int _drop_pending(self) except -1:
         self._pend_len = 0
@@ -479,13 +492,12 @@ cdef class UsageRelay:
 
     def close(self):
         """The rest: an incomplete last event, processed as if its blank line had come."""
-        if self._busy:
+        if not tok_busy_enter(self, &self._busy):  # under a critical section without the GIL
             raise in_use("UsageRelay")
-        self._busy = True
         try:
             return self._close()
         finally:
-            self._busy = False
+            tok_busy_leave(self, &self._busy)
 
     cdef object _close(self):
         cdef BigEvent big = self._big

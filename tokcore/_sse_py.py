@@ -13,7 +13,6 @@ so both twins give the same bytes.
 from __future__ import annotations
 
 import re
-from threading import Lock
 from typing import NamedTuple
 
 from ._args import Api, BytesLike, check_max_event_bytes, in_use, payload_bytes
@@ -88,7 +87,7 @@ class UsageRelay:
     """Relay a ``text/event-stream`` byte stream, rewriting usage values on the way."""
 
     __slots__ = ("_rules", "_max", "_pending", "_line_start", "_cr", "_big", "_first",
-                 "_counts", "_lock")
+                 "_counts", "_token")
 
     def __init__(self, prompt_tokens: int, cached_tokens: int | None = None, *,
                  api: Api = "chat", max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
@@ -105,7 +104,9 @@ class UsageRelay:
         self._big: BigEvent | None = None  # the scan of an event too large to hold
         self._first = True  # the next event starts the stream (a BOM may lead it)
         self._counts = [0] * len(RelayCounts._fields)
-        self._lock = Lock()  # taken by each call: a second one at the same time is refused
+        # the one item is taken by each call (list.pop: atomic under the GIL, under the list's
+        # own lock without it), so a second call at the same time is refused, with no lock
+        self._token = [True]
 
     @property
     def pending_bytes(self) -> int:
@@ -156,12 +157,15 @@ class UsageRelay:
     def feed(self, chunk: BytesLike) -> bytes:
         """The bytes that can be forwarded now (possibly ``b""``)."""
         data = payload_bytes(chunk, "chunk")
-        if not self._lock.acquire(False):
-            raise in_use("UsageRelay")
+        token = self._token
+        try:
+            token.pop()
+        except IndexError:
+            raise in_use("UsageRelay") from None
         try:
             return self._feed(data)
         finally:
-            self._lock.release()
+            token.append(True)
 
     def _feed(self, data: bytes) -> bytes:
         n = len(data)
@@ -228,12 +232,15 @@ class UsageRelay:
 
     def close(self) -> bytes:
         """The rest: an incomplete last event, processed as if its blank line had come."""
-        if not self._lock.acquire(False):
-            raise in_use("UsageRelay")
+        token = self._token
+        try:
+            token.pop()
+        except IndexError:
+            raise in_use("UsageRelay") from None
         try:
             return self._close()
         finally:
-            self._lock.release()
+            token.append(True)
 
     def _close(self) -> bytes:
         event = bytes(self._pending)

@@ -1,4 +1,5 @@
 # cython: language_level=3
+# cython: freethreading_compatible=True
 """Usage located by dialect and rewritten in place: the Cython twin of ``_usage_py``.
 
 The same steps over the raw buffer, with ``_json_c``'s member scanner (cimported); counts
