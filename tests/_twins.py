@@ -19,7 +19,9 @@ from tokcore._backend import NO_EXTENSIONS
 ROOT = Path(__file__).resolve().parent.parent
 KINDS = ("c", "py")
 #: TOKCORE_TEST_TWINS=c runs the Cython twins' tests alone (the CPython matrix: the Python
-#: twins do not change between versions the way C-API code does); the rest are skipped
+#: twins do not change between versions the way C-API code does); =dispatch runs neither
+#: kind's twin-fixture tests, only those of the public dispatchers (make test's pure run,
+#: whose twin-fixture tests the other run has just run). The others are deselected.
 ONLY = tuple(os.environ.get("TOKCORE_TEST_TWINS", "").replace(",", " ").split()) or KINDS
 
 

@@ -11,17 +11,20 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from _budget import QUICK, QUICK_EXAMPLES
-from _twins import KINDS, twin
+from _budget import FULL_EXAMPLES, PROFILE, QUICK_EXAMPLES
+from _twins import KINDS, ONLY, twin
 from hypothesis import settings
 
-# A shared 2-core machine makes per-example timings meaningless: no deadline.
-settings.register_profile("tokcore", deadline=None, max_examples=150)
-# TOKCORE_TEST_QUICK=1 (the CPython matrix and the emulated aarch64 job): fewer examples
-# per property, every test still run; the full draw is `make test`'s. Tests that set their
-# own max_examples take them through _budget.examples, which applies the same cap.
+# A shared 2-core machine makes per-example timings meaningless: no deadline. The profile is
+# TOKCORE_TEST_PROFILE's (tests/_budget.py): quick by default, full in CI (make test-full);
+# every test runs in both. Tests that set their own max_examples take them through
+# _budget.examples, which applies the same cap.
+settings.register_profile("full", deadline=None, max_examples=FULL_EXAMPLES)
 settings.register_profile("quick", deadline=None, max_examples=QUICK_EXAMPLES)
-settings.load_profile("quick" if QUICK else "tokcore")
+settings.load_profile(PROFILE)
+
+
+TWIN_FIXTURES: set[str] = set()
 
 
 def twin_fixture(name: str) -> Callable[..., Any]:
@@ -31,6 +34,7 @@ def twin_fixture(name: str) -> Callable[..., Any]:
     def fixture(request: pytest.FixtureRequest) -> Any:
         return twin(name, request.param)
     fixture.__doc__ = f"The {name} twin of each kind ({', '.join(KINDS)})."
+    TWIN_FIXTURES.add(f"{name}_twin")
     return pytest.fixture(params=KINDS, scope="session", name=f"{name}_twin")(fixture)
 
 
@@ -47,3 +51,19 @@ stream_twin = twin_fixture("stream")  # the last three of one kind together
 def ids_pair() -> tuple[ModuleType, ModuleType]:
     """``(tokcore._ids_c, tokcore._ids_py)``, for parity checks."""
     return twin("ids", "c"), twin("ids", "py")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """TOKCORE_TEST_TWINS (tests/_twins.py): deselect the twin-fixture tests of the kinds not
+    under test, rather than report thousands of skips."""
+    if set(ONLY) >= set(KINDS):
+        return
+    keep: list[pytest.Item] = []
+    dropped: list[pytest.Item] = []
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        kinds = {params[name] for name in TWIN_FIXTURES if name in params}
+        (dropped if kinds - set(ONLY) else keep).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
