@@ -19,9 +19,9 @@ import itertools
 import re
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any
 
 import aiohttp
 import httpx
