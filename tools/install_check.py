@@ -106,7 +106,8 @@ def build() -> tuple[Path, Path]:
     with tarfile.open(sdist) as archive:
         names = archive.getnames()
     for wanted in ("tokcore/_ids_c.pxd", "tokcore/_b64_core.h", "tests/conftest.py",
-                   "tests/_twins.py", "LICENSE", "DESIGN.md"):
+                   "tests/_twins.py", "LICENSE", "DESIGN.md", "CHANGELOG.md",
+                   "build_backend/tokcore_build.py"):
         if not any(name.endswith("/" + wanted) for name in names):
             raise CheckFailed(f"the sdist lacks {wanted}")
     generated = [name for name in names if name.endswith("_c.c") or name.endswith(".so")]
