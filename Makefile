@@ -56,7 +56,7 @@ test-py: build
 # hypothesis's full draw, so nothing make test leaves out goes unchecked.
 test-full: build
 	@$(MAKE) --no-print-directory -j2 --output-sync=target test-c test-py TEST_PROFILE=full \
-		PY_TWINS=py
+		PY_TWINS=c,py
 
 # The oldest Cython the build group allows, exactly (its floor read from pyproject.toml, so
 # raising it is one edit there): a venv of its own, the in-place build in a copy of the

@@ -27,10 +27,13 @@ quiet_build() {  # the in-place build's output without its compiler warnings
     "$@" setup.py -q build_ext --inplace -j 2 2>&1 | grep -v "^$" | grep -iv "warning" || true
 }
 
-result() {  # $1: name, $2: start, $3: pytest's status
+mkdir -p build
+result() {  # $1: name, $2: start, $3: pytest's status, $4: its whole output (printed on failure)
     if [ "$3" -eq 0 ]; then
+        tail -3 "$4"
         echo "test-matrix: $1: ok in $(( $(date +%s) - $2 )) s"
     else
+        cat "$4"
         echo "test-matrix: $1: FAILED"
         status=1
     fi
@@ -49,8 +52,10 @@ pyenv_run() {  # $1: minor, $2: the interpreter's folder
         touch "$venv/.deps"
     fi
     quiet_build "$venv/bin/python"
-    env "${PYTEST_ENV[@]}" "$venv/bin/python" "${PYTEST_ARGS[@]}" "${EXTRA[@]}" | tail -15
-    result "$(basename "$python")" "$start" "${PIPESTATUS[0]}"
+    local log="build/test-matrix-$minor.log" rc=0
+    env "${PYTEST_ENV[@]}" "$venv/bin/python" "${PYTEST_ARGS[@]}" "${EXTRA[@]}" > "$log" 2>&1 \
+        || rc=$?
+    result "$(basename "$python")" "$start" "$rc" "$log"
 }
 
 # --- from Debian sid, in a chroot ----------------------------------------------------------
@@ -92,8 +97,10 @@ sid_run() {  # $1: minor
     fi
     version=$(in_sid "$venv/bin/python" -c 'import platform; print(platform.python_version())')
     quiet_build in_sid "$venv/bin/python"
-    in_sid env "${PYTEST_ENV[@]}" "$venv/bin/python" "${PYTEST_ARGS[@]}" "${EXTRA[@]}" | tail -15
-    result "$version (Debian sid)" "$start" "${PIPESTATUS[0]}"
+    local log="build/test-matrix-$minor.log" rc=0
+    in_sid env "${PYTEST_ENV[@]}" "$venv/bin/python" "${PYTEST_ARGS[@]}" "${EXTRA[@]}" \
+        > "$log" 2>&1 || rc=$?
+    result "$version (Debian sid)" "$start" "$rc" "$log"
 }
 
 EXTRA=("$@")
