@@ -13,14 +13,16 @@ from typing import Any
 import pytest
 from _budget import FULL_EXAMPLES, PROFILE, QUICK_EXAMPLES
 from _twins import KINDS, ONLY, twin
-from hypothesis import settings
+from hypothesis import HealthCheck, settings
 
-# A shared 2-core machine makes per-example timings meaningless: no deadline. The profile is
+# A shared 2-core machine makes per-example timings meaningless: no deadline, and no
+# too_slow health check (data generation timed on a loaded machine). The profile is
 # TOKCORE_TEST_PROFILE's (tests/_budget.py): quick by default, full in CI (make test-full);
 # every test runs in both. Tests that set their own max_examples take them through
 # _budget.examples, which applies the same cap.
-settings.register_profile("full", deadline=None, max_examples=FULL_EXAMPLES)
-settings.register_profile("quick", deadline=None, max_examples=QUICK_EXAMPLES)
+_UNTIMED = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
+settings.register_profile("full", max_examples=FULL_EXAMPLES, **_UNTIMED)
+settings.register_profile("quick", max_examples=QUICK_EXAMPLES, **_UNTIMED)
 settings.load_profile(PROFILE)
 
 
