@@ -57,7 +57,8 @@ def ids_pair() -> tuple[ModuleType, ModuleType]:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """TOKCORE_TEST_TWINS (tests/_twins.py): deselect the twin-fixture tests of the kinds not
-    under test, rather than report thousands of skips."""
+    under test, rather than report thousands of skips. A ``kind`` parameter of "c" or "py"
+    (``parametrize("kind", KINDS)``, then ``twin(name, kind)``) counts as a twin fixture."""
     if set(ONLY) >= set(KINDS):
         return
     keep: list[pytest.Item] = []
@@ -65,6 +66,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         params = getattr(getattr(item, "callspec", None), "params", {})
         kinds = {params[name] for name in TWIN_FIXTURES if name in params}
+        if params.get("kind") in KINDS:
+            kinds.add(params["kind"])
         (dropped if kinds - set(ONLY) else keep).append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
