@@ -224,12 +224,20 @@ def offline(sdist: Path) -> None:
         raise CheckFailed(f"an old setuptools is not named:\n{out}")
 
 
-def _env_rules():  # tokcore/_backend.py by path: the installed tokcore is not this tree's
+def _load(name: str, path: str):  # this tree's module by path (not the installed tokcore)
     import importlib.util
-    spec = importlib.util.spec_from_file_location("_rules", ROOT / "tokcore" / "_backend.py")
+    spec = importlib.util.spec_from_file_location(name, ROOT / path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _env_rules():  # the environment rules and the recovery command
+    return _load("_rules", "tokcore/_backend.py")
+
+
+def _build_rules():  # the build group's Cython line
+    return _load("_build", "build_backend/tokcore_build.py")
 
 
 def _floor() -> int:
@@ -245,25 +253,37 @@ def pip_cache(sdist: Path) -> None:
     RECOVERY = _env_rules().RECOVERY
 
     pure = {"CC": "/bin/false", "TOKCORE_NO_EXTENSIONS": "1"}
+    # tokcore by name from a local index folder, as from PyPI: pip looks a local file up in
+    # its wheel cache only by name, so a path would never show the cache at work. The folder
+    # also holds the build requirements (--no-index: the isolated builds take them there).
+    house = WORK / "house"
+    house.mkdir(exist_ok=True)
+    shutil.copy(sdist, house)
+    run([sys.executable, "-m", "pip", "download", "-q", "--only-binary=:all:", "-d", str(house),
+         f"setuptools>={_floor()}", _build_rules().requirement("build", "Cython")])
+    by_name = ["--no-index", "--find-links", str(house), "tokcore"]
+
     # as the README says: TOKCORE_NO_EXTENSIONS=1 pip install --no-cache-dir tokcore
     cache = WORK / "pip-cache-documented"
     python = fresh_venv("venv-cache-pure")
-    run(pip(python, "install", "--no-cache-dir", str(sdist)), env=pure, cache=cache)
+    run(pip(python, "install", "--no-cache-dir", *by_name), env=pure, cache=cache)
     python = fresh_venv("venv-cache-plain")
-    out = run(pip(python, "install", str(sdist)), cache=cache)
+    out = run(pip(python, "install", *by_name), cache=cache)
     if "Using cached tokcore" in out or backend(python) != "cython":
         raise CheckFailed(f"a plain install after the documented pure one:\n{out}")
 
     # the pure install with the cache on: pip keeps its wheel and reuses it
     cache = WORK / "pip-cache-let-in"
     python = fresh_venv("venv-cache-pure-kept")
-    run(pip(python, "install", str(sdist)), env=pure, cache=cache)
+    run(pip(python, "install", *by_name), env=pure, cache=cache)
     python = fresh_venv("venv-cache-reused")
-    out = run(pip(python, "install", str(sdist)), cache=cache,
+    out = run(pip(python, "install", *by_name), cache=cache,
               env={"TOKCORE_REQUIRE_EXTENSIONS": "1"})  # read by no code at install time
-    if "Using cached tokcore" not in out:
+    if "py3-none-any" not in out:
         raise CheckFailed(f"pip no longer reuses the cached pure wheel (good news: make the "
                           f"README say so):\n{out}")
+    print("  pip reused the cached pure wheel: "
+          + next(line.strip() for line in out.splitlines() if "py3-none-any" in line))
     said = run([str(python), "-c", "import tokcore"])
     if RECOVERY not in said.replace("\n", ""):
         raise CheckFailed(f"the import-time warning does not name the recovery:\n{said}")
@@ -271,9 +291,9 @@ def pip_cache(sdist: Path) -> None:
                   env={"TOKCORE_REQUIRE_EXTENSIONS": "1"})
     if "ImportError" not in refused or RECOVERY not in refused:
         raise CheckFailed(f"TOKCORE_REQUIRE_EXTENSIONS=1 import of a pure wheel:\n{refused}")
-    # the recovery, with the sdist for the package name (no index here)
+    # the recovery command as the warning gives it, with this index folder
     run(pip(python, "cache", "remove", "tokcore"), cache=cache)
-    run(pip(python, "install", "--force-reinstall", "--no-deps", str(sdist)), cache=cache)
+    run(pip(python, "install", "--force-reinstall", "--no-deps", *by_name), cache=cache)
     if backend(python) != "cython":
         raise CheckFailed("the recovery command did not give the compiled build back")
 
@@ -282,9 +302,16 @@ def main() -> int:
     if not sys.platform.startswith("linux"):
         print("install-check: Linux only (auditwheel, CC=/bin/false)")
         return 0
+    start = time.perf_counter()
+    if sys.argv[1:] == ["--pip-cache"]:  # that step alone, on the sdist of the last full run
+        try:
+            pip_cache(next((WORK / "dist").glob("tokcore-*.tar.gz")))
+        except CheckFailed as exc:
+            print(f"install-check: FAILED: {exc}", file=sys.stderr)
+            return 1
+        return 0
     shutil.rmtree(WORK, ignore_errors=True)
     WORK.mkdir(parents=True)
-    start = time.perf_counter()
     try:
         sdist, wheel = build()
         check_wheel_contents(wheel)
