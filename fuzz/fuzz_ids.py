@@ -19,7 +19,8 @@ from __future__ import annotations
 import array
 import struct
 import sys
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 from _parity import (
     Allow,

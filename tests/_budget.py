@@ -1,12 +1,18 @@
-"""How many examples a property draws: the full number, or a few under TOKCORE_TEST_QUICK=1
-(the CPython matrix and the emulated aarch64 job, where every test runs but draws less)."""
+"""How much a property draws: TOKCORE_TEST_PROFILE=quick (the default: make test, the
+contributor's loop, the CPython matrix, the emulated aarch64 job) or full (make test-full,
+what CI runs on the venv's Python). Every test runs in both; quick draws fewer examples."""
 
 from __future__ import annotations
 
-from tokcore._backend import env_flag
+import os
 
-QUICK = env_flag("TOKCORE_TEST_QUICK")
+PROFILES = ("quick", "full")
+PROFILE = os.environ.get("TOKCORE_TEST_PROFILE") or "quick"
+if PROFILE not in PROFILES:
+    raise ValueError(f"TOKCORE_TEST_PROFILE={PROFILE!r}: expected one of {PROFILES}")
+QUICK = PROFILE == "quick"
 QUICK_EXAMPLES = 20
+FULL_EXAMPLES = 150
 
 
 def examples(wanted: int) -> int:

@@ -19,7 +19,9 @@ from tokcore._backend import NO_EXTENSIONS
 ROOT = Path(__file__).resolve().parent.parent
 KINDS = ("c", "py")
 #: TOKCORE_TEST_TWINS=c runs the Cython twins' tests alone (the CPython matrix: the Python
-#: twins do not change between versions the way C-API code does); the rest are skipped
+#: twins do not change between versions the way C-API code does); =dispatch deselects the
+#: twin-fixture tests of both kinds (make test's pure run: the other run has just run them),
+#: and the tests that take twins in their body (twin, twins) run on the Python twin.
 ONLY = tuple(os.environ.get("TOKCORE_TEST_TWINS", "").replace(",", " ").split()) or KINDS
 
 
@@ -35,7 +37,7 @@ def twin(name: str, kind: str) -> Any:
     """
     if kind == "c" and NO_EXTENSIONS:
         pytest.skip("TOKCORE_NO_EXTENSIONS is set: the Cython twins are not under test")
-    if kind not in ONLY:
+    if kind not in ONLY and not (kind == "py" and ONLY == ("dispatch",)):
         pytest.skip(f"TOKCORE_TEST_TWINS={','.join(ONLY)}: the {kind} twins are not under test")
     if name in GROUPS:
         names: dict[str, Any] = {}
@@ -48,8 +50,11 @@ def twin(name: str, kind: str) -> Any:
 
 
 def twins(name: str) -> list[Any]:
-    """Every twin of ``name`` under test (the Python one alone without extensions)."""
-    kinds = [kind for kind in ("py", "c") if kind in ONLY and not (kind == "c" and NO_EXTENSIONS)]
+    """Every twin of ``name`` under test (the Python one alone without extensions). A test
+    that walks this list in its body is not a twin-fixture test, so a ``dispatch`` run keeps
+    it, on the Python twin."""
+    only = ("py",) if ONLY == ("dispatch",) else ONLY
+    kinds = [kind for kind in ("py", "c") if kind in only and not (kind == "c" and NO_EXTENSIONS)]
     return [twin(name, kind) for kind in kinds]
 
 

@@ -11,17 +11,22 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from _budget import QUICK, QUICK_EXAMPLES
-from _twins import KINDS, twin
-from hypothesis import settings
+from _budget import FULL_EXAMPLES, PROFILE, QUICK_EXAMPLES
+from _twins import KINDS, ONLY, twin
+from hypothesis import HealthCheck, settings
 
-# A shared 2-core machine makes per-example timings meaningless: no deadline.
-settings.register_profile("tokcore", deadline=None, max_examples=150)
-# TOKCORE_TEST_QUICK=1 (the CPython matrix and the emulated aarch64 job): fewer examples
-# per property, every test still run; the full draw is `make test`'s. Tests that set their
-# own max_examples take them through _budget.examples, which applies the same cap.
-settings.register_profile("quick", deadline=None, max_examples=QUICK_EXAMPLES)
-settings.load_profile("quick" if QUICK else "tokcore")
+# A shared 2-core machine makes per-example timings meaningless: no deadline, and no
+# too_slow health check (data generation timed on a loaded machine). The profile is
+# TOKCORE_TEST_PROFILE's (tests/_budget.py): quick by default, full in CI (make test-full);
+# every test runs in both. Tests that set their own max_examples take them through
+# _budget.examples, which applies the same cap.
+_UNTIMED = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
+settings.register_profile("full", max_examples=FULL_EXAMPLES, **_UNTIMED)
+settings.register_profile("quick", max_examples=QUICK_EXAMPLES, **_UNTIMED)
+settings.load_profile(PROFILE)
+
+
+TWIN_FIXTURES: set[str] = set()
 
 
 def twin_fixture(name: str) -> Callable[..., Any]:
@@ -31,6 +36,7 @@ def twin_fixture(name: str) -> Callable[..., Any]:
     def fixture(request: pytest.FixtureRequest) -> Any:
         return twin(name, request.param)
     fixture.__doc__ = f"The {name} twin of each kind ({', '.join(KINDS)})."
+    TWIN_FIXTURES.add(f"{name}_twin")
     return pytest.fixture(params=KINDS, scope="session", name=f"{name}_twin")(fixture)
 
 
@@ -47,3 +53,22 @@ stream_twin = twin_fixture("stream")  # the last three of one kind together
 def ids_pair() -> tuple[ModuleType, ModuleType]:
     """``(tokcore._ids_c, tokcore._ids_py)``, for parity checks."""
     return twin("ids", "c"), twin("ids", "py")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """TOKCORE_TEST_TWINS (tests/_twins.py): deselect the twin-fixture tests of the kinds not
+    under test, rather than report thousands of skips. A ``kind`` parameter of "c" or "py"
+    (``parametrize("kind", KINDS)``, then ``twin(name, kind)``) counts as a twin fixture."""
+    if set(ONLY) >= set(KINDS):
+        return
+    keep: list[pytest.Item] = []
+    dropped: list[pytest.Item] = []
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        kinds = {params[name] for name in TWIN_FIXTURES if name in params}
+        if params.get("kind") in KINDS:
+            kinds.add(params["kind"])
+        (dropped if kinds - set(ONLY) else keep).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep

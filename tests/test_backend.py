@@ -105,6 +105,7 @@ def test_missing_extensions_are_said_once(tmp_path: Path) -> None:
     assert done.stderr.count("RuntimeWarning") == 1
     assert "is not installed or does not load" in done.stderr
     assert "TOKCORE_NO_EXTENSIONS=1" in done.stderr
+    assert _backend.RECOVERY in done.stderr.replace("\n", "")
 
 
 def test_pure_twins_on_purpose_are_quiet(tmp_path: Path) -> None:
@@ -116,6 +117,7 @@ def test_required_extensions_missing_fail_the_import(tmp_path: Path) -> None:
     done = _import_copy(_pure_copy(tmp_path), TOKCORE_REQUIRE_EXTENSIONS="1")
     assert done.returncode == 1
     assert "ModuleNotFoundError: No module named 'tokcore._" in done.stderr
+    assert _backend.RECOVERY in done.stderr
 
 
 # --- free-threaded builds -------------------------------------------------------------------

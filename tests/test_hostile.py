@@ -468,7 +468,7 @@ class Unreadable:
 @pytest.mark.parametrize("validate", [False, True, 0, 2, -1, 2**40, None, "yes", 1.5,
                                       np.True_, np.int64(1), Index(1), IntOnly(),
                                       Unreadable()],
-                         ids=repr)
+                         ids=lambda v: type(v).__name__ if " at 0x" in repr(v) else repr(v))
 def test_b64_validate_of_every_type(validate: Any) -> None:
     """binascii reads validate as a C int through __index__ on 3.11 and 3.12, and as any
     object's truth from 3.13 on; so must both twins, in b64decode and in b64_to_ids, before

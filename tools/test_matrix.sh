@@ -1,42 +1,117 @@
 #!/usr/bin/env bash
-# make test-matrix: the Cython twins' suite on every other CPython the project supports,
-# from pyenv's versions folder (the newest patch release of each minor found there).
-# Each gets its own .venv-3.X and its own in-place build (the .so names carry the version,
-# so they sit side by side with the main build). What changes between versions is the C-API
-# code, so only the Cython twins' tests run (TOKCORE_TEST_TWINS=c), and hypothesis draws
-# fewer examples (TOKCORE_TEST_QUICK=1, tests/_budget.py): the full draw of both twins is
-# `make test`'s, on 3.11.
+# make test-matrix: the Cython twins' suite on every other CPython the project supports
+# (3.11 is the venv's: make test). Each version comes from
+#   - pyenv's versions folder, when it has that minor (the newest patch release there): a
+#     new machine of this kind has 3.9-3.13 there;
+#   - else, for 3.14 and 3.15, Debian sid's python3.X packages, in an amd64 sid root made once
+#     by debootstrap and kept in ~/.cache/tokcore (tools/debian_root.sh), run natively in a
+#     chroot with this tree bind-mounted;
+#   - else a printed NOTICE (not tested here).
+# Each gets its own venv (.venv-3.X, or /opt/venv-3.X in the root) with the test group and
+# its own in-place build (the .so names carry the version, so they sit side by side with
+# the main build). What changes between versions is the C-API code, so only the Cython
+# twins' tests run (TOKCORE_TEST_TWINS=c), on the quick draw (tests/_budget.py).
+#
+#   MATRIX="3.14 3.15" tools/test_matrix.sh [pytest arguments...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-MINORS="${MATRIX:-3.9 3.10 3.12 3.13}"
+MINORS="${MATRIX:-3.12 3.13 3.14 3.15}"
+SID_MINORS="3.14 3.15"
 VERSIONS="${PYENV_VERSIONS:-$( (pyenv root 2>/dev/null || echo "$HOME/.pyenv") | tail -1)/versions}"
+PYTEST_ENV=(TOKCORE_REQUIRE_EXTENSIONS=1 TOKCORE_TEST_PROFILE=quick TOKCORE_TEST_TWINS=c)
+PYTEST_ARGS=(-m pytest -q -rfE -p no:cacheprovider -n "${MATRIX_WORKERS:-1}")
 status=0
-for minor in $MINORS; do
-    python=$(ls -d "$VERSIONS/$minor".* 2>/dev/null | grep -E "/$minor\.[0-9]+$" | sort -V | tail -1)
-    if [ -z "$python" ] || ! [ -x "$python/bin/python3" ]; then
-        echo "test-matrix: NOTICE: no CPython $minor under $VERSIONS: not tested here"
-        continue
+
+quiet_build() {  # the in-place build's output without its compiler warnings
+    "$@" setup.py -q build_ext --inplace -j 2 2>&1 | grep -v "^$" | grep -iv "warning" || true
+}
+
+mkdir -p build
+result() {  # $1: name, $2: start, $3: pytest's status, $4: its whole output (printed on failure)
+    if [ "$3" -eq 0 ]; then
+        tail -3 "$4"
+        echo "test-matrix: $1: ok in $(( $(date +%s) - $2 )) s"
+    else
+        cat "$4"
+        echo "test-matrix: $1: FAILED"
+        status=1
     fi
+}
+
+# --- from pyenv --------------------------------------------------------------------------
+pyenv_run() {  # $1: minor, $2: the interpreter's folder
+    local minor=$1 python=$2 start venv pip
     start=$(date +%s)
     venv=".venv-$minor"
     [ -x "$venv/bin/python" ] || "$python/bin/python3" -m venv "$venv"
     pip="$venv/bin/python -m pip --disable-pip-version-check -q"
     if ! [ "$venv/.deps" -nt pyproject.toml ]; then
-        $pip install -U setuptools wheel "Cython>=3.0"
-        $venv/bin/python tools/extra_requirements.py test > "$venv/requirements.txt"
-        $pip install -r "$venv/requirements.txt"
+        $pip install -U "pip>=25.1"
+        $pip install --group build --group test
         touch "$venv/.deps"
     fi
-    TOKCORE_REQUIRE_EXTENSIONS=1 "$venv/bin/python" setup.py -q build_ext --inplace 2>&1 \
-        | grep -v "^$" | grep -iv "warning" || true
-    if TOKCORE_REQUIRE_EXTENSIONS=1 TOKCORE_TEST_QUICK=1 TOKCORE_TEST_TWINS=c \
-            "$venv/bin/python" -m pytest -q -rfE -p no:cacheprovider "$@" | tail -15; \
-            [ "${PIPESTATUS[0]}" -eq 0 ]; then
-        echo "test-matrix: $(basename "$python"): ok in $(( $(date +%s) - start )) s"
+    quiet_build "$venv/bin/python"
+    local log="build/test-matrix-$minor.log" rc=0
+    env "${PYTEST_ENV[@]}" "$venv/bin/python" "${PYTEST_ARGS[@]}" "${EXTRA[@]}" > "$log" 2>&1 \
+        || rc=$?
+    result "$(basename "$python")" "$start" "$rc" "$log"
+}
+
+# --- from Debian sid, in a chroot ----------------------------------------------------------
+SID_ROOT=""
+HOST_CA=${PIP_CERT:-/etc/ssl/certs/ca-certificates.crt}
+in_sid() {  # a command in the root, this tree at /work/tokcore, /proc, /dev, the host's DNS
+    # and CA bundle there (for pip: this machine's network may need its own CA); the mounts
+    # live in a namespace that ends with the command
+    unshare --mount --propagation private -- /bin/sh -c '
+        root=$1 tree=$2 ca=$3; shift 3
+        mount -t proc proc "$root/proc"
+        mount --rbind /dev "$root/dev"
+        mkdir -p "$root/work/tokcore"
+        mount --bind "$tree" "$root/work/tokcore"
+        cp /etc/resolv.conf "$root/etc/resolv.conf"
+        cp "$ca" "$root/etc/tokcore-host-ca.crt"
+        exec chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/bin:/bin LANG=C.UTF-8 \
+            PIP_CERT=/etc/tokcore-host-ca.crt \
+            /bin/sh -c "cd /work/tokcore && exec \"\$@\"" sh "$@"
+    ' in_sid "$SID_ROOT" "$PWD" "$HOST_CA" "$@"
+}
+
+sid_run() {  # $1: minor
+    local minor=$1 start venv version
+    start=$(date +%s)
+    if [ -z "$SID_ROOT" ]; then
+        local packages="gcc,libc6-dev" m
+        for m in $SID_MINORS; do packages="$packages,python$m,python$m-dev,python$m-venv"; done
+        SID_ROOT=$(bash tools/debian_root.sh amd64 sid "$packages")
+    fi
+    venv=/opt/venv-$minor
+    if ! [ "$SID_ROOT$venv/.deps" -nt pyproject.toml ]; then
+        rm -rf "${SID_ROOT:?}$venv"
+        in_sid "/usr/bin/python$minor" -m venv "$venv"
+        in_sid "$venv/bin/python" -m pip install -q --disable-pip-version-check -U "pip>=25.1"
+        in_sid "$venv/bin/python" -m pip install -q --disable-pip-version-check \
+            --root-user-action=ignore --group build --group test
+        touch "$SID_ROOT$venv/.deps"
+    fi
+    version=$(in_sid "$venv/bin/python" -c 'import platform; print(platform.python_version())')
+    quiet_build in_sid "$venv/bin/python"
+    local log="build/test-matrix-$minor.log" rc=0
+    in_sid env "${PYTEST_ENV[@]}" "$venv/bin/python" "${PYTEST_ARGS[@]}" "${EXTRA[@]}" \
+        > "$log" 2>&1 || rc=$?
+    result "$version (Debian sid)" "$start" "$rc" "$log"
+}
+
+EXTRA=("$@")
+for minor in $MINORS; do
+    python=$(ls -d "$VERSIONS/$minor".* 2>/dev/null | grep -E "/$minor\.[0-9]+$" | sort -V | tail -1) || true
+    if [ -n "$python" ] && [ -x "$python/bin/python3" ]; then
+        pyenv_run "$minor" "$python"
+    elif [[ " $SID_MINORS " == *" $minor "* ]]; then
+        sid_run "$minor"
     else
-        echo "test-matrix: $(basename "$python"): FAILED"
-        status=1
+        echo "test-matrix: NOTICE: no CPython $minor under $VERSIONS: not tested here"
     fi
 done
 exit $status

@@ -20,21 +20,13 @@ import mmap
 import pickle
 import sys
 from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator
-from typing import TYPE_CHECKING, Any, Literal, Optional
+from typing import Literal, assert_type
 
 import numpy as np
 import pytest
 
 import tokcore
 from tokcore import Event, EventTooLarge, RelayCounts, UsageRelay
-
-if sys.version_info >= (3, 11):
-    from typing import assert_type
-elif TYPE_CHECKING:
-    from typing_extensions import assert_type
-else:  # at run time it only returns its value: no typing_extensions needed
-    def assert_type(value: Any, _: Any) -> Any:
-        return value
 
 Span = tuple[int, int]
 BODY = b'{"usage":{"prompt_tokens":1,"completion_tokens":2}}'
@@ -96,15 +88,15 @@ def accepted_b64() -> None:
 
 
 def accepted_json_and_usage() -> None:
-    assert_type(tokcore.find_usage(BODY), Optional[Span])
-    assert_type(tokcore.find_usage(bytearray(BODY), api="responses"), Optional[Span])
+    assert_type(tokcore.find_usage(BODY), Span | None)
+    assert_type(tokcore.find_usage(bytearray(BODY), api="responses"), Span | None)
     assert_type(tokcore.rewrite_usage(BODY, 10), bytes)
     assert_type(tokcore.rewrite_usage(memoryview(BODY), 10, 2, api="messages"), bytes)
     api: Literal["chat", "responses", "messages"] = "responses"
     assert_type(tokcore.rewrite_usage(BODY, prompt_tokens=10, cached_tokens=None, api=api),
                 bytes)
-    assert_type(tokcore.find_member(b'{"a":{"b":1}}', ("a", "b")), Optional[Span])
-    assert_type(tokcore.find_member(b'{"a":{"b":1}}', "a"), Optional[Span])
+    assert_type(tokcore.find_member(b'{"a":{"b":1}}', ("a", "b")), Span | None)
+    assert_type(tokcore.find_member(b'{"a":{"b":1}}', "a"), Span | None)
     assert_type(tokcore.set_member(b"{}", "a", b"1"), bytes)
     assert_type(tokcore.set_member(b"{}", ("a", "b"), b"1", trusted=True), bytes)
     assert_type(tokcore.set_member(bytearray(b"{}"), "a", memoryview(b"[]")), bytes)
@@ -163,8 +155,8 @@ def accepted_events() -> None:
     assert event == Event("message", "x", "7", 10)
     assert_type(event.event, str)
     assert_type(event.data, str)
-    assert_type(event.id, Optional[str])
-    assert_type(event.retry, Optional[int])
+    assert_type(event.id, str | None)
+    assert_type(event.retry, int | None)
     assert_type(tokcore.iter_events([b"data: x\n\n"], max_event_bytes=64), Iterator[Event])
     try:
         tokcore.EventDecoder(max_event_bytes=4).feed(b"data: too long\n\n")
