@@ -90,7 +90,7 @@ def check_key(key: object, what: str = "key") -> str:
 
 
 #: a key path: one key, or the keys of the objects on the way, outermost first
-KeyPath = Union[str, tuple[str, ...]]
+KeyPath = str | tuple[str, ...]
 
 
 def check_path(path: object) -> tuple[str, ...]:
