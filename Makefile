@@ -112,6 +112,21 @@ bench-icount: $(VENV)/.deps-test
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -q valgrind qemu-user gcc-aarch64-linux-gnu; }
 	$(BIN)/python bench/instructions.py $(ICOUNT_ARGS)
 
+# The performance guard: instructions per event, byte, id or call of each hot path, counted
+# by callgrind in one process and held against bench/budgets.json (fails above budget + 3 %):
+# bench/guard.py. UPDATE=1 writes this run's counts as the budgets; GUARD_ARGS=-k NAME.
+.PHONY: bench-guard bench-compare
+bench-guard: build
+	@command -v valgrind >/dev/null || { apt-get update -q; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q valgrind; }
+	$(BIN)/python bench/guard.py $(if $(UPDATE),--update) $(GUARD_ARGS)
+
+# The hot paths timed under this tree's build and commit REV's (built once into
+# build/compare/<sha>), alternately in one run, with each ratio's verdict: bench/compare.py.
+bench-compare: build $(VENV)/.deps-bench
+	@test -n "$(REV)" || { echo "bench-compare: say which commit: make bench-compare REV=<commit>"; exit 2; }
+	$(BIN)/python bench/compare.py $(REV) $(COMPARE_ARGS)
+
 # Everything CI runs (.ci/run): make test, then the other checks two at a time.
 ci:
 	.ci/run

@@ -7,11 +7,14 @@ same data in the same run; ``report.py`` prints how many times faster ``tokcore-
 
 from __future__ import annotations
 
+import itertools
 import random
+import time
 from collections.abc import Callable, Iterator
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-import pyperf
+if TYPE_CHECKING:  # imported when used: bench/hotpaths.py runs without pyperf
+    import pyperf
 
 VOCAB = 152_000  # a Qwen-2-sized vocabulary
 SIZES = {"1k": 1_000, "40k": 40_000, "128k": 128_000}
@@ -57,8 +60,21 @@ def name(case: str, impl: str) -> str:
 def make_runner() -> pyperf.Runner:
     # Few processes and values: 'make bench' runs every script in minutes on 2 cores;
     # pass pyperf's own options (e.g. --rigorous) through BENCH_ARGS for more.
+    import pyperf
+
     return pyperf.Runner(processes=3, values=3, warmups=1, min_time=0.05)
 
 
+def cpu_timed(loops: int, func: Callable[..., Any], args: tuple[Any, ...]) -> float:
+    """Seconds of this thread's CPU time (user and system: page faults count) that ``loops``
+    calls take. Wall time on a machine shared with other work counts the time the process
+    waits for a CPU; CPU time does not, so the figures of a busy machine stay comparable."""
+    calls = itertools.repeat(None, loops)
+    start = time.thread_time()
+    for _ in calls:
+        func(*args)
+    return time.thread_time() - start
+
+
 def add(runner: pyperf.Runner, case: str, impl: str, func: Callable[..., Any], *args: Any) -> None:
-    runner.bench_func(name(case, impl), func, *args)
+    runner.bench_time_func(name(case, impl), cpu_timed, func, args)

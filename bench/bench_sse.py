@@ -20,8 +20,6 @@ from collections.abc import Callable
 
 from _common import FAST, REFERENCE, Target, add, make_runner
 
-from tokcore import _sse_c, _sse_py, _usage_c
-
 PROMPT, CACHED = 40000, 32000
 STREAM_BYTES = 1 << 20
 WORDS = [" the", " model", " usage", " of", " tokens", ",", " and", "\n", " é", " 42"]
@@ -283,6 +281,9 @@ def reads(body: bytes, read: int) -> list[bytes]:
 
 
 def main() -> None:
+    # imported here: bench/hotpaths.py uses this module's streams on older builds too
+    from tokcore import _sse_c, _sse_py, _usage_c
+
     runner = make_runner()
     for case, event in (("feed 1 event, pass-through", token_event(1, False)),
                         ('feed 1 event, "usage":null', token_event(1, True))):
