@@ -3,7 +3,10 @@
 (bench/budgets.json). A noisy machine changes the time a case takes, not the number of
 instructions the same binary executes, so this check can run in CI and be believed.
 
-Usage: python bench/guard.py [--update] [-k SUBSTRING] [--budgets FILE]
+Usage: python bench/guard.py [--update] [-k SUBSTRING] [--budgets FILE] [--tree DIR]
+
+``--tree DIR`` counts another tree's in-place build instead (a commit's, as bench/compare.py
+builds it in build/compare/<sha>): the same cases, for an exact before and after.
 
 Counting is bench/instructions.py's: the work runs ``reps`` and ``2 * reps`` times and the
 figure is the difference divided by the extra work, so start-up, set-up and the counters'
@@ -53,7 +56,7 @@ def machine() -> dict[str, str]:
             "valgrind": valgrind, "b64 kernels": _b64_c.BUILD_INFO.get("simd", "?")}
 
 
-def count(cases: list[str]) -> dict[str, tuple[str, float]]:
+def count(cases: list[str], tree: Path = ROOT_DIR) -> dict[str, tuple[str, float]]:
     """Instructions per unit of each case: {name: (unit, count)}."""
     import hotpaths
 
@@ -66,7 +69,7 @@ def count(cases: list[str]) -> dict[str, tuple[str, float]]:
         old.unlink()
     # no threads but the main one: numpy's BLAS starts idle workers whose spinning callgrind
     # would count with the work; a fixed hash seed: the same dict layouts in every run
-    env = dict(os.environ, PYTHONHASHSEED="0", PYTHONPATH=str(ROOT_DIR), OPENBLAS_NUM_THREADS="1",
+    env = dict(os.environ, PYTHONHASHSEED="0", PYTHONPATH=str(tree), OPENBLAS_NUM_THREADS="1",
                OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
                TOKCORE_REQUIRE_EXTENSIONS="1")
     env.pop("TOKCORE_NO_EXTENSIONS", None)
@@ -101,12 +104,15 @@ def main() -> int:
     parser.add_argument("--update", action="store_true", help="write the counts as budgets")
     parser.add_argument("-k", dest="only", default="", help="cases whose name has this")
     parser.add_argument("--budgets", type=Path, default=BUDGETS)
+    parser.add_argument("--tree", type=Path, default=ROOT_DIR)
     args = parser.parse_args()
+    if args.update and args.tree != ROOT_DIR:
+        parser.error("--update writes this tree's budgets: not with --tree")
     import hotpaths
 
     names = [c.name for c in hotpaths.CASES if args.only in c.name and c.available()]
     started = time.monotonic()
-    results = count(names)
+    results = count(names, args.tree.resolve())
     here = machine()
     saved = json.loads(args.budgets.read_text()) if args.budgets.exists() else {}
     budgets = saved.get("cases", {})
