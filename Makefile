@@ -37,8 +37,12 @@ test-py: build
 
 test: test-c test-py
 
+# make bench: the pyperf scripts, their goals (a miss fails it, after the whole report), the
+# figures and one chart per hot path in build/bench; at most about 8 minutes on 2 cores.
+# BENCH_FULL=1: every size and read pattern (about 20 minutes).
 bench: build $(VENV)/.deps-bench
-	PYTHONPATH=$(CURDIR) TOKCORE_REQUIRE_EXTENSIONS=1 $(BIN)/python bench/report.py $(BENCH_ARGS)
+	PYTHONPATH=$(CURDIR) TOKCORE_REQUIRE_EXTENSIONS=1 BENCH_FULL=$(BENCH_FULL) \
+		$(BIN)/python bench/report.py $(BENCH_ARGS)
 
 # Fuzzing (fuzz/run.py): every harness runs both twins on the same input. FUZZ_SECONDS is
 # the total wall time, split by need; inputs that find a bug are kept in fuzz/corpus/ and
