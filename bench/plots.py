@@ -87,7 +87,7 @@ def draw(results: dict[str, Any], out: Path) -> list[Path]:
         ax.barh(positions, values, color=colours, height=0.75)
         ax.set_xscale("log")
         ax.set_yticks(positions, labels, fontsize=8)
-        ax.invert_yaxis()
+        ax.set_ylim(y - 0.2, -0.8)  # top to bottom, room above the first case's name
         for pos, value, note in zip(positions, values, notes):
             ax.text(value * 1.05, pos, note, va="center", fontsize=7)
         for pos, case in groups:
