@@ -17,8 +17,9 @@ TREE = Path(sys.argv[sys.argv.index("--tree") + 1]).resolve()
 sys.path.insert(0, str(TREE))
 
 import hotpaths  # noqa: E402
-import tokcore  # noqa: E402
 from _common import cpu_timed  # noqa: E402
+
+import tokcore  # noqa: E402
 
 assert Path(tokcore.__file__).resolve().parent == TREE / "tokcore", tokcore.__file__
 assert tokcore.BACKEND == "cython", f"{TREE}: tokcore's backend is {tokcore.BACKEND}"

@@ -11,7 +11,16 @@ from array import array
 import numpy as np
 import pybase64
 from _common import (
-    FAST, FULL, REFERENCE, SIZES, SIZES_RUN, Target, add, make_runner, uniform_ids, zipf_ids,
+    FAST,
+    FULL,
+    REFERENCE,
+    SIZES,
+    SIZES_RUN,
+    Target,
+    add,
+    make_runner,
+    uniform_ids,
+    zipf_ids,
 )
 
 from tokcore import _b64_c, _b64_py

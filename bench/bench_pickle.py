@@ -37,7 +37,15 @@ from typing import Any
 
 import numpy as np
 from _common import (
-    FAST, REFERENCE, SIZES, SIZES_RUN, Target, add, make_runner, uniform_ids, zipf_ids,
+    FAST,
+    REFERENCE,
+    SIZES,
+    SIZES_RUN,
+    Target,
+    add,
+    make_runner,
+    uniform_ids,
+    zipf_ids,
 )
 
 from tokcore import _ids_c, _ids_py, compact_ids, pickling

@@ -7,9 +7,10 @@ its own setup.py (its own compile flags) by this venv's Python and Cython, once:
 directory is kept, keyed by the commit. Then every case of bench/hotpaths.py that both
 builds have is timed by pyperf under each build in turn (bench/_timed.py, one pyperf run
 per build and round), REV then this tree in the first round, this tree then REV in the
-next, and so on for ``--rounds`` rounds: a machine whose load drifts during the run drifts for both. Each
-case's figure is the best value of all its rounds (the least disturbed). The baselines a
-goal names (a pre-filter, a json round trip, pybase64) are timed in this tree's runs.
+next, and so on for ``--rounds`` rounds: a machine whose load drifts during the run drifts
+for both. Each case's figure is the best value of all its rounds (the least disturbed).
+The baselines a goal names (a pre-filter, a json round trip, pybase64) are timed in this
+tree's runs.
 
 It prints each case's time under both builds and the ratio (REV's time over this tree's:
 above 1 is faster now), then each goal of issue 22 with its verdict, and exits with status

@@ -2,9 +2,10 @@
 
 Each case builds its input once and returns a function and its arguments, one call of which
 is one repetition of the work (one event fed, one 1 MiB stream relayed, one call), and how
-many units of the case's ``per`` (event, byte, id, call) that work is. Only public names of ``tokcore`` are used, so
-a case runs on any build that has the names in its ``needs``: the guard counts this tree,
-the comparison times this tree against an older commit's build.
+many units of the case's ``per`` (event, byte, id, call) that work is. Only public names
+of ``tokcore`` are used, so a case runs on any build that has the names in its ``needs``:
+the guard counts this tree, the comparison times this tree against an older commit's
+build.
 
 Usage (what guard.py runs under callgrind): python bench/hotpaths.py MARKS_LIB [CASE...]
 builds each case (all of them by default) and runs its work ``reps`` times and then
