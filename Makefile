@@ -64,8 +64,12 @@ test-full: build
 test-cython-floor: $(VENV)/.deps-test
 	tools/cython_floor.sh
 
+# make bench: the pyperf scripts, their goals (a miss fails it, after the whole report), the
+# figures and one chart per hot path in build/bench; at most about 8 minutes on 2 cores.
+# BENCH_FULL=1: every size and read pattern (about 20 minutes).
 bench: build $(VENV)/.deps-bench
-	PYTHONPATH=$(CURDIR) TOKCORE_REQUIRE_EXTENSIONS=1 $(BIN)/python bench/report.py $(BENCH_ARGS)
+	PYTHONPATH=$(CURDIR) TOKCORE_REQUIRE_EXTENSIONS=1 BENCH_FULL=$(BENCH_FULL) \
+		$(BIN)/python bench/report.py $(BENCH_ARGS)
 
 # Fuzzing (fuzz/run.py): every harness runs both twins on the same input. FUZZ_SECONDS is
 # the total wall time, split by need; inputs that find a bug are kept in fuzz/corpus/ and
@@ -157,6 +161,21 @@ bench-icount: $(VENV)/.deps-test
 .PHONY: docs
 docs: $(VENV)/.deps-test $(VENV)/.deps-docs
 	TOKCORE_NO_EXTENSIONS=1 $(BIN)/python -m sphinx -W --keep-going -n -q -b html docs build/docs
+
+# The performance guard: instructions per event, byte, id or call of each hot path, counted
+# by callgrind in one process and held against bench/budgets.json (fails above budget + 3 %):
+# bench/guard.py. UPDATE=1 writes this run's counts as the budgets; GUARD_ARGS=-k NAME.
+.PHONY: bench-guard bench-compare
+bench-guard: build
+	@command -v valgrind >/dev/null || { apt-get update -q; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q valgrind; }
+	$(BIN)/python bench/guard.py $(if $(UPDATE),--update) $(GUARD_ARGS)
+
+# The hot paths timed under this tree's build and commit REV's (built once into
+# build/compare/<sha>), alternately in one run, with each ratio's verdict: bench/compare.py.
+bench-compare: build $(VENV)/.deps-bench
+	@test -n "$(REV)" || { echo "bench-compare: say which commit: make bench-compare REV=<commit>"; exit 2; }
+	$(BIN)/python bench/compare.py $(REV) $(COMPARE_ARGS)
 
 # Everything CI runs (.ci/run): make test, then the other checks two at a time.
 ci:

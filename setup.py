@@ -115,8 +115,11 @@ def extensions():
     if NO_EXTENSIONS:
         return []
     compile_args, link_args = _flags()
+    # the C headers the twins include: build_ext recompiles when one is newer than a module
+    # (cythonize does not regenerate the C for them, so it would not notice)
+    headers = [str(h.relative_to(HERE)) for h in sorted((HERE / "tokcore").glob("*.h"))]
     return [
-        Extension(f"tokcore.{pyx.stem}", [str(pyx.relative_to(HERE))],
+        Extension(f"tokcore.{pyx.stem}", [str(pyx.relative_to(HERE))], depends=headers,
                   extra_compile_args=compile_args, extra_link_args=link_args)
         for pyx in sorted((HERE / "tokcore").glob("_*_c.pyx"))
     ]

@@ -7,16 +7,24 @@ same data in the same run; ``report.py`` prints how many times faster ``tokcore-
 
 from __future__ import annotations
 
+import itertools
+import os
 import random
+import time
 from collections.abc import Callable, Iterator
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-import pyperf
+if TYPE_CHECKING:  # imported when used: bench/hotpaths.py runs without pyperf
+    import pyperf
 
 VOCAB = 152_000  # a Qwen-2-sized vocabulary
 SIZES = {"1k": 1_000, "40k": 40_000, "128k": 128_000}
 ZIPF_EXPONENT = 1.1  # token frequencies in text follow Zipf's law closely
 SEP = " | "
+#: BENCH_FULL=1: every size and read pattern; otherwise the cases the goals name and a few
+#: beside them, so that 'make bench' ends within minutes (report.py passes it to workers)
+FULL = os.environ.get("BENCH_FULL", "") not in ("", "0")
+SIZES_RUN = tuple(SIZES) if FULL else ("40k",)
 FAST, REFERENCE = "tokcore-c", "tokcore-py"
 
 
@@ -43,7 +51,7 @@ def zipf_ids(n: int, seed: int = 2) -> list[int]:
     return [int(r) - 1 for r in np.minimum(ranks, VOCAB)]
 
 
-def id_sets(sizes: tuple[str, ...] = tuple(SIZES)) -> Iterator[tuple[str, list[int]]]:
+def id_sets(sizes: tuple[str, ...] = SIZES_RUN) -> Iterator[tuple[str, list[int]]]:
     """("40k uniform", ids), ("40k zipf", ids), ... for each size."""
     for label in sizes:
         yield f"{label} uniform", uniform_ids(SIZES[label])
@@ -55,10 +63,24 @@ def name(case: str, impl: str) -> str:
 
 
 def make_runner() -> pyperf.Runner:
-    # Few processes and values: 'make bench' runs every script in minutes on 2 cores;
-    # pass pyperf's own options (e.g. --rigorous) through BENCH_ARGS for more.
-    return pyperf.Runner(processes=3, values=3, warmups=1, min_time=0.05)
+    # Few processes and short values: 'make bench' runs every script within 8 minutes on 2
+    # busy cores (each value is CPU time: add, below). Pass pyperf's own options (e.g.
+    # --rigorous) through BENCH_ARGS for more.
+    import pyperf
+
+    return pyperf.Runner(processes=2, values=3, warmups=1, min_time=0.02)
+
+
+def cpu_timed(loops: int, func: Callable[..., Any], args: tuple[Any, ...]) -> float:
+    """Seconds of this thread's CPU time (user and system: page faults count) that ``loops``
+    calls take. Wall time on a machine shared with other work counts the time the process
+    waits for a CPU; CPU time does not, so the figures of a busy machine stay comparable."""
+    calls = itertools.repeat(None, loops)
+    start = time.thread_time()
+    for _ in calls:
+        func(*args)
+    return time.thread_time() - start
 
 
 def add(runner: pyperf.Runner, case: str, impl: str, func: Callable[..., Any], *args: Any) -> None:
-    runner.bench_func(name(case, impl), func, *args)
+    runner.bench_time_func(name(case, impl), cpu_timed, func, args)

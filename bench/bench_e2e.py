@@ -30,6 +30,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, NamedTuple
 
+from _common import FULL
+
 RUNNER = "plain"  # bench/report.py runs this script as it is and shows what it prints
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "disagg_proxy.py"
@@ -143,8 +145,11 @@ async def drive(example: ModuleType, urls: dict[str, str], rounds: int, requests
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=4, help="alternations of the modes")
-    parser.add_argument("--requests", type=int, default=300, help="requests per mode and round")
+    # the default run ('make bench') is shorter than BENCH_FULL=1's
+    parser.add_argument("--rounds", type=int, default=4 if FULL else 2,
+                        help="alternations of the modes")
+    parser.add_argument("--requests", type=int, default=300 if FULL else 120,
+                        help="requests per mode and round")
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--output-tokens", type=int, default=300)
     args = parser.parse_args()

@@ -36,7 +36,17 @@ from types import ModuleType
 from typing import Any
 
 import numpy as np
-from _common import FAST, REFERENCE, SIZES, Target, add, make_runner, uniform_ids, zipf_ids
+from _common import (
+    FAST,
+    REFERENCE,
+    SIZES,
+    SIZES_RUN,
+    Target,
+    add,
+    make_runner,
+    uniform_ids,
+    zipf_ids,
+)
 
 from tokcore import _ids_c, _ids_py, _pickle_held, compact_ids, pickling
 
@@ -45,15 +55,19 @@ PLAIN, NUMPY = "plain pickle", "numpy int32 attribute"
 ROUND_TRIP, READ, RELAY = "pickle+unpickle", "pickle+unpickle+read", "relay hop"
 FRESH = "40k uniform, fresh process"
 
+# Goals are the level reached (a ratchet; docs/contributing/benchmarks.md): 0.7 times the
+# lower ratio of two default 'make bench' runs on the 2-core development machine (their
+# ratios differed by up to 40 %), rounded down, never below the goal before.
 TARGETS = [
-    Target(f"{ROUND_TRIP} 40k uniform", PLAIN, 4),
-    Target(f"{ROUND_TRIP} 40k zipf", PLAIN, 4),
-    # issue 13: the lazy round trip as fast as the C++ path's memcpy (19x there)
-    Target(f"{ROUND_TRIP} 40k uniform", PLAIN, 20, LAZY),
-    Target(f"{ROUND_TRIP} 40k zipf", PLAIN, 20, LAZY),
+    Target(f"{ROUND_TRIP} 40k uniform", PLAIN, 6.5),
+    Target(f"{ROUND_TRIP} 40k zipf", PLAIN, 8.3),
+    # the lazy round trip and relay hop: at least 25x and 60x (asked; measured 29.7-35.7x
+    # and 82.8-106x in the two runs, where 0.7 of the lower would be below the asked)
+    Target(f"{ROUND_TRIP} 40k uniform", PLAIN, 25, LAZY),
+    Target(f"{ROUND_TRIP} 40k zipf", PLAIN, 25, LAZY),
     # a relay hop sends the held bytes as they came
-    Target(f"{RELAY} 40k uniform", PLAIN, 50, LAZY),
-    Target(f"{RELAY} 40k zipf", PLAIN, 50, LAZY),
+    Target(f"{RELAY} 40k uniform", PLAIN, 60, LAZY),
+    Target(f"{RELAY} 40k zipf", PLAIN, 65, LAZY),
     # reading the ids after a lazy round trip costs no more than the eager round trip (10 %)
     Target(f"{READ} 40k uniform", FAST, 1 / 1.1, LAZY),
     Target(f"{READ} 40k zipf", FAST, 1 / 1.1, LAZY),
@@ -172,12 +186,13 @@ def main() -> None:
     # timed before any large block has been freed in this worker: see the module's docstring
     fresh_ids = uniform_ids(SIZES["40k"])
     add_cases(runner, FRESH, fresh_ids, [i for i in IMPLS if i.name in FRESH_IMPLS])
-    sets = [(f"{size} {kind}", make(SIZES[size])) for size in SIZES
+    sets = [(f"{size} {kind}", make(SIZES[size])) for size in SIZES_RUN
             for kind, make in (("uniform", uniform_ids), ("zipf", zipf_ids))]
+    big = ("128k uniform", uniform_ids(SIZES["128k"]))  # the allocator's warm-up, below
     # The parent process checks every implementation on every set; a worker (it times one
     # case) runs the compiled ones on 128k uniform ids, which puts it in the state above.
     if runner.parse_args().worker:
-        check(dict(sets)["128k uniform"], [i for i in IMPLS if i.everywhere])
+        check(big[1], [i for i in IMPLS if i.everywhere])
     else:
         for _, ids in sets:
             check(ids, IMPLS)

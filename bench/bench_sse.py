@@ -18,9 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from _common import FAST, REFERENCE, Target, add, make_runner
-
-from tokcore import _sse_c, _sse_py, _usage_c
+from _common import FAST, FULL, REFERENCE, Target, add, make_runner
 
 PROMPT, CACHED = 40000, 32000
 STREAM_BYTES = 1 << 20
@@ -33,13 +31,16 @@ ROUND_TRIP = "prefilter+json.loads+update+json.dumps"
 NAIVE = "split+prefilter+json rewrite"
 CHAT_SAME_SIZE = "chat stream, same size (tokcore-c)"
 
+# Goals are the level reached (a ratchet; docs/contributing/benchmarks.md): 0.7 times the
+# lower ratio of two default 'make bench' runs on the 2-core development machine (their
+# ratios differed by up to 40 %), rounded down, never below the goal before.
 TARGETS = [
     Target("feed 1 event, pass-through", PREFILTER, 3),
     Target("feed 1 event, pass-through", LOADS, 30),
-    Target('feed 1 event, "usage":null', PREFILTER, 3),
+    Target('feed 1 event, "usage":null', PREFILTER, 3.1),
     Target('feed 1 event, "usage":null', LOADS, 30),
-    Target("rewrite the usage event", ROUND_TRIP, 3),
-    Target("relay 1 MiB in 64 KiB reads", NAIVE, 10),
+    Target("rewrite the usage event", ROUND_TRIP, 10),
+    Target("relay 1 MiB in 64 KiB reads", NAIVE, 12),
     # Each dialect's stream relays at least as fast as the chat stream of the same size.
     # The goal is 1.0 in principle; report.py compares means strictly (a ratio of 0.98 is a
     # MISS) and 'make bench' takes 3 processes x 3 values on a shared 2-core machine, where
@@ -283,6 +284,9 @@ def reads(body: bytes, read: int) -> list[bytes]:
 
 
 def main() -> None:
+    # imported here: bench/hotpaths.py uses this module's streams on older builds too
+    from tokcore import _sse_c, _sse_py, _usage_c
+
     runner = make_runner()
     for case, event in (("feed 1 event, pass-through", token_event(1, False)),
                         ('feed 1 event, "usage":null', token_event(1, True))):
@@ -301,10 +305,11 @@ def main() -> None:
     add(runner, case, "rewrite_usage(data) (tokcore-c)", _usage_c.rewrite_usage,
         USAGE_EVENT[6:-2], PROMPT, CACHED)
 
-    for label, usage_null in (("", False), (', "usage":null', True)):
+    # the default run: the 64 KiB reads of the stream without "usage":null (the goals' case)
+    for label, usage_null in (("", False), (', "usage":null', True))[:2 if FULL else 1]:
         body = stream(usage_null)
         expected = b"".join(relay_all(_sse_py, [body]))
-        for read in (1024, 65536):
+        for read in (1024, 65536) if FULL else (65536,):
             chunks = [body[i:i + read] for i in range(0, len(body), read)]
             assert b"".join(relay_all(_sse_c, chunks)) == expected
             case = f"relay 1 MiB in {read // 1024} KiB reads{label}"

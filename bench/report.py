@@ -1,17 +1,24 @@
 """Run every bench/bench_*.py with pyperf and print one table of speed ratios.
 
-Usage: python bench/report.py [-k SUBSTRING] [pyperf options...]
+Usage: python bench/report.py [-k SUBSTRING] [--out DIR] [pyperf options...]
 
 A script that sets ``RUNNER = "plain"`` is not a pyperf script: it is run as it is and
-what it prints goes into the report.
+what it prints goes into the report. The figures of the run go to DIR/results.json
+(build/bench by default) and bench/plots.py draws them there, one chart per script. The
+exit status is 1 when a goal was missed (a ``MISS`` or ``MISSING`` line), after the whole
+report. ``BENCH_FULL=1`` in the environment runs every size (bench/_common.py).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
+import os
+import platform
 import subprocess
 import sys
+import time
 from pathlib import Path
 from types import ModuleType
 
@@ -21,7 +28,7 @@ HERE = Path(__file__).parent
 RESULTS = HERE / "results"
 sys.path.insert(0, str(HERE))
 
-from _common import FAST, SEP, Target  # noqa: E402
+from _common import FAST, FULL, SEP, Target  # noqa: E402
 
 
 def load(script: Path) -> ModuleType:
@@ -35,8 +42,9 @@ def load(script: Path) -> ModuleType:
 def run(script: Path, pyperf_args: list[str]) -> dict[str, float]:
     out = RESULTS / f"{script.stem}.json"
     out.unlink(missing_ok=True)
-    subprocess.run([sys.executable, str(script), "--quiet", "-o", str(out), *pyperf_args],
-                   check=True)
+    inherit = ["--inherit-environ=BENCH_FULL"] if FULL else []  # the workers' cases too
+    subprocess.run([sys.executable, str(script), "--quiet", "-o", str(out), *inherit,
+                    *pyperf_args], check=True)
     suite = pyperf.BenchmarkSuite.load(str(out))
     return {bench.get_name(): bench.mean() for bench in suite.get_benchmarks()}
 
@@ -62,7 +70,8 @@ def table(means: dict[str, float]) -> list[str]:
     return lines
 
 
-def check(targets: list[Target], means: dict[str, float]) -> list[str]:
+def check(targets: list[Target], means: dict[str, float],
+          record: list[dict[str, object]]) -> list[str]:
     lines = []
     for t in targets:
         fast = means.get(f"{t.case}{SEP}{t.impl}")
@@ -74,33 +83,79 @@ def check(targets: list[Target], means: dict[str, float]) -> list[str]:
         verdict = "ok  " if ratio >= t.ratio else "MISS"
         lines.append(f"  {verdict} {t.case}: {t.impl} {ratio:6.2f}x faster than {t.baseline}"
                      f" (goal {t.ratio:g}x)")
+        record.append({"case": t.case, "impl": t.impl, "baseline": t.baseline,
+                       "ratio": ratio, "goal": t.ratio, "ok": ratio >= t.ratio})
     return lines
+
+
+def machine() -> dict[str, str]:
+    cpu = platform.processor()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    from tokcore import _b64_c
+    return {"cpu": cpu, "cores": str(os.cpu_count()), "python": platform.python_version(),
+            "system": f"{platform.system()} {platform.release()}",
+            "b64 kernels": _b64_c.BUILD_INFO.get("simd", "?")}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("-k", dest="only", default="", help="run scripts whose name has this")
+    parser.add_argument("--out", type=Path, default=HERE.parent / "build" / "bench",
+                        help="where results.json and the charts go")
     args, pyperf_args = parser.parse_known_args()
     RESULTS.mkdir(exist_ok=True)
     scripts = [s for s in sorted(HERE.glob("bench_*.py")) if args.only in s.stem]
     report, missed = [], 0
+    started = time.monotonic()
+    results: dict[str, object] = {
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": machine(),
+        "full": FULL, "timer": "thread CPU time, mean of pyperf's values", "scripts": {}}
     for script in scripts:
         print(f"running {script.name} ...", flush=True)
+        began = time.monotonic()
         module = load(script)
         if getattr(module, "RUNNER", "pyperf") == "plain":  # prints its own figures
             done = subprocess.run([sys.executable, str(script)], check=True,
                                   capture_output=True, text=True)
-            report += [f"\n== {script.stem} ==", done.stdout.rstrip()]
+            out = done.stdout.rstrip()
+            missed += sum(line.lstrip().startswith("MISS") for line in out.splitlines())
+            report += [f"\n== {script.stem} ({time.monotonic() - began:.0f} s) ==", out]
+            results["scripts"][script.stem] = {"text": out}  # type: ignore[index]
             continue
         means = run(script, pyperf_args)
-        goals = check(list(getattr(module, "TARGETS", [])), means)
+        record: list[dict[str, object]] = []
+        goals = check(list(getattr(module, "TARGETS", [])), means, record)
         missed += sum(line.lstrip().startswith(("MISS", "MISSING")) for line in goals)
-        report += [f"\n== {script.stem} ==", *table(means)]
+        report += [f"\n== {script.stem} ({time.monotonic() - began:.0f} s) ==", *table(means)]
         if goals:
             report += ["  goals:", *goals]
+        cases: dict[str, dict[str, float]] = {}
+        for full, mean in means.items():
+            case, _, impl = full.partition(SEP)
+            cases.setdefault(case, {})[impl] = mean
+        results["scripts"][script.stem] = {  # type: ignore[index]
+            "title": (module.__doc__ or script.stem).strip().splitlines()[0],
+            "seconds": cases, "goals": record}
     print("\n".join(report))
-    print(f"\n{len(scripts)} scripts, {missed} goal(s) missed")
-    return 0
+    results["wall seconds"] = round(time.monotonic() - started)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
+    try:
+        import plots
+    except ImportError as exc:  # matplotlib is in the bench extra; say so, do not fail
+        print(f"\nno charts: {exc}")
+    else:
+        for chart in plots.draw(results, args.out):
+            print(f"chart: {chart}")
+    print(f"\n{len(scripts)} scripts, {missed} goal(s) missed, "
+          f"{results['wall seconds']} s; figures in {args.out / 'results.json'}")
+    return 1 if missed else 0
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ import base64
 import binascii
 import itertools
 import platform
+import struct
 import threading
 from array import array
 from collections.abc import Callable, Iterator
@@ -254,6 +255,23 @@ def test_encode_every_byte_in_every_lane(kernel: ModuleType) -> None:
         encoded = base64.b64encode(data)
         assert kernel.b64encode(data) == encoded
         assert kernel.b64decode(encoded, validate=True) == data
+
+
+def test_long_inputs_every_length(kernel: ModuleType) -> None:
+    """Inputs of 1 KiB on: AVX2 encodes a few scalar groups first, until the output is
+    32-byte aligned, then two vector steps a turn, then one, then scalar groups; decoding
+    takes two steps a turn while 19 quads are left. Every length of a span (so every split
+    between them), as bytes and as the fused paths' str, at every shift of the data."""
+    raw = bytes(range(256)) * 6
+    for n in range(1024, 1124):
+        data = raw[n % 251:n % 251 + n]
+        encoded = base64.b64encode(data)
+        assert kernel.b64encode(data) == encoded, n
+        assert kernel.b64decode(encoded, validate=True) == data, n
+        if n % 4 == 0:
+            ids = list(struct.unpack(f"<{n // 4}i", data))
+            assert kernel.ids_to_b64(ids) == encoded.decode("ascii"), n
+            assert kernel.b64_to_ids(encoded, validate=True) == ids, n
 
 
 @pytest.mark.parametrize("bad", [b"*", b"=", b"\n", b"\x80", b"-"])

@@ -110,47 +110,68 @@ static const char *tok_b64_simd_name(void) {
 
 #if TOK_B64_HAVE_AVX2
 
-/* Encodes 24 bytes -> 32 characters per step while 28 bytes can be read (each step loads
- * 16 bytes at offsets 0 and 12); returns the number of bytes consumed. */
+/* 24 input bytes, spread so that each 32-bit word holds one group as b1 b0 b2 b1 -> 32
+ * characters: two masked 16-bit multiplies move the four 6-bit indices into their own bytes
+ * (the high multiply shifts right, the low one left), and each index is turned into ASCII
+ * by adding the offset of its range, the range found with a saturating subtract and one
+ * compare (0: A-Z, 1: a-z, 2-11: 0-9, 12: '+', 13: '/') and the offset by a shuffle. */
+__attribute__((target("avx2")))
+static inline __m256i tok_b64_enc_step(__m256i in) {
+    const __m256i offsets = _mm256_setr_epi8(65, 71, -4, -4, -4, -4, -4, -4, -4, -4, -4, -4,
+                                             -19, -16, 0, 0, 65, 71, -4, -4, -4, -4, -4, -4,
+                                             -4, -4, -4, -4, -19, -16, 0, 0);
+    __m256i ac = _mm256_mulhi_epu16(_mm256_and_si256(in, _mm256_set1_epi32(0x0fc0fc00)),
+                                    _mm256_set1_epi32(0x04000040));
+    __m256i bd = _mm256_mullo_epi16(_mm256_and_si256(in, _mm256_set1_epi32(0x003f03f0)),
+                                    _mm256_set1_epi32(0x01000010));
+    __m256i idx = _mm256_or_si256(ac, bd);
+    __m256i cls = _mm256_subs_epu8(idx, _mm256_set1_epi8(51));
+    cls = _mm256_sub_epi8(cls, _mm256_cmpgt_epi8(idx, _mm256_set1_epi8(25)));
+    return _mm256_add_epi8(idx, _mm256_shuffle_epi8(offsets, cls));
+}
+
+/* Encodes 24 bytes -> 32 characters per step while 28 bytes can be read; returns the number
+ * of bytes consumed. The first step loads its two 12-byte halves separately; every later
+ * one loads 32 bytes from 4 bytes before its input, so each 128-bit lane holds its half
+ * (at bytes 4-15 of the low lane, 0-11 of the high one) in one load. */
 __attribute__((target("avx2")))
 static size_t tok_b64_encode_avx2(const unsigned char *src, size_t n, unsigned char *out) {
-    /* per 128-bit lane: bytes b0 b1 b2 of each group -> b1 b0 b2 b1 in one 32-bit word */
     const __m256i spread = _mm256_setr_epi8(1, 0, 2, 1, 4, 3, 5, 4, 7, 6, 8, 7, 10, 9, 11, 10,
                                             1, 0, 2, 1, 4, 3, 5, 4, 7, 6, 8, 7, 10, 9, 11, 10);
-    /* index class (0: a-z, 1-10: 0-9, 11: '+', 12: '/', 13: A-Z) -> offset to ASCII */
-    const __m256i offsets = _mm256_setr_epi8(71, -4, -4, -4, -4, -4, -4, -4, -4, -4, -4, -19,
-                                             -16, 65, 0, 0, 71, -4, -4, -4, -4, -4, -4, -4,
-                                             -4, -4, -4, -19, -16, 65, 0, 0);
+    const __m256i spread4 = _mm256_setr_epi8(5, 4, 6, 5, 8, 7, 9, 8, 11, 10, 12, 11, 14, 13,
+                                             15, 14, 1, 0, 2, 1, 4, 3, 5, 4, 7, 6, 8, 7, 10,
+                                             9, 11, 10);
     size_t done = 0;
-    while (n - done >= 28) {
-        __m128i lo = _mm_loadu_si128((const __m128i *)(src + done));
-        __m128i hi = _mm_loadu_si128((const __m128i *)(src + done + 12));
-        __m256i in = _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
-        in = _mm256_shuffle_epi8(in, spread);
-        /* first and third index: mask then shift right with a high multiply */
-        __m256i ac = _mm256_mulhi_epu16(_mm256_and_si256(in, _mm256_set1_epi32(0x0fc0fc00)),
-                                        _mm256_set1_epi32(0x04000040));
-        /* second and fourth index: mask then shift left with a low multiply */
-        __m256i bd = _mm256_mullo_epi16(_mm256_and_si256(in, _mm256_set1_epi32(0x003f03f0)),
-                                        _mm256_set1_epi32(0x01000010));
-        __m256i idx = _mm256_or_si256(ac, bd);
-        __m256i cls = _mm256_subs_epu8(idx, _mm256_set1_epi8(51));
-        __m256i upper = _mm256_cmpgt_epi8(_mm256_set1_epi8(26), idx);
-        cls = _mm256_or_si256(cls, _mm256_and_si256(upper, _mm256_set1_epi8(13)));
-        __m256i chars = _mm256_add_epi8(idx, _mm256_shuffle_epi8(offsets, cls));
-        _mm256_storeu_si256((__m256i *)(out + done / 3 * 4), chars);
-        done += 24;
+    if (n < 28) return 0;
+    __m128i lo = _mm_loadu_si128((const __m128i *)src);
+    __m128i hi = _mm_loadu_si128((const __m128i *)(src + 12));
+    __m256i first = _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
+    _mm256_storeu_si256((__m256i *)out, tok_b64_enc_step(_mm256_shuffle_epi8(first, spread)));
+    done = 24;
+    out += 32;
+    /* two steps per turn while 52 bytes can be read from here: fewer loop branches */
+    for (; n - done >= 52; done += 48, out += 64) {
+        __m256i a = _mm256_loadu_si256((const __m256i *)(src + done - 4));
+        __m256i b = _mm256_loadu_si256((const __m256i *)(src + done + 20));
+        a = tok_b64_enc_step(_mm256_shuffle_epi8(a, spread4));
+        b = tok_b64_enc_step(_mm256_shuffle_epi8(b, spread4));
+        _mm256_storeu_si256((__m256i *)out, a);
+        _mm256_storeu_si256((__m256i *)(out + 32), b);
+    }
+    for (; n - done >= 28; done += 24, out += 32) {
+        __m256i a = _mm256_loadu_si256((const __m256i *)(src + done - 4));
+        _mm256_storeu_si256((__m256i *)out, tok_b64_enc_step(_mm256_shuffle_epi8(a, spread4)));
     }
     return done;
 }
 
-/* Decodes 32 characters -> 24 bytes per step, stopping before the first 32-character block
- * that holds a character outside the alphabet; returns the number of quads consumed. */
+/* 32 characters -> their 6-bit values, or the step reports a character outside the
+ * alphabet: a character is invalid when bad_lo[low nibble] & bad_hi[high nibble] != 0; each
+ * bit stands for one high-nibble row: 0x01 no valid char, 0x02 row 2 (only + and /), 0x04
+ * row 3 (0-9), 0x08 rows 4 and 6 (no @ or `), 0x10 rows 5 and 7 (up to Z / z). The value is
+ * the character plus the offset of its high nibble (minus one for '/'). */
 __attribute__((target("avx2")))
-static size_t tok_b64_decode_avx2(const unsigned char *src, size_t nquads, unsigned char *out) {
-    /* a character is invalid when bad_lo[low nibble] & bad_hi[high nibble] != 0; each bit
-     * stands for one high-nibble row: 0x01 no valid char, 0x02 row 2 (only + and /),
-     * 0x04 row 3 (0-9), 0x08 rows 4 and 6 (no @ or `), 0x10 rows 5 and 7 (up to Z / z) */
+static inline __m256i tok_b64_dec_values(__m256i in, __m256i *bad_l, __m256i *bad_h) {
     const __m256i bad_lo = _mm256_setr_epi8(
         0x0B, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x07, 0x15, 0x17, 0x17,
         0x17, 0x15, 0x0B, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x07, 0x15,
@@ -159,29 +180,55 @@ static size_t tok_b64_decode_avx2(const unsigned char *src, size_t nquads, unsig
         0x01, 0x01, 0x02, 0x04, 0x08, 0x10, 0x08, 0x10, 0x01, 0x01, 0x01, 0x01, 0x01, 0x01,
         0x01, 0x01, 0x01, 0x01, 0x02, 0x04, 0x08, 0x10, 0x08, 0x10, 0x01, 0x01, 0x01, 0x01,
         0x01, 0x01, 0x01, 0x01);
-    /* high nibble (minus one for '/') -> what to add to the character to get its value */
     const __m256i shift = _mm256_setr_epi8(
         0, 16, 19, 4, -65, -65, -71, -71, 0, 0, 0, 0, 0, 0, 0, 0,
         0, 16, 19, 4, -65, -65, -71, -71, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m256i nibble = _mm256_set1_epi8(0x0f);
+    __m256i hi = _mm256_and_si256(_mm256_srli_epi32(in, 4), nibble);
+    __m256i lo = _mm256_and_si256(in, nibble);
+    *bad_l = _mm256_shuffle_epi8(bad_lo, lo);  /* the caller tests bad_l & bad_h == 0 */
+    *bad_h = _mm256_shuffle_epi8(bad_hi, hi);
+    __m256i slash = _mm256_cmpeq_epi8(in, _mm256_set1_epi8('/'));
+    return _mm256_add_epi8(in, _mm256_shuffle_epi8(shift, _mm256_add_epi8(hi, slash)));
+}
+
+/* 32 6-bit values -> 24 bytes, in the low 24 bytes of the result: 4 x 6 bits -> 2 x 12 bits
+ * -> one 24-bit group per 32-bit word, the three bytes of each gathered, the lanes joined */
+__attribute__((target("avx2")))
+static inline __m256i tok_b64_dec_join(__m256i vals) {
     const __m256i gather = _mm256_setr_epi8(2, 1, 0, 6, 5, 4, 10, 9, 8, 14, 13, 12, -1, -1,
                                             -1, -1, 2, 1, 0, 6, 5, 4, 10, 9, 8, 14, 13, 12,
                                             -1, -1, -1, -1);
     const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 4, 5, 6, 7, 7);
-    const __m256i nibble = _mm256_set1_epi8(0x0f);
+    __m256i pairs = _mm256_maddubs_epi16(vals, _mm256_set1_epi32(0x01400140));
+    __m256i groups = _mm256_madd_epi16(pairs, _mm256_set1_epi32(0x00011000));
+    return _mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(groups, gather), lanes);
+}
+
+/* Decodes 32 characters -> 24 bytes per step, stopping before the first 32-character block
+ * that holds a character outside the alphabet; returns the number of quads consumed. While
+ * 8 more bytes of output follow a step's 24 its result is stored whole (32 bytes, the last 8
+ * overwritten by the next step), two steps a turn; the last steps store 16 + 8 bytes. */
+__attribute__((target("avx2")))
+static size_t tok_b64_decode_avx2(const unsigned char *src, size_t nquads, unsigned char *out) {
     size_t q = 0;
+    __m256i al, ah, bl, bh;
+    /* 16 quads read; the second step's 32-byte store ends 8 bytes past its 24: 19 quads */
+    while (nquads - q >= 19) {
+        __m256i a = tok_b64_dec_values(_mm256_loadu_si256((const __m256i *)(src + q * 4)),
+                                       &al, &ah);
+        __m256i b = tok_b64_dec_values(
+            _mm256_loadu_si256((const __m256i *)(src + q * 4 + 32)), &bl, &bh);
+        if (!(_mm256_testz_si256(al, ah) & _mm256_testz_si256(bl, bh))) break;
+        _mm256_storeu_si256((__m256i *)(out + q * 3), tok_b64_dec_join(a));
+        _mm256_storeu_si256((__m256i *)(out + q * 3 + 24), tok_b64_dec_join(b));
+        q += 16;
+    }
     while (nquads - q >= 8) {
-        __m256i in = _mm256_loadu_si256((const __m256i *)(src + q * 4));
-        __m256i hi = _mm256_and_si256(_mm256_srli_epi32(in, 4), nibble);
-        __m256i lo = _mm256_and_si256(in, nibble);
-        __m256i bad = _mm256_and_si256(_mm256_shuffle_epi8(bad_lo, lo),
-                                       _mm256_shuffle_epi8(bad_hi, hi));
-        if (!_mm256_testz_si256(bad, bad)) break;
-        __m256i slash = _mm256_cmpeq_epi8(in, _mm256_set1_epi8('/'));
-        __m256i vals = _mm256_add_epi8(in, _mm256_shuffle_epi8(shift, _mm256_add_epi8(hi, slash)));
-        /* 4 x 6 bits -> 2 x 12 bits -> one 24-bit group per 32-bit word */
-        __m256i pairs = _mm256_maddubs_epi16(vals, _mm256_set1_epi32(0x01400140));
-        __m256i groups = _mm256_madd_epi16(pairs, _mm256_set1_epi32(0x00011000));
-        __m256i bytes = _mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(groups, gather), lanes);
+        __m256i a = tok_b64_dec_values(_mm256_loadu_si256((const __m256i *)(src + q * 4)),
+                                       &al, &ah);
+        if (!_mm256_testz_si256(al, ah)) break;
+        __m256i bytes = tok_b64_dec_join(a);
         unsigned char *dst = out + q * 3;
         _mm_storeu_si128((__m128i *)dst, _mm256_castsi256_si128(bytes));
         _mm_storel_epi64((__m128i *)(dst + 16), _mm256_extracti128_si256(bytes, 1));
@@ -192,21 +239,34 @@ static size_t tok_b64_decode_avx2(const unsigned char *src, size_t nquads, unsig
 
 #endif /* TOK_B64_HAVE_AVX2 */
 
+/* Scalar: groups of 3 bytes -> 4 characters, two table lookups each. */
+static void tok_b64_encode_groups(const unsigned char *src, size_t ngroups, unsigned char *out) {
+    for (size_t g = 0; g < ngroups; g++, src += 3, out += 4) {
+        uint32_t group = ((uint32_t)src[0] << 16) | ((uint32_t)src[1] << 8) | src[2];
+        memcpy(out, &tok_b64_pairs[group >> 12], 2);
+        memcpy(out + 2, &tok_b64_pairs[group & 0xfff], 2);
+    }
+}
+
 /* Encodes n bytes into 4 * ceil(n / 3) characters, padded with '='. */
 static void tok_b64_encode(const unsigned char *src, size_t n, unsigned char *out) {
     size_t done = 0;
 #if TOK_B64_HAVE_AVX2
-    if (TOK_B64_USE_SIMD()) done = tok_b64_encode_avx2(src, n, out);
+    if (TOK_B64_USE_SIMD()) {
+        /* a long input: scalar groups first until the output is 32-byte aligned (at most 7,
+         * when it is 4-byte aligned), so that no vector store splits a cache line */
+        size_t head = 0;
+        if (n >= 1024 && ((uintptr_t)out & 3) == 0) head = ((32 - ((uintptr_t)out & 31)) & 31) / 4;
+        tok_b64_encode_groups(src, head, out);
+        done = head * 3 + tok_b64_encode_avx2(src + head * 3, n - head * 3, out + head * 4);
+    }
 #elif TOK_B64_HAVE_NEON
     if (TOK_B64_USE_SIMD()) done = tok_b64_encode_neon(src, n, out);
 #endif
     out += done / 3 * 4;
-    for (; n - done >= 3; done += 3, out += 4) {
-        uint32_t group = ((uint32_t)src[done] << 16) | ((uint32_t)src[done + 1] << 8)
-                         | src[done + 2];
-        memcpy(out, &tok_b64_pairs[group >> 12], 2);
-        memcpy(out + 2, &tok_b64_pairs[group & 0xfff], 2);
-    }
+    tok_b64_encode_groups(src + done, (n - done) / 3, out);
+    out += (n - done) / 3 * 4;
+    done += (n - done) / 3 * 3;
     if (n - done == 1) {
         unsigned b0 = src[done];
         out[0] = (unsigned char)tok_b64_alphabet[b0 >> 2];

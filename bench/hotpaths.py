@@ -1,0 +1,266 @@
+"""The hot paths as data: what ``bench/guard.py`` counts and ``bench/compare.py`` times.
+
+Each case builds its input once and returns a function and its arguments, one call of which
+is one repetition of the work (one event fed, one 1 MiB stream relayed, one call), and how
+many units of the case's ``per`` (event, byte, id, call) that work is. Only public names
+of ``tokcore`` are used, so a case runs on any build that has the names in its ``needs``:
+the guard counts this tree, the comparison times this tree against an older commit's
+build.
+
+Usage (what guard.py runs under callgrind): python bench/hotpaths.py MARKS_LIB [CASE...]
+builds each case (all of them by default) and runs its work ``reps`` times and then
+``2 * reps`` times, the cyclic GC off, the counters zeroed before each stretch and dumped
+after it (bench/icount/marks.c, loaded with ctypes): the two dumps differ by ``reps``
+repetitions of the work and nothing else.
+"""
+
+from __future__ import annotations
+
+import gc
+import pickle
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NamedTuple
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import tokcore  # noqa: E402
+
+PROMPT, CACHED = 40000, 32000
+B64_BYTES = 160 * 1024
+N_IDS = 40_000
+
+#: a repetition's function, its arguments and the units of work in one call
+Work = tuple[Callable[..., Any], tuple[Any, ...], int]
+
+
+class Case(NamedTuple):
+    name: str
+    per: str  # the unit of the figures: "event", "byte", "id" or "call"
+    make: Callable[[int], Work]  # pool (repetitions the input must last) -> the work
+    reps: int  # repetitions guard.py counts (and twice as many): enough work to dwarf noise
+    needs: tuple[str, ...] = ()  # names the build's tokcore must have
+    consumes: bool = False  # each call uses up one input of the pool (not timed by pyperf)
+
+    def available(self, module: Any = tokcore) -> bool:
+        return all(hasattr(module, need) for need in self.needs)
+
+
+def _feed(event_of: Callable[[], bytes]) -> Callable[[int], Work]:
+    def make(pool: int) -> Work:
+        event = event_of()
+        feed = tokcore.UsageRelay(PROMPT, CACHED).feed
+        assert feed(event) is event
+        return feed, (event,), 1
+    return make
+
+
+def _relay(api: str) -> Callable[[int], Work]:
+    def make(pool: int) -> Work:
+        import bench_sse as s
+        body = {"chat": lambda: s.stream(False), "responses": lambda: s.responses_stream(
+            s.STREAM_BYTES), "messages": lambda: s.messages_stream(s.STREAM_BYTES)}[api]()
+        chunks = s.reads(body, 65536)
+        kwargs = {} if api == "chat" else {"api": api}
+
+        def work(chunks: list[bytes]) -> bytes:
+            relay = tokcore.UsageRelay(PROMPT, CACHED, **kwargs)
+            for chunk in chunks:
+                relay.feed(chunk)
+            return relay.close()
+        return work, (chunks,), len(body)
+    return make
+
+
+def _usage_data() -> bytes:
+    import bench_sse as s
+    return s.USAGE_EVENT[6:-2]
+
+
+def _rewrite(pool: int) -> Work:
+    data = _usage_data()
+    return tokcore.rewrite_usage, (data, PROMPT, CACHED), 1
+
+
+def _find(pool: int) -> Work:
+    data = _usage_data()
+    return tokcore.find_usage, (data,), 1
+
+
+def _json_body() -> tuple[bytes, bytes]:
+    import bench_json as j
+    return j.context_response(j.ids_b64()), j.generation_request()
+
+
+def _find_member(pool: int) -> Work:
+    import bench_json as j
+    body, _ = _json_body()
+    return tokcore.find_member, (body, j.KEY), 1
+
+
+def _set_member(pool: int) -> Work:
+    import bench_json as j
+    body, request = _json_body()
+    start, end = tokcore.find_member(body, j.KEY)
+    value = body[start:end]
+    return tokcore.set_member, (request, j.KEY, value), 1
+
+
+def _ids(kind: str) -> list[int]:
+    from _common import uniform_ids, zipf_ids
+    return (uniform_ids if kind == "uniform" else zipf_ids)(N_IDS)
+
+
+def _pack(pool: int) -> Work:
+    ids = _ids("uniform")
+    return tokcore.pack_ids, (ids,), len(ids)
+
+
+def _unpack(pool: int) -> Work:
+    data = tokcore.pack_ids(_ids("zipf"))
+    return tokcore.unpack_ids, (data,), len(data) // 4
+
+
+def _ids_to_b64(pool: int) -> Work:
+    ids = _ids("uniform")
+    return tokcore.ids_to_b64, (ids,), len(ids)
+
+
+def _b64_to_ids(pool: int) -> Work:
+    text = tokcore.ids_to_b64(_ids("zipf"))
+    return tokcore.b64_to_ids, (text,), N_IDS
+
+
+def _random_bytes() -> bytes:
+    import random
+    return random.Random(7).randbytes(B64_BYTES)
+
+
+def _b64encode(pool: int) -> Work:
+    data = _random_bytes()
+    return tokcore.b64encode, (data,), len(data)
+
+
+def _b64decode(pool: int) -> Work:
+    import base64
+    text = base64.b64encode(_random_bytes())
+    return tokcore.b64decode, (text, None, True), len(text)
+
+
+class LazyRequest:  # decorated by the case (builds before the lazy descriptors lack them)
+    def __init__(self, prompt_token_ids: list[int]) -> None:
+        self.request_id = "req-1"
+        self.prompt_token_ids = prompt_token_ids
+
+
+def _lazy_read(pool: int) -> Work:
+    if "__getstate__" not in vars(LazyRequest):
+        tokcore.compact_ids("prompt_token_ids", lazy=True)(LazyRequest)
+    data = pickle.dumps(LazyRequest(_ids("zipf")), pickle.HIGHEST_PROTOCOL)
+    objects = iter([pickle.loads(data) for _ in range(pool)])
+    return (lambda objects: next(objects).prompt_token_ids), (objects,), 1
+
+
+def _feed_event(usage_null: bool) -> Callable[[], bytes]:
+    def event() -> bytes:
+        import bench_sse as s
+        return s.token_event(1, usage_null)
+    return event
+
+
+LAZY = ("compact_ids", "ids_buffer")  # ids_buffer came with the lazy descriptors
+
+CASES = [
+    Case("feed 1 chat event", "event", _feed(_feed_event(False)), 20_000),
+    Case('feed 1 chat event, "usage":null', "event", _feed(_feed_event(True)), 20_000),
+    Case("relay 1 MiB chat in 64 KiB reads", "byte", _relay("chat"), 8),
+    Case("relay 1 MiB responses in 64 KiB reads", "byte", _relay("responses"), 8,
+         ("RelayCounts",)),
+    Case("relay 1 MiB messages in 64 KiB reads", "byte", _relay("messages"), 8,
+         ("RelayCounts",)),
+    Case("rewrite_usage of the usage event", "call", _rewrite, 4_000),
+    Case("find_usage of the usage event", "call", _find, 10_000),
+    Case("find_member ids, 213 KB body", "call", _find_member, 40, ("find_member",)),
+    Case("set_member ids into a generation request", "call", _set_member, 400,
+         ("set_member",)),
+    Case("pack_ids 40k uniform", "id", _pack, 40),
+    Case("unpack_ids 40k zipf", "id", _unpack, 40),
+    Case("ids_to_b64 40k uniform", "id", _ids_to_b64, 40),
+    Case("b64_to_ids 40k zipf", "id", _b64_to_ids, 40),
+    Case("b64encode 160 KiB", "byte", _b64encode, 200),
+    Case("b64decode(validate=True) 160 KiB", "byte", _b64decode, 200),
+    Case("lazy first read, 40k zipf", "call", _lazy_read, 40, LAZY, consumes=True),
+]
+
+
+# --- what the goals of bench/compare.py measure tokcore against, in the same run
+
+def _prefilter(pool: int) -> Work:
+    import bench_sse as s
+    return s.prefilter, (s.token_event(1, False),), 1
+
+
+def _round_trip(pool: int) -> Work:
+    import bench_sse as s
+    return s.round_trip, (s.USAGE_EVENT,), 1
+
+
+def _pybase64_avx2() -> Any:
+    """pybase64 on its AVX2 kernels, the goal's yardstick (it picks AVX-512 VBMI where the
+    CPU has it: this machine's does; tokcore has no AVX-512 kernels)."""
+    import pybase64
+    from pybase64 import _pybase64
+    set_path = getattr(_pybase64, "_set_simd_path", None)
+    if set_path is not None and _pybase64._get_simd_flags_runtime() & AVX2_FLAG:
+        set_path(AVX2_FLAG)
+    return pybase64
+
+
+AVX2_FLAG = 64  # pybase64's flag of its AVX2 path (_pybase64._get_simd_name(64) == "AVX2")
+
+
+def _pybase64_encode(pool: int) -> Work:
+    return _pybase64_avx2().b64encode, (_random_bytes(),), B64_BYTES
+
+
+def _pybase64_decode(pool: int) -> Work:
+    import base64
+
+    pybase64 = _pybase64_avx2()
+    text = base64.b64encode(_random_bytes())
+    return pybase64.b64decode, (text, None, True), len(text)
+
+
+BASELINES = [
+    Case("b'\"usage\"' in event", "event", _prefilter, 0),
+    Case("json round trip of the usage event", "call", _round_trip, 0),
+    Case("pybase64.b64encode (AVX2) 160 KiB", "byte", _pybase64_encode, 0),
+    Case("pybase64.b64decode(validate=True) (AVX2) 160 KiB", "byte", _pybase64_decode, 0),
+]
+BY_NAME = {case.name: case for case in CASES}
+
+
+def main() -> None:
+    import ctypes
+
+    marks = ctypes.CDLL(sys.argv[1])
+    marks.tok_marks_dump.argtypes = [ctypes.c_char_p]
+    for case in [BY_NAME[name] for name in sys.argv[2:]] or CASES:
+        if not case.available():
+            continue
+        func, args, units = case.make(3 * case.reps + 1)  # a pool for both stretches
+        func(*args)  # a first call's one-off costs (caches, lazy imports) are not counted
+        gc.collect()
+        gc.disable()
+        for reps in (case.reps, 2 * case.reps):
+            marks.tok_marks_zero()
+            for _ in range(reps):
+                func(*args)
+            marks.tok_marks_dump(f"{case.name}|{reps}|{units}".encode())
+        gc.enable()
+
+
+if __name__ == "__main__":
+    main()
