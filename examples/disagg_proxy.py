@@ -307,7 +307,7 @@ async def proxy_handler(request: web.Request) -> web.StreamResponse:
         return await proxy(request, state, api, body)
     except UpstreamError as error:
         status, message = error.status, str(error)
-    except asyncio.TimeoutError:  # aiohttp's ServerTimeoutError is one
+    except TimeoutError:  # aiohttp's ServerTimeoutError is one
         status, message = 504, "a worker did not answer in time"
     except ClientError as error:  # refused, reset, a broken answer
         status, message = 502, f"a worker could not be reached ({type(error).__name__})"

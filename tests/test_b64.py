@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import base64
 import binascii
+import inspect
 import itertools
 import platform
 import struct
 import threading
+import warnings
 from array import array
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -167,6 +169,79 @@ def test_decode_argument_types(b64_twin: ModuleType, arg: Any) -> None:
 def test_encode_argument_types(b64_twin: ModuleType, arg: Any) -> None:
     for name in ENCODERS:
         assert_like_stdlib(b64_twin, name, arg)
+
+
+# 3.15's keywords: on 3.15 the drop-ins do what base64 does with them; before, base64 has no
+# such keyword and the drop-ins raise its TypeError. Either way the stdlib is the oracle.
+KEYWORD_CALLS: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
+    ("b64encode", (b"\xfb\xff",), {"padded": False}),
+    ("b64encode", (b"\xfb\xff" * 20,), {"wrapcol": 8}),
+    ("b64encode", (b"\xfb\xff",), {"padded": True, "wrapcol": 0}),
+    ("b64encode", (b"\xfb\xff",), {"wrapcol": -1}),
+    ("b64encode", (b"\xfb\xff",), {"wrapcol": "8"}),
+    ("b64encode", (b"\xfb\xff", b"-_"), {"padded": False}),
+    ("b64encode", (b"\xfb\xff", b"-_-"), {}),
+    ("b64decode", (b"+/8",), {"padded": False}),
+    ("b64decode", (b"+/8=",), {"padded": False}),
+    ("b64decode", (b"+/8",), {"padded": True}),
+    ("b64decode", (b"+/8=",), {"canonical": True}),
+    ("b64decode", (b"+/9=",), {"canonical": True}),
+    ("b64decode", (b"+/9=",), {"canonical": False}),
+    ("b64decode", (b"+/ 8=\n",), {"ignorechars": b" \n"}),
+    ("b64decode", (b"+/ 8=\n",), {"ignorechars": b" "}),
+    ("b64decode", (b"+/ 8=\n",), {"ignorechars": b" \n", "validate": False}),
+    ("b64decode", (b"-_ 8=",), {"altchars": b"-_", "ignorechars": b" "}),
+    ("b64decode", (b"-_8",), {"altchars": b"-_", "padded": False}),
+    ("b64decode", (b"-_8=",), {"altchars": b"-_-"}),
+    ("b64decode", (b"AAAA",), {"ignorechars": 5}),
+    ("urlsafe_b64encode", (b"\xfb\xff",), {"padded": False}),
+    ("urlsafe_b64encode", (b"\xfb\xff",), {"padded": True}),
+    ("urlsafe_b64decode", (b"-_8",), {}),
+    ("urlsafe_b64decode", (b"-_8",), {"padded": True}),
+    ("urlsafe_b64decode", (b"-_8",), {"padded": False}),
+    ("urlsafe_b64decode", (b"-_8=",), {"padded": True}),
+    ("urlsafe_b64decode", (b"-_8", ), {"padded": 0}),
+    ("urlsafe_b64decode", ("-_-_A",), {}),
+    ("urlsafe_b64decode", (b"-_-_AA=",), {}),
+]
+
+
+@pytest.mark.parametrize(("name", "args", "kwargs"), KEYWORD_CALLS)
+def test_315_keywords_like_stdlib(b64_twin: ModuleType, name: str, args: tuple[Any, ...],
+                                  kwargs: dict[str, Any]) -> None:
+    assert_like_stdlib(b64_twin, name, *args, **kwargs)
+
+
+def test_315_rules_are_probed() -> None:
+    # the keywords exist exactly where binascii has them, so the stdlib's signature agrees
+    stdlib = inspect.signature(base64.urlsafe_b64decode).parameters
+    assert _b64_py.KEYWORDS_315 == ("padded" in stdlib)
+
+
+WARNED_CALLS: list[tuple[str, tuple[Any, ...]]] = [
+    ("urlsafe_b64decode", (b"+/8=",)),
+    ("urlsafe_b64decode", ("-_/A",)),
+    ("b64decode", (b"+/-_", b"-_")),
+    ("b64decode", (b"+/-_", b"-_", True)),
+    ("b64decode", (b"ab/8", b"*!")),
+]
+
+
+@pytest.mark.parametrize(("name", "args"), WARNED_CALLS)
+def test_warnings_like_stdlib(b64_twin: ModuleType, name: str, args: tuple[Any, ...]) -> None:
+    """Where 3.15's base64 warns, the drop-ins warn the same, at their caller's line."""
+    def record(func: Callable[..., Any]) -> tuple[Any, list[tuple[Any, str, str]]]:
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            result = outcome(func, *args)
+        return result, [(w.category, str(w.message), w.filename) for w in seen]
+
+    ours, theirs = record(getattr(b64_twin, name)), record(getattr(base64, name))
+    assert ours[0] == theirs[0]
+    # the stdlib's warning points at its caller (outcome, here): so must ours
+    assert ours[1] == theirs[1], (name, args)
+    if _b64_py.KEYWORDS_315 and name == "urlsafe_b64decode":
+        assert ours[1], "3.15 warns here"
 
 
 @pytest.mark.parametrize(

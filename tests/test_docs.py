@@ -20,6 +20,7 @@ import doctest
 import re
 import shlex
 import sys
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -29,11 +30,6 @@ import httpx
 import pytest
 from _twins import ROOT
 from _upstream import CACHED, PROMPT, RELAYED_USAGE, TOKEN_EVENT, USAGE_EVENT, Server
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    tomllib = None
 
 PLACEHOLDER = re.compile(r'"http://127\.0\.0\.1:8001(/[^"]*)"')
 BLOCK = re.compile(r"^```(\w+)[^\n]*\n(.*?)^```", re.S | re.M)
@@ -160,9 +156,7 @@ def makefile_targets() -> set[str]:
 
 def extras() -> set[str]:
     text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
-    if tomllib is not None:
-        return set(tomllib.loads(text)["project"].get("optional-dependencies", {}))
-    return set(re.findall(r"^(\w+) = \[", text, re.M))  # pragma: no cover
+    return set(tomllib.loads(text)["project"].get("optional-dependencies", {}))
 
 
 @pytest.mark.parametrize("page", PAGES, ids=page_id)

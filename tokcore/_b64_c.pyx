@@ -25,11 +25,12 @@ from binascii import a2b_base64 as _a2b_base64
 from operator import index as _index
 
 from tokcore._b64_py import (
-    GH145264_RULES, STRICT_MODE, STRICT_MODE_BY_TRUTH, STRICT_PAD_AFTER_QUAD_ERROR,
-    Error, apply_decode_altchars,
-    apply_encode_altchars, check_legacy_validate, decode_data, standard_to_urlsafe,
-    urlsafe_to_standard,
+    GH145264_RULES, KEYWORDS_315, STRICT_MODE, STRICT_MODE_BY_TRUTH,
+    STRICT_PAD_AFTER_QUAD_ERROR, UNSET, Error, apply_decode_altchars,
+    apply_encode_altchars, check_keywords, check_legacy_validate, decode_data,
+    standard_to_urlsafe, urlsafe_decode_315, urlsafe_to_standard,
 )
+from tokcore import _b64_py as _py
 from tokcore._ids_c import pack_ids
 from tokcore._ids_py import buffer_layout, coerce_ids, length_error, resized_error
 
@@ -206,43 +207,65 @@ cdef bytes _encode(object s):
     return result
 
 
-cdef bytes _decode(object text, bint strict):
-    """``text`` is bytes or an ASCII str."""
+cdef object _decode_fast(object text):
+    """``text`` (bytes or an ASCII str) decoded when it is well-formed (whole quads, the
+    alphabet, at most two '=' at the end: every rule agrees on it), else None."""
     cdef Py_ssize_t n = 0
     cdef ptrdiff_t got = -1
-    cdef size_t outlen = 0
     cdef int pads
     cdef const unsigned char *src = _text_data(text, &n)
     cdef unsigned char *out
     cdef bytes result
-    if n % 4 == 0:  # maybe well-formed: decode straight into a result of the right size
-        pads = tok_b64_pads(src, <size_t>n)
-        result = PyBytes_FromStringAndSize(NULL, n // 4 * 3 - pads)
-        out = <unsigned char *>PyBytes_AS_STRING(result)
-        if n >= NOGIL_MIN_BYTES:
-            with nogil:
-                got = tok_b64_decode_fast(src, <size_t>n, out)
-        else:
+    if n % 4:
+        return None
+    pads = tok_b64_pads(src, <size_t>n)
+    result = PyBytes_FromStringAndSize(NULL, n // 4 * 3 - pads)
+    out = <unsigned char *>PyBytes_AS_STRING(result)
+    if n >= NOGIL_MIN_BYTES:
+        with nogil:
             got = tok_b64_decode_fast(src, <size_t>n, out)
-        if got >= 0:
-            return result
-    out = _decode_exact(src, n, strict, &outlen)
+    else:
+        got = tok_b64_decode_fast(src, <size_t>n, out)
+    return result if got >= 0 else None
+
+
+cdef bytes _decode(object text, bint strict):
+    """``text`` is bytes or an ASCII str."""
+    cdef Py_ssize_t n = 0
+    cdef size_t outlen = 0
+    result = _decode_fast(text)
+    if result is not None:
+        return result
+    cdef const unsigned char *src = _text_data(text, &n)
+    cdef unsigned char *out = _decode_exact(src, n, strict, &outlen)
     try:
         return PyBytes_FromStringAndSize(<char *>out, <Py_ssize_t>outlen)
     finally:
         free(out)
 
 
-def b64encode(s, altchars=None):
+# The new keywords (3.15's base64) and 3.15's altchars rules go through the Python twin,
+# which follows base64 step by step; the calls without them stay here.
+
+def b64encode(s, altchars=None, *, padded=UNSET, wrapcol=UNSET):
     """Encode the bytes-like object s using Base64 and return a bytes object."""
-    encoded = _encode(s)
-    if altchars is not None:
-        return apply_encode_altchars(encoded, altchars)
-    return encoded
+    if padded is UNSET and wrapcol is UNSET:
+        if altchars is None:
+            return _encode(s)
+        if not KEYWORDS_315:
+            return apply_encode_altchars(_encode(s), altchars)
+    return _py.b64encode(s, altchars, padded=padded, wrapcol=wrapcol)
 
 
-def b64decode(s, altchars=None, validate=False):
+def b64decode(s, altchars=None, validate=UNSET, *, padded=UNSET, ignorechars=UNSET,
+              canonical=UNSET):
     """Decode the Base64 encoded bytes-like object or ASCII string s."""
+    if padded is not UNSET or ignorechars is not UNSET or canonical is not UNSET or (
+            altchars is not None and KEYWORDS_315):
+        return _py.b64decode(s, altchars, validate, padded=padded, ignorechars=ignorechars,
+                             canonical=canonical)
+    if validate is UNSET:
+        validate = False
     text = _ascii_text(s)
     if altchars is not None:
         if type(text) is str:
@@ -261,14 +284,24 @@ def standard_b64decode(s):
     return _decode(_ascii_text(s), False)
 
 
-def urlsafe_b64encode(s):
+def urlsafe_b64encode(s, *, padded=UNSET):
     """Encode bytes using the URL- and filesystem-safe Base64 alphabet."""
-    return standard_to_urlsafe(_encode(s))
+    if padded is UNSET:
+        return standard_to_urlsafe(_encode(s))
+    return _py.urlsafe_b64encode(s, padded=padded)
 
 
-def urlsafe_b64decode(s):
+def urlsafe_b64decode(s, *, padded=UNSET):
     """Decode bytes using the URL- and filesystem-safe Base64 alphabet."""
-    return _decode(urlsafe_to_standard(s), False)
+    if not KEYWORDS_315:
+        check_keywords("urlsafe_b64decode", padded=padded)
+        return _decode(urlsafe_to_standard(s), False)
+    data = decode_data(s)
+    if b"+" in data or b"/" in data:  # 3.15 warns about them: the twin does it
+        return _py.urlsafe_b64decode(data, padded=padded)
+    text = urlsafe_to_standard(data)
+    result = _decode_fast(text)
+    return result if result is not None else urlsafe_decode_315(text, padded)
 
 
 # --- fused: token ids -> base64 text -------------------------------------------------------

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import binascii
 import re
+import warnings
 from typing import Any
 
 from ._args import BytesLike, TextOrBytes
@@ -85,6 +86,50 @@ def _strict_mode_by_truth() -> bool:
 #: how the Cython twin reads a ``validate`` that is neither True nor False
 STRICT_MODE_BY_TRUTH = _strict_mode_by_truth()
 
+def _has_315_keywords() -> bool:
+    """Whether binascii's base64 functions take ``padded=``, ``ignorechars=``, ``canonical=``
+    and ``alphabet=`` (3.15 on). The base64 module shipped with such a binascii has 3.15's
+    rules too: the new keywords, ``urlsafe_b64decode`` not requiring padding by default,
+    ``altchars`` of the wrong length a ValueError, and a warning for ``+`` or ``/`` that the
+    alphabet in use does not have."""
+    try:
+        binascii.a2b_base64(b"", padded=True)  # type: ignore[call-arg, unused-ignore]
+    except TypeError:
+        return False
+    return True
+
+
+#: the drop-ins follow 3.15's base64 (the keywords above, and its rules) when this is true
+KEYWORDS_315 = _has_315_keywords()
+
+
+class _Unset:
+    """The default of a keyword the caller did not give (3.15's base64 tells "not given"
+    from every value for ``validate`` and ``ignorechars``; before 3.15 the new keywords do
+    not exist, so any value given is a TypeError)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<not given>"
+
+
+#: a keyword's default: not given
+UNSET: Any = _Unset()
+
+
+def check_keywords(func: str, **given: object) -> None:
+    """The TypeError the running base64's ``func`` raises for a keyword it does not have."""
+    if not KEYWORDS_315:
+        for name, value in given.items():
+            if value is not UNSET:
+                raise TypeError(f"{func}() got an unexpected keyword argument {name!r}")
+
+
+def _given(value: Any, default: Any) -> Any:
+    return default if value is UNSET else value
+
+
 _URLSAFE_ENCODE = bytes.maketrans(b"+/", b"-_")
 _URLSAFE_DECODE = bytes.maketrans(b"-_", b"+/")
 
@@ -138,17 +183,79 @@ def standard_to_urlsafe(encoded: bytes) -> bytes:
 
 # --- the base64 module's functions ---------------------------------------------------------
 
-def b64encode(s: BytesLike, altchars: BytesLike | None = None) -> bytes:
+def b64encode(s: BytesLike, altchars: BytesLike | None = None, *,
+              padded: bool = UNSET, wrapcol: int = UNSET) -> bytes:
     """Encode the bytes-like object ``s`` with Base64 (as ``base64.b64encode``)."""
-    encoded = binascii.b2a_base64(s, newline=False)
+    if not KEYWORDS_315:
+        check_keywords("b64encode", padded=padded, wrapcol=wrapcol)
+        encoded = binascii.b2a_base64(s, newline=False)
+        if altchars is not None:
+            return apply_encode_altchars(encoded, altchars)
+        return encoded
+    padded, wrapcol = _given(padded, True), _given(wrapcol, 0)
     if altchars is not None:
-        return apply_encode_altchars(encoded, altchars)
-    return encoded
+        if len(altchars) != 2:  # type: ignore[arg-type]  # as base64: any sized object
+            raise ValueError(f"invalid altchars: {altchars!r}")
+        return binascii.b2a_base64(  # type: ignore[call-arg, unused-ignore]
+            s, padded=padded, wrapcol=wrapcol, newline=False,
+            alphabet=binascii.BASE64_ALPHABET[:-2] + altchars)  # type: ignore[attr-defined, unused-ignore]
+    return binascii.b2a_base64(  # type: ignore[call-arg, unused-ignore]
+        s, padded=padded, wrapcol=wrapcol, newline=False)
 
 
-def b64decode(s: TextOrBytes, altchars: TextOrBytes | None = None,
-              validate: bool = False) -> bytes:
+def _altchars_warning(badchar: int, altchars: bytes, validate: object, urlsafe: bool) -> None:
+    """3.15's warning for ``+`` or ``/`` in data whose alphabet does not have it, raised at
+    the caller of the drop-in."""
+    if urlsafe:
+        warnings.warn(f"invalid character {chr(badchar)!a} in URL-safe Base64 data "
+                      "will be discarded in future Python versions", FutureWarning,
+                      stacklevel=3)
+    elif validate:
+        warnings.warn(f"invalid character {chr(badchar)!a} in Base64 data with "
+                      f"altchars={altchars!r} and validate=True will be an error in future "
+                      "Python versions", DeprecationWarning, stacklevel=3)
+    else:
+        warnings.warn(f"invalid character {chr(badchar)!a} in Base64 data with "
+                      f"altchars={altchars!r} and validate=False will be discarded in future "
+                      "Python versions", FutureWarning, stacklevel=3)
+
+
+def _b64decode_315(data: bytes, altchars: Any, validate: Any, padded: Any, ignorechars: Any,
+                   canonical: Any) -> tuple[bytes, int | None]:
+    """3.15's b64decode on ``data`` (bytes), and the character to warn about, if any."""
+    if validate is UNSET:
+        validate = ignorechars is not UNSET
+    padded, canonical = _given(padded, True), _given(canonical, False)
+    a2b: Any = binascii.a2b_base64
+    badchar = None
+    if altchars is not None:
+        altchars = decode_data(altchars)
+        if len(altchars) != 2:
+            raise ValueError(f"invalid altchars: {altchars!r}")
+        if ignorechars is not UNSET:
+            return a2b(data, strict_mode=validate, padded=padded, ignorechars=ignorechars,
+                       canonical=canonical,
+                       alphabet=binascii.BASE64_ALPHABET[:-2] + altchars), None  # type: ignore[attr-defined, unused-ignore]
+        badchar = next((b for b in b"+/" if b not in altchars and b in data), None)
+        data = data.translate(bytes.maketrans(altchars, b"+/"))
+    result = a2b(data, strict_mode=validate, padded=padded,
+                 ignorechars=_given(ignorechars, b""), canonical=canonical)
+    return result, badchar
+
+
+def b64decode(s: TextOrBytes, altchars: TextOrBytes | None = None, validate: bool = UNSET,
+              *, padded: bool = UNSET, ignorechars: BytesLike = UNSET,
+              canonical: bool = UNSET) -> bytes:
     """Decode Base64 bytes or ASCII text (as ``base64.b64decode``)."""
+    if KEYWORDS_315:
+        result, badchar = _b64decode_315(decode_data(s), altchars, validate, padded,
+                                         ignorechars, canonical)
+        if badchar is not None:
+            _altchars_warning(badchar, decode_data(altchars), validate is not UNSET and
+                              validate, False)
+        return result
+    check_keywords("b64decode", padded=padded, ignorechars=ignorechars, canonical=canonical)
+    validate = _given(validate, False)
     data = decode_data(s)
     if altchars is not None:
         data = apply_decode_altchars(data, altchars)
@@ -169,14 +276,32 @@ def standard_b64decode(s: TextOrBytes) -> bytes:
     return b64decode(s)
 
 
-def urlsafe_b64encode(s: BytesLike) -> bytes:
+def urlsafe_b64encode(s: BytesLike, *, padded: bool = UNSET) -> bytes:
     """Encode with ``-_`` instead of ``+/`` (as ``base64.urlsafe_b64encode``)."""
-    return standard_to_urlsafe(b64encode(s))
+    if not KEYWORDS_315:
+        check_keywords("urlsafe_b64encode", padded=padded)
+        return standard_to_urlsafe(b64encode(s))
+    return standard_to_urlsafe(b64encode(s, padded=_given(padded, True)))
 
 
-def urlsafe_b64decode(s: TextOrBytes) -> bytes:
-    """Decode ``-_`` (and ``+/``) Base64 (as ``base64.urlsafe_b64decode``)."""
-    return b64decode(urlsafe_to_standard(s))
+def urlsafe_b64decode(s: TextOrBytes, *, padded: bool = UNSET) -> bytes:
+    """Decode ``-_`` (and ``+/``) Base64 (as ``base64.urlsafe_b64decode``; from 3.15 on,
+    padding is not required unless ``padded=True``)."""
+    if not KEYWORDS_315:
+        check_keywords("urlsafe_b64decode", padded=padded)
+        return b64decode(urlsafe_to_standard(s))
+    data = decode_data(s)
+    badchar = next((b for b in b"+/" if b in data), None)
+    result = urlsafe_decode_315(data.translate(_URLSAFE_DECODE), padded)
+    if badchar is not None:
+        _altchars_warning(badchar, b"-_", False, True)
+    return result
+
+
+def urlsafe_decode_315(standard: bytes, padded: Any) -> bytes:
+    """3.15's url-safe decode of text already in the standard alphabet."""
+    a2b: Any = binascii.a2b_base64
+    return a2b(standard, strict_mode=False, padded=_given(padded, False))  # type: ignore[no-any-return]
 
 
 # --- fused: token ids <-> base64 text of their int32 bytes ----------------------------------

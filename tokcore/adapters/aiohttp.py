@@ -24,7 +24,6 @@ However the stream ends, the upstream response is released or closed before
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Mapping
 
@@ -63,7 +62,7 @@ async def relay_response(request: web.BaseRequest, upstream: ClientResponse,
                 out = await stream.__anext__()
             except StopAsyncIteration:
                 break
-            except (ClientError, OSError, asyncio.TimeoutError) as error:
+            except (TimeoutError, ClientError, OSError) as error:
                 log.warning("upstream %s failed mid-stream: %s: %s", upstream.url,
                             type(error).__name__, error)
                 await response.write(stream_error_event(api))
