@@ -19,7 +19,8 @@ from _twins import twin
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-SCANS = ("next_candidate", "next_candidate_cr", "first_lflf", "last_lflf", "count_event_ends")
+SCANS = ("next_candidate", "next_candidate_cr", "first_lflf", "last_lflf", "count_event_ends",
+         "scan_events", "scan_events_cr")
 MACHINE = platform.machine().lower()
 EXPECTED_KIND = {"x86_64": "SSE2", "amd64": "SSE2", "aarch64": "NEON", "arm64": "NEON"}
 
@@ -40,7 +41,17 @@ ORACLES: dict[str, Callable[[bytes], int]] = {
     "first_lflf": lambda d: d.find(b"\n\n"),
     "last_lflf": lambda d: d.rfind(b"\n\n"),
     "count_event_ends": lambda d: len(EVENT_END.findall(d)),
+    "scan_events": lambda d: events_number(d, False),
+    "scan_events_cr": lambda d: events_number(d, True),
 }
+
+
+def events_number(data: bytes, with_cr: bool) -> int:
+    """tok_scan_events as _scan gives it: the candidate, else -1 - (ends << 32 | last + 1)."""
+    hit = oracle_candidate(data, with_cr)
+    if hit >= 0:
+        return hit
+    return -1 - (len(EVENT_END.findall(data)) << 32 | (data.rfind(b"\n\n") + 1))
 
 
 def slow_oracles(data: bytes) -> dict[str, int]:
@@ -49,9 +60,16 @@ def slow_oracles(data: bytes) -> dict[str, int]:
         return next((k for k in range(len(data)) if data[k:].startswith((b'"usage"', b"\\u00"))
                      or (with_cr and data[k] == 13)), -1)
     pairs = [i for i in range(len(data) - 1) if data[i] == data[i + 1] == 10]
+    ends = sum(1 for i in pairs if i > 0 and data[i - 1] != 10)
+    last = max(pairs, default=-1)
+
+    def events(with_cr: bool) -> int:
+        hit = candidate(with_cr)
+        return hit if hit >= 0 else -1 - ends * 2**32 - (last + 1)
     return {"next_candidate": candidate(False), "next_candidate_cr": candidate(True),
-            "first_lflf": min(pairs, default=-1), "last_lflf": max(pairs, default=-1),
-            "count_event_ends": sum(1 for i in pairs if i > 0 and data[i - 1] != 10)}
+            "first_lflf": min(pairs, default=-1), "last_lflf": last,
+            "count_event_ends": ends, "scan_events": events(False),
+            "scan_events_cr": events(True)}
 
 
 @pytest.fixture(scope="module")
@@ -64,6 +82,7 @@ def check(sse_c: ModuleType, data: bytes, scans: tuple[str, ...] = SCANS) -> Non
     for name in scans:
         expected = ORACLES[name](data)
         assert sse_c._scan(name, data, True) == expected, (name, data)
+        assert sse_c._scan(name, data, True, False) == expected, (name, "16-byte", data)
         assert sse_c._scan(name, data, False) == expected, (name, "portable", data)
 
 
@@ -71,9 +90,23 @@ def test_kind(sse_c: ModuleType) -> None:
     """The build uses the vector loops its CPU family has: a build that lost them (a wrong
     define, a compiler that does not target them) fails here instead of going slow."""
     assert sse_c._SCANS == SCANS
-    kind = sse_c.BUILD_INFO["byte scan"]
+    kind, _, wide = sse_c.BUILD_INFO["byte scan"].partition(" + ")
     assert kind == EXPECTED_KIND.get(MACHINE, kind)
     assert kind in ("SSE2", "NEON", "portable")
+    # the 32-byte loop of the forwarded reads runs wherever the CPU has AVX2
+    has_avx2 = cpu_has("avx2")
+    if has_avx2 is not None:
+        assert wide == ("AVX2" if kind == "SSE2" and has_avx2 else "")
+
+
+def cpu_has(flag: str) -> bool | None:
+    """Whether /proc/cpuinfo lists ``flag``; None where there is no such file."""
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as file:
+            cpuinfo = file.read()
+    except OSError:
+        return None
+    return any(flag in line.split() for line in cpuinfo.splitlines() if line.startswith("flags"))
 
 
 def test_unknown_scan(sse_c: ModuleType) -> None:
@@ -115,9 +148,10 @@ def test_vector_loops_agree_on_every_input(sse_c: ModuleType, alphabet: bytes,
 
 
 # (alphabet, window, fillers): the window at every offset of inputs of these lengths, which
-# end in each part of the vector loops (the 32-byte steps, the 16-byte one, the last block)
+# end in each part of the vector loops (the 32-byte steps, the 16-byte one, the last block,
+# scan_events' 64-byte steps: one, two and the LF carried between them)
 WINDOWS = [(b"\nx", 8, (b"x", b"\n")), (b'"\\u\rx', 4, (b"x",))]
-TOTALS = (49, 64, 81, 95)
+TOTALS = (49, 64, 81, 95, 130)
 
 
 @pytest.mark.parametrize(("alphabet", "window", "fillers"), WINDOWS)
@@ -174,12 +208,13 @@ def test_many_events(sse_c: ModuleType) -> None:
         for repeat in (255 * 16 // len(event), 9000):
             data = event * repeat
             for extra in (b"", b"\n", b"x\n\n"):
-                check(sse_c, data + extra, ("count_event_ends", "last_lflf", "first_lflf"))
+                check(sse_c, data + extra, ("count_event_ends", "last_lflf", "first_lflf",
+                                            "scan_events", "scan_events_cr"))
 
 
 @settings(max_examples=examples(400), deadline=None)
 @given(data=st.lists(st.sampled_from([b"\n", b"\r", b'"', b"\\", b"u", b"x", b'"usage"',
                                       b"\\u00", b"\n\n", b"\x00", b"\xff"]),
-                     max_size=60).map(b"".join))
+                     max_size=120).map(b"".join))
 def test_random(data: bytes) -> None:
     check(twin("sse", "c"), data)

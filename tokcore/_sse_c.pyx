@@ -32,22 +32,30 @@ cdef extern from "_ssescan.h":
     Py_ssize_t tok_first_lflf(const char *p, Py_ssize_t n) noexcept nogil
     Py_ssize_t tok_last_lflf(const char *p, Py_ssize_t n) noexcept nogil
     Py_ssize_t tok_count_event_ends(const char *p, Py_ssize_t n) noexcept nogil
+    Py_ssize_t tok_scan_events(const char *p, Py_ssize_t n, int with_cr, Py_ssize_t *ends,
+                               Py_ssize_t *last) noexcept nogil
     Py_ssize_t tok_line_end(const char *p, Py_ssize_t i, Py_ssize_t n) noexcept nogil
     bint TOK_SCAN_SIMD
+    void tok_scan_init() noexcept
+    int tok_scan_use_avx2
     Py_ssize_t tok_scan_by_number(int which, int simd, const char *p, Py_ssize_t n) noexcept nogil
     int tok_scan_agree(const char *alphabet, int k, char *buf, Py_ssize_t n, Py_ssize_t at,
                        int length, int *which) noexcept nogil
 
-BUILD_INFO = {"byte scan": TOK_SCAN_KIND.decode()}
+tok_scan_init()
+# the scan of a read forwarded whole runs 32-byte AVX2 blocks where the CPU has them
+BUILD_INFO = {"byte scan": TOK_SCAN_KIND.decode() + (" + AVX2" if tok_scan_use_avx2 else "")}
 # the scans _scan runs, by their number in tok_scan_by_number
-_SCANS = ("next_candidate", "next_candidate_cr", "first_lflf", "last_lflf", "count_event_ends")
+_SCANS = ("next_candidate", "next_candidate_cr", "first_lflf", "last_lflf", "count_event_ends",
+          "scan_events", "scan_events_cr")
 
 
-def _scan(name, bytes data, simd=True):
+def _scan(name, bytes data, simd=True, wide=True):
     """One byte scan of ``_ssescan.h`` on ``data``: the vector loops (``simd``, where the
-    build has them) or the portable ones. For the tests that compare both; -1 is none."""
+    build has them; ``wide``: AVX2 where the CPU has it, else the 16-byte loops) or the
+    portable ones. For the tests that compare them; -1 is none."""
     cdef int which = _SCANS.index(name)
-    return tok_scan_by_number(which, 1 if simd and TOK_SCAN_SIMD else 0,
+    return tok_scan_by_number(which, (1 if wide else 2) if simd and TOK_SCAN_SIMD else 0,
                               PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data))
 
 
@@ -357,6 +365,7 @@ cdef class UsageRelay:
         cdef const char *d = PyBytes_AS_STRING(chunk)
         cdef Py_ssize_t n = PyBytes_GET_SIZE(chunk)
         cdef Py_ssize_t pos = 0, copied = 0, end, count = 0, total, k, hit
+        cdef Py_ssize_t ends = 0, last = -1, scanned = -1  # what tok_scan_events found from scanned
         cdef Py_ssize_t hold_from = -1  # the chunk's tail from here waits for more
         cdef bint has_cr, clean, drop_pending = False
         cdef bint holding = self._pend_len > 0  # an event started in an earlier chunk
@@ -368,11 +377,11 @@ cdef class UsageRelay:
         clean = (self._pend_len == 0 and self._big is None and self._line_start
                  and n >= 2 and d[n - 1] == 10 and d[n - 2] == 10)
         if clean:
-            hit = tok_next_candidate(d, n, 1)
+            hit = tok_scan_events(d, n, 1, &ends, &last)
             if hit < 0:
                 self._cr = False  # complete events, no CR, no usage key: the chunk itself
                 self._first = False
-                self._counts[N_EVENTS] += tok_count_event_ends(d, n)
+                self._counts[N_EVENTS] += ends
                 if n > self._max:
                     self._count_oversized(d, n)
                 return chunk
@@ -403,14 +412,21 @@ cdef class UsageRelay:
                 continue
             if not holding and not has_cr:
                 if hit < pos:
-                    hit = tok_next_candidate(d + pos, n - pos, 0)
+                    # one pass: the next usage key, or, when there is none, the events that
+                    # end in the rest and its last blank line
+                    hit = tok_scan_events(d + pos, n - pos, 0, &ends, &last)
                     hit = n if hit < 0 else pos + hit
+                    scanned = pos
                 if hit == n:  # no usage key in the rest: out to its last blank line
-                    end = tok_last_lflf(d + pos, n - pos)
-                    end = pos + end + 2 if end >= 0 else (
+                    if scanned != pos:  # the rest is shorter than the pass: scan it again
+                        tok_scan_events(d + pos, n - pos, 0, &ends, &last)
+                        scanned = pos
+                    end = pos + last + 2 if last >= 0 else (
                         pos + 1 if self._line_start and not self._cr and d[pos] == 10 else -1)
                     if end > pos:
-                        self._counts[N_EVENTS] += tok_count_event_ends(d + pos, end - pos)
+                        # the pairs of the rest all lie before its last one's end: the same
+                        # count as over d[pos:end]
+                        self._counts[N_EVENTS] += ends
                         if end - pos > self._max:
                             self._count_oversized(d + pos, end - pos)
                         self._line_start, self._cr, self._first = True, False, False

@@ -13,6 +13,10 @@
  * tok_count_event_ends: how many events end in p[:n] when p starts a line and has no CR:
  *   the "\n\n" pairs whose first LF ends a line that is not empty (offset > 0, the byte
  *   before it not a LF). Empty lines on their own are no event.
+ * tok_scan_events: the three above in one pass, for a read the relay forwards whole when it
+ *   holds no usage key: the first candidate (as tok_next_candidate), and when there is
+ *   none, *ends = tok_count_event_ends and *last = tok_last_lflf. One pass reads the bytes
+ *   once, where the three scans read them up to three times.
  */
 #ifndef TOKCORE_SSESCAN_H
 #define TOKCORE_SSESCAN_H
@@ -90,6 +94,16 @@ static inline Py_ssize_t tok_last_lflf_portable(const char *p, Py_ssize_t n) {
     for (i = n - 2; i >= 0; i--)
         if (p[i] == '\n' && p[i + 1] == '\n') return i;
     return -1;
+}
+
+static inline Py_ssize_t tok_scan_events_portable(const char *p, Py_ssize_t n, int with_cr,
+                                                  Py_ssize_t *ends, Py_ssize_t *last) {
+    Py_ssize_t hit = tok_next_candidate_portable(p, n, with_cr);
+    if (hit < 0) {
+        *ends = tok_count_event_ends_portable(p, n);
+        *last = tok_last_lflf_portable(p, n);
+    }
+    return hit;
 }
 
 /* --- SSE2: 16 bytes a step -------------------------------------------------------------- */
@@ -181,10 +195,167 @@ static inline Py_ssize_t tok_last_lflf_sse2(const char *p, Py_ssize_t n) {
     return -1;
 }
 
+
+/* The candidates (as tok_next_candidate_sse2) and the LF pairs of the 16 starts p[0..16) */
+#define TOK_SSE2_BLOCK(p, c, pr) do { \
+        __m128i a_ = TOK_LOAD(p), b_ = TOK_LOAD((p) + 1); \
+        (c) = _mm_or_si128(_mm_and_si128(_mm_or_si128(_mm_cmpeq_epi8(a_, quote), \
+                                                      _mm_cmpeq_epi8(a_, slash)), \
+                                         _mm_cmpeq_epi8(b_, u)), \
+                           _mm_and_si128(_mm_cmpeq_epi8(a_, cr), cr_on)); \
+        (pr) = _mm_and_si128(_mm_cmpeq_epi8(a_, lf), _mm_cmpeq_epi8(b_, lf)); \
+    } while (0)
+
+/* 64 bytes a step: the candidate and LF-pair compares of its four blocks or'ed together, so
+ * that a step with neither costs two tests; the exact work (each candidate checked, a pair
+ * after a LF left out of the count) only in a step that has one, where the blocks are
+ * compared again (at about 260 bytes an event, one step in four has a pair). Nothing of a
+ * block is kept across the step: with the constants it would not fit in 16 registers. */
+static inline Py_ssize_t tok_scan_events_sse2(const char *p, Py_ssize_t n, int with_cr,
+                                              Py_ssize_t *ends, Py_ssize_t *last) {
+    const __m128i quote = _mm_set1_epi8('"'), slash = _mm_set1_epi8('\\');
+    const __m128i u = _mm_set1_epi8('u'), cr = _mm_set1_epi8('\r'), lf = _mm_set1_epi8('\n');
+    const __m128i cr_on = with_cr ? _mm_set1_epi8(-1) : _mm_setzero_si128();
+    Py_ssize_t i = 0, count = 0, at = -1;
+    for (; i + 65 <= n; i += 64) {
+        __m128i c, pr, any_c, any_p;
+        TOK_SSE2_BLOCK(p + i, any_c, any_p);
+        for (int j = 1; j < 4; j++) {
+            TOK_SSE2_BLOCK(p + i + 16 * j, c, pr);
+            any_c = _mm_or_si128(any_c, c);
+            any_p = _mm_or_si128(any_p, pr);
+        }
+        if (_mm_movemask_epi8(any_c)) {
+            for (int j = 0; j < 4; j++) {
+                TOK_SSE2_BLOCK(p + i + 16 * j, c, pr);
+                unsigned int bits = (unsigned int)_mm_movemask_epi8(c);
+                while (bits) {
+                    Py_ssize_t k = i + 16 * j + tok_ctz(bits);
+                    if (tok_is_candidate(p, n, k, with_cr)) return k;
+                    bits &= bits - 1;
+                }
+            }
+        }
+        if (!_mm_movemask_epi8(any_p))
+            continue;
+        for (int j = 0; j < 4; j++) {
+            const char *q = p + i + 16 * j;
+            TOK_SSE2_BLOCK(q, c, pr);
+            unsigned int pairs = (unsigned int)_mm_movemask_epi8(pr);
+            if (pairs) {
+                /* a pair is an event's end unless a LF comes before it (or it is at 0) */
+                unsigned int after_lf =
+                    ((unsigned int)_mm_movemask_epi8(_mm_cmpeq_epi8(TOK_LOAD(q), lf)) << 1)
+                    | (unsigned int)(q == p || q[-1] == '\n');
+                unsigned int real = pairs & ~after_lf;
+                at = q - p + tok_highest_bit(pairs);
+                while (real) { count++; real &= real - 1; }
+            }
+        }
+    }
+    for (; i < n; i++) {
+        if (tok_is_candidate(p, n, i, with_cr)) return i;
+        if (p[i] == '\n' && i + 1 < n && p[i + 1] == '\n') {
+            at = i;
+            count += i > 0 && p[i - 1] != '\n';
+        }
+    }
+    *ends = count;
+    *last = at;
+    return -1;
+}
+#undef TOK_SSE2_BLOCK
+
+/* The same with AVX2, 32 bytes a block, where the CPU has it (picked at run time: the module
+ * loads on any x86-64 CPU). */
+#  if defined(__GNUC__) || defined(__clang__)
+#    define TOK_SCAN_AVX2 1
+#    include <immintrin.h>
+#    define TOK_LOAD256(p) _mm256_loadu_si256((const __m256i *)(const void *)(p))
+#    define TOK_AVX2_BLOCK(p, c, pr) do { \
+        __m256i a_ = TOK_LOAD256(p), b_ = TOK_LOAD256((p) + 1); \
+        (c) = _mm256_or_si256(_mm256_and_si256(_mm256_or_si256(_mm256_cmpeq_epi8(a_, quote), \
+                                                               _mm256_cmpeq_epi8(a_, slash)), \
+                                               _mm256_cmpeq_epi8(b_, u)), \
+                              _mm256_and_si256(_mm256_cmpeq_epi8(a_, cr), cr_on)); \
+        (pr) = _mm256_and_si256(_mm256_cmpeq_epi8(a_, lf), _mm256_cmpeq_epi8(b_, lf)); \
+    } while (0)
+
+__attribute__((target("avx2")))
+static Py_ssize_t tok_scan_events_avx2(const char *p, Py_ssize_t n, int with_cr,
+                                       Py_ssize_t *ends, Py_ssize_t *last) {
+    const __m256i quote = _mm256_set1_epi8('"'), slash = _mm256_set1_epi8('\\');
+    const __m256i u = _mm256_set1_epi8('u'), cr = _mm256_set1_epi8('\r');
+    const __m256i lf = _mm256_set1_epi8('\n');
+    const __m256i cr_on = with_cr ? _mm256_set1_epi8(-1) : _mm256_setzero_si256();
+    Py_ssize_t i = 0, count = 0, at = -1;
+    for (; i + 65 <= n; i += 64) {
+        __m256i c0, p0, c1, p1;
+        TOK_AVX2_BLOCK(p + i, c0, p0);
+        TOK_AVX2_BLOCK(p + i + 32, c1, p1);
+        if (!_mm256_testz_si256(_mm256_or_si256(c0, c1), _mm256_or_si256(c0, c1))) {
+            uint64_t bits = (uint32_t)_mm256_movemask_epi8(c0)
+                | ((uint64_t)(uint32_t)_mm256_movemask_epi8(c1) << 32);
+            while (bits) {
+                Py_ssize_t k = i + __builtin_ctzll(bits);
+                if (tok_is_candidate(p, n, k, with_cr)) return k;
+                bits &= bits - 1;
+            }
+        }
+        if (_mm256_testz_si256(_mm256_or_si256(p0, p1), _mm256_or_si256(p0, p1)))
+            continue;
+        {
+            uint64_t pairs = (uint32_t)_mm256_movemask_epi8(p0)
+                | ((uint64_t)(uint32_t)_mm256_movemask_epi8(p1) << 32);
+            uint64_t lfs = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(TOK_LOAD256(p + i), lf))
+                | ((uint64_t)(uint32_t)_mm256_movemask_epi8(
+                       _mm256_cmpeq_epi8(TOK_LOAD256(p + i + 32), lf)) << 32);
+            /* a pair is an event's end unless a LF comes before it (or it is at 0) */
+            uint64_t real = pairs & ~((lfs << 1) | (uint64_t)(i == 0 || p[i - 1] == '\n'));
+            at = i + 63 - __builtin_clzll(pairs);
+            while (real) { count++; real &= real - 1; }
+        }
+    }
+    for (; i < n; i++) {
+        if (tok_is_candidate(p, n, i, with_cr)) return i;
+        if (p[i] == '\n' && i + 1 < n && p[i + 1] == '\n') {
+            at = i;
+            count += i > 0 && p[i - 1] != '\n';
+        }
+    }
+    *ends = count;
+    *last = at;
+    return -1;
+}
+#    undef TOK_AVX2_BLOCK
+#  endif
+
 #endif /* TOK_SCAN_SSE2 */
+#ifndef TOK_SCAN_AVX2
+#  define TOK_SCAN_AVX2 0
+#endif
+
+/* whether tok_scan_events takes the AVX2 loop: the CPU has AVX2 (tok_scan_init, at import) */
+static int tok_scan_use_avx2 = 0;
+
+static inline void tok_scan_init(void) {
+#if TOK_SCAN_AVX2
+    __builtin_cpu_init();
+    tok_scan_use_avx2 = __builtin_cpu_supports("avx2") ? 1 : 0;
+#endif
+}
 
 #if TOK_SCAN_NEON
 #  include "_ssescan_neon.h"
+static inline Py_ssize_t tok_scan_events_neon(const char *p, Py_ssize_t n, int with_cr,
+                                              Py_ssize_t *ends, Py_ssize_t *last) {
+    Py_ssize_t hit = tok_next_candidate_neon(p, n, with_cr);
+    if (hit < 0) {
+        *ends = tok_count_event_ends_neon(p, n);
+        *last = tok_last_lflf_neon(p, n);
+    }
+    return hit;
+}
 #endif
 
 #if TOK_SCAN_SSE2
@@ -213,10 +384,39 @@ static inline Py_ssize_t tok_last_lflf(const char *p, Py_ssize_t n) {
     return TOK_SCAN_BEST(tok_last_lflf)(p, n);
 }
 
+static inline Py_ssize_t tok_scan_events(const char *p, Py_ssize_t n, int with_cr,
+                                         Py_ssize_t *ends, Py_ssize_t *last) {
+#if TOK_SCAN_AVX2
+    if (tok_scan_use_avx2) return tok_scan_events_avx2(p, n, with_cr, ends, last);
+#endif
+    return TOK_SCAN_BEST(tok_scan_events)(p, n, with_cr, ends, last);
+}
+
+/* tok_scan_events as one number, for the tests: the candidate, else
+ * -1 - (ends << 32 | (last + 1)) */
+static inline Py_ssize_t tok_scan_events_number(Py_ssize_t hit, Py_ssize_t ends,
+                                                Py_ssize_t last) {
+    return hit >= 0 ? hit : -1 - (Py_ssize_t)(((uint64_t)ends << 32) | (uint64_t)(last + 1));
+}
+
 /* One scan by number, on the vector loops (simd set, where the build has them) or on the
  * portable ones: the tests' way to compare both. 0 next_candidate, 1 the same with CR,
- * 2 first_lflf, 3 last_lflf, 4 count_event_ends; -2 for another number. */
+ * 2 first_lflf, 3 last_lflf, 4 count_event_ends, 5 scan_events, 6 the same with CR (as
+ * tok_scan_events_number); -2 for another number. simd 1 is what the relay runs (AVX2 where
+ * the CPU has it), 2 the 16-byte loops alone. */
 static inline Py_ssize_t tok_scan_by_number(int which, int simd, const char *p, Py_ssize_t n) {
+    Py_ssize_t ends = 0, last = 0, hit;
+    if (which == 5 || which == 6) {
+#if TOK_SCAN_SIMD
+        hit = simd == 1 ? tok_scan_events(p, n, which == 6, &ends, &last)
+            : simd ? TOK_SCAN_BEST(tok_scan_events)(p, n, which == 6, &ends, &last)
+                   : tok_scan_events_portable(p, n, which == 6, &ends, &last);
+#else
+        (void)simd;
+        hit = tok_scan_events_portable(p, n, which == 6, &ends, &last);
+#endif
+        return tok_scan_events_number(hit, ends, last);
+    }
 #if TOK_SCAN_SIMD
     if (simd) {
         switch (which) {
@@ -242,6 +442,8 @@ static inline Py_ssize_t tok_scan_by_number(int which, int simd, const char *p, 
 }
 
 
+#define TOK_SCAN_COUNT 7  /* the scans tok_scan_by_number knows */
+
 /* Every input that is buf[0:n] with its window buf[at:at + length] made of the k bytes of
  * `alphabet` (k ** length of them), each scan on the vector loops and on the portable ones:
  * 0 when they agree on all, else 1 with buf holding the first input where they do not and
@@ -254,11 +456,14 @@ static inline int tok_scan_agree(const char *alphabet, int k, char *buf, Py_ssiz
     if (length > 64 || k < 1 || at < 0 || at + length > n) return 0;
     for (int j = 0; j < length; j++) { digits[j] = 0; window[j] = alphabet[0]; }
     for (;;) {
-        for (int w = 0; w < 5; w++)
-            if (tok_scan_by_number(w, 1, buf, n) != tok_scan_by_number(w, 0, buf, n)) {
+        for (int w = 0; w < TOK_SCAN_COUNT; w++) {
+            Py_ssize_t portable = tok_scan_by_number(w, 0, buf, n);
+            if (tok_scan_by_number(w, 1, buf, n) != portable
+                    || tok_scan_by_number(w, 2, buf, n) != portable) {
                 *which = w;
                 return 1;
             }
+        }
         int j = 0;  /* the next input: an odometer over the window */
         while (j < length && ++digits[j] == k) { digits[j] = 0; window[j] = alphabet[0]; j++; }
         if (j == length) return 0;
