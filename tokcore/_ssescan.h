@@ -206,6 +206,51 @@ static inline Py_ssize_t tok_last_lflf_sse2(const char *p, Py_ssize_t n) {
         (pr) = _mm_and_si128(_mm_cmpeq_epi8(a_, lf), _mm_cmpeq_epi8(b_, lf)); \
     } while (0)
 
+/* The rest of tok_scan_events from i (fewer than 65 bytes), 16 starts a block, the last
+ * block overlapping the one before it (the starts already seen masked off) so that only
+ * the last byte and inputs under 17 bytes go byte by byte: an event of a few hundred bytes
+ * spends much of its scan here. count and at: what the 64-byte steps found before i. */
+static inline Py_ssize_t tok_scan_events_tail(const char *p, Py_ssize_t n, Py_ssize_t i,
+                                              int with_cr, Py_ssize_t count, Py_ssize_t at,
+                                              Py_ssize_t *ends, Py_ssize_t *last) {
+    const __m128i quote = _mm_set1_epi8('"'), slash = _mm_set1_epi8('\\');
+    const __m128i u = _mm_set1_epi8('u'), cr = _mm_set1_epi8('\r'), lf = _mm_set1_epi8('\n');
+    const __m128i cr_on = with_cr ? _mm_set1_epi8(-1) : _mm_setzero_si128();
+    while (i < n - 1 && n >= 17) {  /* a block covers starts s..s+15, reading s..s+16 */
+        Py_ssize_t s = i + 17 <= n ? i : n - 17;
+        unsigned int skip = (unsigned int)(i - s), bits, pairs;
+        __m128i c, pr;
+        TOK_SSE2_BLOCK(p + s, c, pr);
+        bits = ((unsigned int)_mm_movemask_epi8(c) >> skip) << skip;
+        while (bits) {
+            Py_ssize_t k = s + tok_ctz(bits);
+            if (tok_is_candidate(p, n, k, with_cr)) return k;
+            bits &= bits - 1;
+        }
+        pairs = ((unsigned int)_mm_movemask_epi8(pr) >> skip) << skip;
+        if (pairs) {
+            /* a pair is an event's end unless a LF comes before it (or it is at 0) */
+            unsigned int after_lf =
+                ((unsigned int)_mm_movemask_epi8(_mm_cmpeq_epi8(TOK_LOAD(p + s), lf)) << 1)
+                | (unsigned int)(s == 0 || p[s - 1] == '\n');
+            unsigned int real = pairs & ~after_lf;
+            at = s + tok_highest_bit(pairs);
+            while (real) { count++; real &= real - 1; }
+        }
+        i = s + 16;
+    }
+    for (; i < n; i++) {
+        if (tok_is_candidate(p, n, i, with_cr)) return i;
+        if (p[i] == '\n' && i + 1 < n && p[i + 1] == '\n') {
+            at = i;
+            count += i > 0 && p[i - 1] != '\n';
+        }
+    }
+    *ends = count;
+    *last = at;
+    return -1;
+}
+
 /* 64 bytes a step: the candidate and LF-pair compares of its four blocks or'ed together, so
  * that a step with neither costs two tests; the exact work (each candidate checked, a pair
  * after a LF left out of the count) only in a step that has one, where the blocks are
@@ -253,16 +298,7 @@ static inline Py_ssize_t tok_scan_events_sse2(const char *p, Py_ssize_t n, int w
             }
         }
     }
-    for (; i < n; i++) {
-        if (tok_is_candidate(p, n, i, with_cr)) return i;
-        if (p[i] == '\n' && i + 1 < n && p[i + 1] == '\n') {
-            at = i;
-            count += i > 0 && p[i - 1] != '\n';
-        }
-    }
-    *ends = count;
-    *last = at;
-    return -1;
+    return tok_scan_events_tail(p, n, i, with_cr, count, at, ends, last);
 }
 #undef TOK_SSE2_BLOCK
 
@@ -316,16 +352,7 @@ static Py_ssize_t tok_scan_events_avx2(const char *p, Py_ssize_t n, int with_cr,
             while (real) { count++; real &= real - 1; }
         }
     }
-    for (; i < n; i++) {
-        if (tok_is_candidate(p, n, i, with_cr)) return i;
-        if (p[i] == '\n' && i + 1 < n && p[i + 1] == '\n') {
-            at = i;
-            count += i > 0 && p[i - 1] != '\n';
-        }
-    }
-    *ends = count;
-    *last = at;
-    return -1;
+    return tok_scan_events_tail(p, n, i, with_cr, count, at, ends, last);
 }
 #    undef TOK_AVX2_BLOCK
 #  endif
