@@ -306,7 +306,9 @@ def test_close_while_other_threads_feed(events_twin: ModuleType) -> None:
                 except RuntimeError:
                     outcomes.append("feed refused")
                 except ValueError as exc:
-                    assert str(exc) == "feed() after close()" and closed.is_set()
+                    # the closer sets the event once close() has returned: a feed may see
+                    # the closed decoder first
+                    assert str(exc) == "feed() after close()" and closed.wait(10)
                     return
 
         def closer(decoder: Any = decoder, closed: Any = closed, fed: list[int] = fed) -> None:
@@ -325,7 +327,8 @@ def test_close_while_other_threads_feed(events_twin: ModuleType) -> None:
         run_together(lambda: feeder(1), lambda: feeder(2), closer)
         if "close refused" in outcomes:
             break
-    assert "close refused" in outcomes, "close() never overlapped a feed: no race"
+    if FREE_THREADED:  # with the GIL a compiled call may never let another thread in
+        assert "close refused" in outcomes, "close() never overlapped a feed: no race"
 
 
 def test_an_event_decoder_re_entered_from_inside_a_call(events_twin: ModuleType) -> None:
