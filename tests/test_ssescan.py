@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 SCANS = ("next_candidate", "next_candidate_cr", "first_lflf", "last_lflf", "count_event_ends",
-         "scan_events", "scan_events_cr")
+         "scan_events", "scan_events_cr", "nested_stop", "string_stop")
 MACHINE = platform.machine().lower()
 EXPECTED_KIND = {"x86_64": "SSE2", "amd64": "SSE2", "aarch64": "NEON", "arm64": "NEON"}
 
@@ -43,7 +43,15 @@ ORACLES: dict[str, Callable[[bytes], int]] = {
     "count_event_ends": lambda d: len(EVENT_END.findall(d)),
     "scan_events": lambda d: events_number(d, False),
     "scan_events_cr": lambda d: events_number(d, True),
+    "nested_stop": lambda d: first_of(d, b'{}[]"'),
+    "string_stop": lambda d: first_of(d, b'"\\'),
 }
+
+
+def first_of(data: bytes, stops: bytes) -> int:
+    """The first offset of one of ``stops`` in ``data``, or its length (the large-event
+    scan's skips)."""
+    return next((k for k, c in enumerate(data) if c in stops), len(data))
 
 
 def events_number(data: bytes, with_cr: bool) -> int:
@@ -69,7 +77,8 @@ def slow_oracles(data: bytes) -> dict[str, int]:
     return {"next_candidate": candidate(False), "next_candidate_cr": candidate(True),
             "first_lflf": min(pairs, default=-1), "last_lflf": last,
             "count_event_ends": ends, "scan_events": events(False),
-            "scan_events_cr": events(True)}
+            "scan_events_cr": events(True), "nested_stop": first_of(data, b'{}[]"'),
+            "string_stop": first_of(data, b'"\\')}
 
 
 @pytest.fixture(scope="module")
@@ -175,14 +184,14 @@ def test_scan_agree_arguments(sse_c: ModuleType) -> None:
 
 
 NEEDLES = [b'"usage"', b"\\u00", b"\r", b"\n\n", b"\n\n\n", b"x\n\n", b'"usag', b"\\u0",
-           b'"', b"\\", b"\n", b'"usage"\r', b"\\u00e9"]
-FILLERS = [b"x", b"\n", b'"u', b"\\u"]
+           b'"', b"\\", b"\n", b'"usage"\r', b"\\u00e9", b"[", b"]", b"{", b"}", b"\"]"]
+FILLERS = [b"x", b"\n", b'"u', b"\\u", b"9,", b"\xdb\xfd"]  # the last two: numbers, brackets | 0x80
 
 
 def test_every_offset(sse_c: ModuleType) -> None:
     """Each needle at every offset of inputs of every length up to 50 (three blocks and the
     tails), in fillers that make false starts in every lane."""
-    for filler in FILLERS[:2] if QUICK else FILLERS:
+    for filler in FILLERS[:2] + FILLERS[4:] if QUICK else FILLERS:
         for n in range(51):
             base = (filler * n)[:n]
             for needle in NEEDLES:

@@ -20,6 +20,8 @@ from tokcore._json_py import decode_key, utf8
 cdef extern from "_ssescan.h":
     Py_ssize_t tok_next_candidate(const char *p, Py_ssize_t n, int with_cr) noexcept nogil
     Py_ssize_t tok_line_end(const char *p, Py_ssize_t i, Py_ssize_t n) noexcept nogil
+    Py_ssize_t tok_nested_stop(const char *p, Py_ssize_t i, Py_ssize_t n) noexcept nogil
+    Py_ssize_t tok_string_stop(const char *p, Py_ssize_t i, Py_ssize_t n) noexcept nogil
 
 # the states of _bigevent_py
 cdef enum:
@@ -41,11 +43,9 @@ cdef enum:
     KEEP_FREED = 1 << 16  # a hold buffer larger than this is freed when it empties
 
 # byte classes
-cdef unsigned char NESTED_STOP[256]  # { } [ ] "
 cdef unsigned char LITERAL_END[256]  # whitespace, { } [ ] : , "
 cdef unsigned char WS[256]
 for _c in range(256):
-    NESTED_STOP[_c] = _c in b'{}[]"'
     LITERAL_END[_c] = _c in b' \t\n\r{}[]:,"'
     WS[_c] = _c in b" \t\n\r"
 
@@ -323,11 +323,9 @@ cdef class BigEvent:
                     i += 1
                     continue
                 if self._in_str:
-                    while i < stop and d[i] != 34 and d[i] != 92:
-                        i += 1
+                    i = tok_string_stop(d, i, stop)
                 else:
-                    while i < stop and not NESTED_STOP[<unsigned char>d[i]]:
-                        i += 1
+                    i = tok_nested_stop(d, i, stop)
                 if i == stop:
                     return 0
                 c = <unsigned char>d[i]
@@ -356,9 +354,7 @@ cdef class BigEvent:
                         self._key_len += 1
                     i += 1
                     continue
-                j = i
-                while j < stop and d[j] != 34 and d[j] != 92:
-                    j += 1
+                j = tok_string_stop(d, i, stop)
                 if state == J_IN_KEY and self._key_len <= self._key_limit:
                     take = min(j - i, self._key_limit + 1 - self._key_len)
                     memcpy(self._key + self._key_len, d + i, take)

@@ -47,7 +47,7 @@ tok_scan_init()
 BUILD_INFO = {"byte scan": TOK_SCAN_KIND.decode() + (" + AVX2" if tok_scan_use_avx2 else "")}
 # the scans _scan runs, by their number in tok_scan_by_number
 _SCANS = ("next_candidate", "next_candidate_cr", "first_lflf", "last_lflf", "count_event_ends",
-          "scan_events", "scan_events_cr")
+          "scan_events", "scan_events_cr", "nested_stop", "string_stop")
 
 
 def _scan(name, bytes data, simd=True, wide=True):

@@ -393,6 +393,56 @@ static inline Py_ssize_t tok_scan_events_neon(const char *p, Py_ssize_t n, int w
 #  define TOK_SCAN_BEST(name) name##_portable
 #endif
 
+/* --- the large-event scan's skips (_bigevent_c) ------------------------------------------ */
+/* tok_nested_stop: the first offset in p[i:n] of one of { } [ ] " (where a nested value's
+ *   depth or string state can change), or n; tok_string_stop: the same for " or \ (where a
+ *   string can end). A 300k-token prompt_token_ids array is 1.8 MB between two stops. */
+
+static inline int tok_is_nested_stop(char c) {
+    return c == '"' || c == '[' || c == ']' || c == '{' || c == '}';
+}
+
+static inline Py_ssize_t tok_nested_stop_portable(const char *p, Py_ssize_t i, Py_ssize_t n) {
+    for (; i < n; i++)
+        if (tok_is_nested_stop(p[i])) return i;
+    return n;
+}
+
+static inline Py_ssize_t tok_string_stop_portable(const char *p, Py_ssize_t i, Py_ssize_t n) {
+    for (; i < n; i++)
+        if (p[i] == '"' || p[i] == '\\') return i;
+    return n;
+}
+
+static inline Py_ssize_t tok_nested_stop(const char *p, Py_ssize_t i, Py_ssize_t n) {
+#if TOK_SCAN_SSE2
+    /* '[' ']' and '{' '}' differ in bit 0x20 only: one compare each after clearing it */
+    const __m128i fold = _mm_set1_epi8((char)0xDF), open = _mm_set1_epi8('['),
+                  close = _mm_set1_epi8(']'), quote = _mm_set1_epi8('"');
+    for (; i + 16 <= n; i += 16) {
+        __m128i v = TOK_LOAD(p + i), f = _mm_and_si128(v, fold);
+        __m128i m = _mm_or_si128(_mm_cmpeq_epi8(v, quote),
+                                 _mm_or_si128(_mm_cmpeq_epi8(f, open), _mm_cmpeq_epi8(f, close)));
+        unsigned int bits = (unsigned int)_mm_movemask_epi8(m);
+        if (bits) return i + tok_ctz(bits);
+    }
+#endif
+    return tok_nested_stop_portable(p, i, n);
+}
+
+static inline Py_ssize_t tok_string_stop(const char *p, Py_ssize_t i, Py_ssize_t n) {
+#if TOK_SCAN_SSE2
+    const __m128i quote = _mm_set1_epi8('"'), slash = _mm_set1_epi8('\\');
+    for (; i + 16 <= n; i += 16) {
+        __m128i v = TOK_LOAD(p + i);
+        unsigned int bits = (unsigned int)_mm_movemask_epi8(
+            _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, slash)));
+        if (bits) return i + tok_ctz(bits);
+    }
+#endif
+    return tok_string_stop_portable(p, i, n);
+}
+
 /* --- what the relay calls: the vector loops where there are some ------------------------ */
 
 static inline Py_ssize_t tok_next_candidate(const char *p, Py_ssize_t n, int with_cr) {
@@ -429,10 +479,15 @@ static inline Py_ssize_t tok_scan_events_number(Py_ssize_t hit, Py_ssize_t ends,
 /* One scan by number, on the vector loops (simd set, where the build has them) or on the
  * portable ones: the tests' way to compare both. 0 next_candidate, 1 the same with CR,
  * 2 first_lflf, 3 last_lflf, 4 count_event_ends, 5 scan_events, 6 the same with CR (as
- * tok_scan_events_number); -2 for another number. simd 1 is what the relay runs (AVX2 where
+ * tok_scan_events_number), 7 nested_stop, 8 string_stop (from 0); -2 for another number. simd 1 is what the relay runs (AVX2 where
  * the CPU has it), 2 the 16-byte loops alone. */
 static inline Py_ssize_t tok_scan_by_number(int which, int simd, const char *p, Py_ssize_t n) {
     Py_ssize_t ends = 0, last = 0, hit;
+    if (which == 7 || which == 8) {  /* from 0; n when there is none */
+        if (simd)
+            return which == 7 ? tok_nested_stop(p, 0, n) : tok_string_stop(p, 0, n);
+        return which == 7 ? tok_nested_stop_portable(p, 0, n) : tok_string_stop_portable(p, 0, n);
+    }
     if (which == 5 || which == 6) {
 #if TOK_SCAN_SIMD
         hit = simd == 1 ? tok_scan_events(p, n, which == 6, &ends, &last)
@@ -469,7 +524,7 @@ static inline Py_ssize_t tok_scan_by_number(int which, int simd, const char *p, 
 }
 
 
-#define TOK_SCAN_COUNT 7  /* the scans tok_scan_by_number knows */
+#define TOK_SCAN_COUNT 9  /* the scans tok_scan_by_number knows */
 
 /* Every input that is buf[0:n] with its window buf[at:at + length] made of the k bytes of
  * `alphabet` (k ** length of them), each scan on the vector loops and on the portable ones:
