@@ -116,7 +116,8 @@ def test_programs(server: Server, page: Path, line: int, text: str) -> None:
 
             module.__dict__["run_context_phase"] = counts
             path = PLACEHOLDER.search(text).group(1)  # type: ignore[union-attr]
-            body = asyncio.run(serve_and_post(app, "/v1" + path.split("/v1", 1)[1]))
+            body = asyncio.run(serve_and_post(app, "/v1" + path.split("/v1", 1)[1],
+                                              module.__dict__))
             if path.endswith("/v1/messages"):  # the upstream's chat usage is foreign there
                 assert body == USAGE_EVENT + TOKEN_EVENT * 2
             else:
@@ -125,8 +126,18 @@ def test_programs(server: Server, page: Path, line: int, text: str) -> None:
         del sys.modules[module.__name__]
 
 
-async def serve_and_post(app: Any, path: str) -> bytes:
-    """``app``'s answer to one POST of a chat request."""
+async def serve_and_post(app: Any, path: str, names: dict[str, Any]) -> bytes:
+    """``app``'s answer to one POST of a chat request; then the clients the block made for
+    the application (``names``) are closed in the loop they used, as its shutdown would."""
+    try:
+        return await post_to(app, path)
+    finally:
+        for value in list(names.values()):
+            if isinstance(value, httpx.AsyncClient):
+                await value.aclose()
+
+
+async def post_to(app: Any, path: str) -> bytes:
     from aiohttp import web
 
     request = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True}
