@@ -13,8 +13,8 @@ from __future__ import annotations
 import base64
 import json
 import sys
-from functools import partial
 from array import array
+from functools import partial
 from typing import Any
 
 from _common import FAST, REFERENCE, Target, add, make_runner, uniform_ids
