@@ -28,17 +28,19 @@ NOGIL_MIN_BYTES = 64 * 1024  # the Cython twin drops the GIL for inputs at least
 # 3.13.5 carries gh-145264's). The Cython twin's exact path is told the same answers.
 
 
-def _has_strict_mode() -> bool:
-    """Whether binascii has ``strict_mode`` (3.11 on), which base64's validate=True uses;
-    before that, validate=True was a regex check followed by a non-strict decode."""
+def _a2b_takes(**keywords: object) -> bool:
+    """Whether the running ``binascii.a2b_base64`` accepts these keywords."""
+    a2b: Any = binascii.a2b_base64
     try:
-        binascii.a2b_base64(b"", strict_mode=True)  # type: ignore[call-arg, unused-ignore]
+        a2b(b"", **keywords)
     except TypeError:
         return False
     return True
 
 
-STRICT_MODE = _has_strict_mode()
+#: binascii has ``strict_mode`` (3.11 on), which base64's validate=True uses; before that,
+#: validate=True was a regex check followed by a non-strict decode
+STRICT_MODE = _a2b_takes(strict_mode=True)
 _LEGACY_VALID = re.compile(b"[A-Za-z0-9+/]*={0,2}")
 
 
@@ -86,21 +88,12 @@ def _strict_mode_by_truth() -> bool:
 #: how the Cython twin reads a ``validate`` that is neither True nor False
 STRICT_MODE_BY_TRUTH = _strict_mode_by_truth()
 
-def _has_315_keywords() -> bool:
-    """Whether binascii's base64 functions take ``padded=``, ``ignorechars=``, ``canonical=``
-    and ``alphabet=`` (3.15 on). The base64 module shipped with such a binascii has 3.15's
-    rules too: the new keywords, ``urlsafe_b64decode`` not requiring padding by default,
-    ``altchars`` of the wrong length a ValueError, and a warning for ``+`` or ``/`` that the
-    alphabet in use does not have."""
-    try:
-        binascii.a2b_base64(b"", padded=True)  # type: ignore[call-arg, unused-ignore]
-    except TypeError:
-        return False
-    return True
-
-
-#: the drop-ins follow 3.15's base64 (the keywords above, and its rules) when this is true
-KEYWORDS_315 = _has_315_keywords()
+#: binascii's base64 functions take ``padded=``, ``ignorechars=``, ``canonical=`` and
+#: ``alphabet=`` (3.15 on). The base64 module shipped with such a binascii has 3.15's rules
+#: too: the new keywords, ``urlsafe_b64decode`` not requiring padding by default, ``altchars``
+#: of the wrong length a ValueError, and a warning for ``+`` or ``/`` that the alphabet in use
+#: does not have. The drop-ins follow 3.15's base64 when this is true.
+KEYWORDS_315 = _a2b_takes(padded=True)
 
 
 class _Unset:
