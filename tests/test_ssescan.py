@@ -15,6 +15,7 @@ from types import ModuleType
 
 import pytest
 from _budget import QUICK, examples
+from _cpu import cpu_has
 from _twins import twin
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -106,16 +107,6 @@ def test_kind(sse_c: ModuleType) -> None:
     has_avx2 = cpu_has("avx2")
     if has_avx2 is not None:
         assert wide == ("AVX2" if kind == "SSE2" and has_avx2 else "")
-
-
-def cpu_has(flag: str) -> bool | None:
-    """Whether /proc/cpuinfo lists ``flag``; None where there is no such file."""
-    try:
-        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as file:
-            cpuinfo = file.read()
-    except OSError:
-        return None
-    return any(flag in line.split() for line in cpuinfo.splitlines() if line.startswith("flags"))
 
 
 def test_unknown_scan(sse_c: ModuleType) -> None:

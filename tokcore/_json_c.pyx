@@ -27,6 +27,18 @@ cdef extern from "_json_valid.h":
     Py_ssize_t tok_skip_nested(const unsigned char *d, Py_ssize_t i,
                                Py_ssize_t end) noexcept nogil
 
+cdef extern from "_json_object.h":
+    int tok_object_kernel
+    void tok_object_init() noexcept nogil
+    int tok_object_text(const unsigned char *d, Py_ssize_t n) noexcept nogil
+    int tok_object_text_with(int kernel, const unsigned char *d, Py_ssize_t n) noexcept nogil
+
+tok_object_init()
+# the object-text check's kernels by number (``_json_object.h``): the one in use is in
+# BUILD_INFO, for python -m tokcore and the tests
+_OBJECT_KERNELS = ("scalar", "AVX2", "AVX-512")
+BUILD_INFO = {"object check": _OBJECT_KERNELS[tok_object_kernel]}
+
 # byte classes
 cdef enum:
     C_OTHER = 0  # starts or continues a literal
@@ -186,8 +198,15 @@ cdef int tok_object_next(tok_object *o, tok_member *m) noexcept nogil:
 
 
 cdef bint tok_is_object_text(const unsigned char *d, Py_ssize_t n) noexcept nogil:
-    """Whether ``d[:n]`` is a JSON object text as ``tok_object_next`` reads one, with its
-    steps and none of its bookkeeping (the pre-filter of a last ``"usage":null``)."""
+    """Whether ``d[:n]`` is a JSON object text as ``tok_object_next`` reads one (the
+    pre-filter of a last ``"usage":null``): the vector kernel's answer where it has one."""
+    cdef int answer = tok_object_text(d, n)
+    return answer if answer >= 0 else _object_text_scalar(d, n)
+
+
+cdef bint _object_text_scalar(const unsigned char *d, Py_ssize_t n) noexcept nogil:
+    """``tok_is_object_text`` byte by byte: ``tok_object_next``'s steps and none of its
+    bookkeeping."""
     cdef Py_ssize_t i = 0
     cdef unsigned char cls
     if n >= 3 and d[0] == 0xEF and d[1] == 0xBB and d[2] == 0xBF:
@@ -233,11 +252,67 @@ cdef bint tok_is_object_text(const unsigned char *d, Py_ssize_t n) noexcept nogi
         i = _skip_ws(d, i + 1, n)
 
 
-def _is_object_text(data):
-    """``tok_is_object_text`` of a bytes-like object (for the tests)."""
+def _is_object_text(data, kernel=None):
+    """``tok_is_object_text`` of a bytes-like object (``kernel`` None), or with the kernel
+    of that name from ``_OBJECT_KERNELS`` ("scalar": the scalar check alone; a kernel the
+    CPU lacks: the scalar check): for the tests that compare them."""
     data = payload_bytes(data, "data")
-    return tok_is_object_text(<const unsigned char *>PyBytes_AS_STRING(data),
-                              PyBytes_GET_SIZE(data))
+    cdef const unsigned char *d = <const unsigned char *>PyBytes_AS_STRING(data)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(data)
+    cdef int answer
+    if kernel is None:
+        return tok_is_object_text(d, n)
+    answer = tok_object_text_with(_OBJECT_KERNELS.index(kernel), d, n)
+    return answer == 1 if answer >= 0 else _object_text_scalar(d, n)
+
+
+cdef int _object_agree(int kernel, const unsigned char *alphabet, int k, unsigned char *buf,
+                       Py_ssize_t n, Py_ssize_t at, int length) noexcept nogil:
+    """Every input that is buf[:n] with its window buf[at:at + length] made of the k bytes
+    of ``alphabet``: 0 when the kernel and the scalar check agree on all, else 1 with buf
+    holding the first where they do not."""
+    cdef int digits[64]
+    cdef int j, w
+    cdef unsigned char *window = buf + at
+    for j in range(length):
+        digits[j] = 0
+        window[j] = alphabet[0]
+    while True:
+        w = tok_object_text_with(kernel, buf, n)
+        if w >= 0 and w != _object_text_scalar(buf, n):
+            return 1
+        j = 0  # the next input: an odometer over the window
+        while j < length:
+            digits[j] += 1
+            if digits[j] < k:
+                break
+            digits[j] = 0
+            window[j] = alphabet[0]
+            j += 1
+        if j == length:
+            return 0
+        window[j] = alphabet[digits[j]]
+
+
+def _object_text_agree(bytes alphabet, int length, bytes before=b"", bytes after=b"",
+                       str kernel="AVX2"):
+    """Every input ``before + window + after`` with a window of ``length`` bytes over
+    ``alphabet``, that kernel against the scalar check: None when they agree on all (or
+    the CPU has no such kernel), else the first input where they differ."""
+    cdef int number = _OBJECT_KERNELS.index(kernel)
+    if not 0 <= length <= 64 or not alphabet or len(alphabet) ** length > 1 << 24:
+        raise ValueError("at most 2**24 inputs, a window of 0 to 64 bytes, a non-empty alphabet")
+    cdef bytes template = before + alphabet[:1] * length + after
+    cdef Py_ssize_t n = len(template), at = len(before)
+    # a new object, never shared (a short bytes may be a cached one): written in place below
+    cdef bytes bad = PyBytes_FromStringAndSize(NULL, n)
+    cdef unsigned char *buf = <unsigned char *>PyBytes_AS_STRING(bad)
+    cdef const unsigned char *chars = alphabet
+    cdef int found, k = <int>len(alphabet)
+    memcpy(buf, PyBytes_AS_STRING(template), n)
+    with nogil:
+        found = _object_agree(number, chars, k, buf, n, at, length)
+    return bad if found else None
 
 
 cdef int tok_key_is(const unsigned char *d, const tok_member *m, const char *key,

@@ -1,0 +1,170 @@
+"""The object-text check's vector kernel (``_json_object.h``) against its scalar check
+(``_json_c._object_text_scalar``, itself compared with ``_json_py.scan_object`` in
+test_json_value): on every input over a few bytes, with every pattern of a few bytes at
+every offset around the 64-byte blocks, on every byte value and on generated objects, whole
+and with one byte changed. ``_is_object_text(text)`` is the kernel's answer where it has
+one, ``_is_object_text(text, False)`` the scalar one. Only the Cython twin has the check;
+where the CPU has no AVX2 the kernel is not built or not used and both are the scalar check.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+from types import ModuleType
+from typing import Any
+
+import pytest
+from _budget import examples
+from _cpu import cpu_has
+from _twins import twin
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tokcore import _json_py
+
+
+@pytest.fixture(scope="module")
+def json_c() -> ModuleType:
+    module: ModuleType = twin("json", "c")
+    return module
+
+
+def scanned(text: bytes) -> bool:
+    try:
+        _json_py.scan_object(text, 0, len(text), True)
+    except _json_py.ScanError:
+        return False
+    return True
+
+
+# the kernels: each one the CPU has is compared with the scalar check (one it lacks falls
+# back to the scalar check: comparing it is a no-op)
+KERNELS = ("AVX2", "AVX-512")
+
+
+def check(json_c: ModuleType, text: bytes) -> bool:
+    expected = json_c._is_object_text(text, "scalar")
+    assert json_c._is_object_text(text) is expected, text
+    for kernel in KERNELS:
+        assert json_c._is_object_text(text, kernel) is expected, (kernel, text)
+    return bool(expected)
+
+
+def test_kernel_in_use(json_c: ModuleType) -> None:
+    """An x86-64 CPU runs the widest kernel it has: a build or a dispatch that lost it fails
+    here instead of going slow."""
+    x86 = platform.machine().lower() in ("x86_64", "amd64")
+    if not x86 or cpu_has("avx2") is None:
+        expected = "scalar" if not x86 else json_c.BUILD_INFO["object check"]
+    elif cpu_has("avx2") and cpu_has("pclmulqdq"):
+        expected = "AVX-512" if cpu_has("avx512bw") else "AVX2"
+    else:
+        expected = "scalar"
+    assert json_c.BUILD_INFO["object check"] == expected
+    assert json_c._OBJECT_KERNELS == ("scalar", *KERNELS)
+
+
+# bytes whose nibbles the classes share: each is read as a byte of a literal
+NEIGHBOURS = b"+|Z\x0c\x00\xa2\xfb\xdd\xba\x1a\x2a\x3b\x7e\x5e\x80\xff"
+EXHAUSTIVE = [
+    # (alphabet, longest window, frames around it)
+    (b'{}[]":,\\ a', 6, [(b"", b""), (b"{", b"}"), (b'{"a":', b"}"), (b'{"k":"', b'"}')]),
+    (b'{}"\\:, \t\n\r\x0bx', 4, [(b"", b""), (b"{", b"}"), (b'{"a":', b"}")]),
+    (b'\xef\xbb\xbf{} ', 6, [(b"", b"")]),
+]
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize(("alphabet", "longest", "frames"), EXHAUSTIVE)
+def test_kernel_agrees_on_every_input(json_c: ModuleType, alphabet: bytes, longest: int,
+                                      frames: list[tuple[bytes, bytes]], kernel: str) -> None:
+    """About 5 million inputs, enumerated in C."""
+    for before, after in frames:
+        for length in range(longest + 1):
+            found = json_c._object_text_agree(alphabet, length, before, after, kernel)
+            assert found is None, (alphabet, before, after, found)
+
+
+# (frame before, the same again, frame after): the window goes to every offset of a text of
+# each total, inside a key, a nested value, a literal, whitespace, a string of backslashes
+FRAMES = [
+    (b'{"', b"x", b'":1}'),
+    (b'{"a":[', b"1", b"]}"),
+    (b'{"a":', b"1", b"}"),
+    (b'{"a":1', b" ", b"}"),
+    (b'{"a":"', b"\\", b'"}'),
+    (b'{"a":[{"b":"', b"y", b'"}],"c":2}'),
+]
+TOTALS = (60, 63, 64, 65, 66, 70, 127, 128, 129, 131, 192, 200)
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize(("before", "filler", "after"), FRAMES)
+def test_kernel_agrees_in_every_window(json_c: ModuleType, before: bytes, filler: bytes,
+                                       after: bytes, kernel: str) -> None:
+    """Every pattern of 4 structural bytes in every lane of texts across the blocks (about
+    2.7 million inputs, enumerated in C)."""
+    for total in TOTALS:
+        room = total - len(before) - len(after) - 4
+        for at in range(room + 1):
+            head, tail = before + filler * at, filler * (room - at) + after
+            found = json_c._object_text_agree(b'{}"\\:,1 ', 4, head, tail, kernel)
+            assert found is None, (total, at, found)
+
+
+@pytest.mark.parametrize("at", [0, 1, 31, 32, 62, 63, 64, 65, 127, 128])
+def test_every_byte_value(json_c: ModuleType, at: int) -> None:
+    """Each of the 256 bytes in a key, a string value, a literal and between members, at
+    offsets that put it on either side of a block boundary."""
+    pad = b" " * at
+    for byte in range(256):
+        b = bytes([byte])
+        for text in (b'{"' + pad + b + b'":1}', b'{"a":"' + pad + b + b'"}',
+                     b'{"a":1' + pad + b + b"}", b'{"a":' + pad + b + b"}",
+                     b'{"a":1,' + pad + b + b'"b":2}', pad + b + b"{}", b"{}" + pad + b):
+            check(json_c, text)
+
+
+def test_known_answers(json_c: ModuleType) -> None:
+    yes = [b"{}", b" {\n}\r\n", b"\xef\xbb\xbf{}", b'{"a":1}', b'{"a":"b\\"c"}',
+           b'{"a":[1,{"b":2}],"c":null}', b'{"a":{]}',
+           b'{"a":"\\\\","b":"x"}', b'{"a" : 1 , "b" :[ ] }', b'{"a":-x}',
+           b'{"k":"' + b"x" * 200 + b'","usage":null}']
+    no = [b"", b"{", b"}", b"{}}", b"{} x", b'{"a":1,}', b'{"a":[}]}', b'{"a"}', b'{"a":1 2}', b'{1:2}',
+          b'{"a":[1}', b'{"a":"}', b'{"a":1]', b'{"a":"b""c"}', b'{"a":\\"x"}', b"[]",
+          b'{"a":1}}', b' \xef\xbb\xbf{}', b'{"a":[\\"],"b":1}', b'{"a":1:2}', b'{,"a":1}',
+          b'{"a":[' + b"1," * 100 + b"1}"]
+    for text in yes:
+        assert check(json_c, text) and scanned(text), text
+    for text in no:
+        assert not check(json_c, text) and not scanned(text), text
+
+
+def json_values() -> st.SearchStrategy[Any]:
+    scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) \
+        | st.text(max_size=12)
+    return st.recursive(scalars, lambda inner: st.lists(inner, max_size=4)
+                        | st.dictionaries(st.text(max_size=6), inner, max_size=4), max_leaves=24)
+
+
+SEPARATORS = st.sampled_from([(",", ":"), (", ", ": "), (" ,\n", "\t: ")])
+STRUCTURAL = st.sampled_from(b'{}[]":,\\ \n0a\xc3')
+
+
+@settings(max_examples=examples(1500))
+@given(st.dictionaries(st.text(max_size=8), json_values(), max_size=8), SEPARATORS,
+       st.booleans(), st.integers(min_value=0), STRUCTURAL,
+       st.sampled_from(["keep", "replace", "insert", "delete"]))
+def test_kernel_agrees_on_objects(json_c: ModuleType, obj: dict[str, Any],
+                                  separators: tuple[str, str], ascii_only: bool, where: int,
+                                  byte: int, change: str) -> None:
+    """A JSON object (many cross a block boundary), whole or with one byte changed."""
+    text = json.dumps(obj, separators=separators, ensure_ascii=ascii_only).encode()
+    at = where % len(text)
+    changed = {"keep": text, "replace": text[:at] + bytes([byte]) + text[at + 1:],
+               "insert": text[:at] + bytes([byte]) + text[at:],
+               "delete": text[:at] + text[at + 1:]}[change]
+    assert check(json_c, changed) is scanned(changed), changed
+    if change == "keep":
+        assert scanned(text), text

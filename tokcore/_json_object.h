@@ -1,0 +1,336 @@
+/* Whether a text is one JSON object as the member scan reads it (_json_c's
+ * tok_is_object_text: the check that lets the relay forward an event whose last member is
+ * "usage":null without reading its members), 64 bytes a step with AVX2 or AVX-512BW where the CPU has it.
+ *
+ * The scalar check walks the members byte by byte: about 1,000 instructions and many
+ * branches for a 250-byte chat chunk, which is most of what the relay spends on it. Here each
+ * 64-byte block becomes bit masks (bit k for byte k), and the members' grammar is checked on
+ * the masks, without a loop over the bytes:
+ *   - a nibble lookup (two byte shuffles) classes every byte: quote, backslash, bracket,
+ *     colon, comma, whitespace, or a byte of a literal ("plain": anything else);
+ *   - the strings are a prefix xor (a carry-less multiply) of the quotes that close, carried
+ *     from block to block; a quote closes when an even run of backslashes precedes it;
+ *   - the nested values are found by the brackets outside strings (a depth counter over
+ *     their bits: a chat chunk has about six), with the scan's lenient rule: any closing
+ *     bracket closes any open one;
+ *   - between the braces, at the top level, the tokens (a string, a literal's first byte, a
+ *     nested value's opening bracket) and the separators (':' and ',') must alternate,
+ *     token first and last, the separators ':' ',' ':' ... ':', and every other token from
+ *     the first (the keys) a string. Three prefix xors (their running parities) check that.
+ * The answer is the scalar check's on every input (the tests compare them on every input of
+ * a few bytes, in every lane), with one exception it hands back: a backslash outside the
+ * strings (never in JSON) could make the quote rule here differ from the scan's, which
+ * reads no escape outside a string, so then the result is -1 and the scalar check decides.
+ */
+#ifndef TOK_JSON_OBJECT_H
+#define TOK_JSON_OBJECT_H
+
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__)) \
+    && (!defined(TOK_SCAN_PORTABLE) || !TOK_SCAN_PORTABLE)
+#  define TOK_OBJECT_X86 1
+#  include <immintrin.h>
+#else
+#  define TOK_OBJECT_X86 0
+#endif
+
+/* the kernel tok_object_text runs (tok_object_init, at import): TOK_OBJECT_NONE (the scalar
+ * check), TOK_OBJECT_AVX2 (the CPU has AVX2 and PCLMUL, as every AVX2 CPU does) or
+ * TOK_OBJECT_AVX512 (AVX-512BW too: a block's masks come out of 64-byte compares whole) */
+enum { TOK_OBJECT_NONE = 0, TOK_OBJECT_WITH_AVX2 = 1, TOK_OBJECT_WITH_AVX512 = 2 };
+static int tok_object_kernel = TOK_OBJECT_NONE;
+
+static inline void tok_object_init(void) {
+#if TOK_OBJECT_X86
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("pclmul"))
+        tok_object_kernel = __builtin_cpu_supports("avx512bw") ? TOK_OBJECT_WITH_AVX512
+                                                               : TOK_OBJECT_WITH_AVX2;
+#endif
+}
+
+static inline int tok_object_ws(unsigned char c) {
+    return c == 32 || c == 9 || c == 10 || c == 13;
+}
+
+#if TOK_OBJECT_X86
+/* the class bits of the nibble lookup: a byte's class is HI[its high nibble] & LO[its low];
+ * the pairs of nibbles are unique to each class (':' 3A, ',' 2C, "[]{}" 5B 5D 7B 7D, '"' 22,
+ * '\\' 5C, ' ' 20, tab LF CR 09 0A 0D), and a byte in none has class 0 (plain) */
+#  define TOK_OB_COLON 0x01
+#  define TOK_OB_COMMA 0x02
+#  define TOK_OB_BRACKET 0x04
+#  define TOK_OB_QUOTE 0x08
+#  define TOK_OB_SLASH 0x10
+#  define TOK_OB_SPACE 0x20
+#  define TOK_OB_CONTROL_WS 0x40
+#  define TOK_OB_HI TOK_OB_CONTROL_WS, 0, TOK_OB_COMMA | TOK_OB_QUOTE | TOK_OB_SPACE, \
+    TOK_OB_COLON, 0, TOK_OB_BRACKET | TOK_OB_SLASH, 0, TOK_OB_BRACKET, 0, 0, 0, 0, 0, 0, 0, 0
+#  define TOK_OB_LO TOK_OB_SPACE, 0, TOK_OB_QUOTE, 0, 0, 0, 0, 0, 0, TOK_OB_CONTROL_WS, \
+    TOK_OB_COLON | TOK_OB_CONTROL_WS, TOK_OB_BRACKET, TOK_OB_COMMA | TOK_OB_SLASH, \
+    TOK_OB_BRACKET | TOK_OB_CONTROL_WS, 0, 0
+
+/* The masks of one 64-byte block */
+typedef struct {
+    uint64_t quote, slash, bracket, colon, comma, plain;
+} tok_object_masks;
+
+/* bit k of the class byte of each of 32 bytes, as a 32-bit mask: the bit moved to bit 7 of
+ * its byte (a 16-bit shift by at most 7 moves no bit across the byte) */
+#  define TOK_OB_BIT(cls, k) \
+    ((uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_slli_epi16((cls), 7 - (k))))
+
+__attribute__((target("avx2,pclmul")))
+static inline void tok_object_classify_avx2(const unsigned char *p, tok_object_masks *m) {
+    const __m256i hi_table = _mm256_setr_epi8(TOK_OB_HI, TOK_OB_HI);
+    const __m256i lo_table = _mm256_setr_epi8(TOK_OB_LO, TOK_OB_LO);
+    const __m256i nibble = _mm256_set1_epi8(0x0F), zero = _mm256_setzero_si256();
+    uint64_t bits[6][2];
+    for (int half = 0; half < 2; half++) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(p + 32 * half));
+        __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
+        __m256i cls = _mm256_and_si256(_mm256_shuffle_epi8(hi_table, hi),
+                                       _mm256_shuffle_epi8(lo_table, _mm256_and_si256(v, nibble)));
+        bits[0][half] = TOK_OB_BIT(cls, 3);  /* quote */
+        bits[1][half] = TOK_OB_BIT(cls, 4);  /* backslash */
+        bits[2][half] = TOK_OB_BIT(cls, 2);  /* bracket */
+        bits[3][half] = TOK_OB_BIT(cls, 0);  /* colon */
+        bits[4][half] = TOK_OB_BIT(cls, 1);  /* comma */
+        bits[5][half] = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(cls, zero));
+    }
+    m->quote = bits[0][0] | bits[0][1] << 32;
+    m->slash = bits[1][0] | bits[1][1] << 32;
+    m->bracket = bits[2][0] | bits[2][1] << 32;
+    m->colon = bits[3][0] | bits[3][1] << 32;
+    m->comma = bits[4][0] | bits[4][1] << 32;
+    m->plain = bits[5][0] | bits[5][1] << 32;
+}
+#  undef TOK_OB_BIT
+
+/* The same with AVX-512BW: one 64-byte lookup, each class a test into a mask register.
+ * The last block of a text is a masked load with spaces past its end (they change
+ * nothing), which reads no byte past it. */
+#  define TOK_OB_512 "avx512f,avx512bw,avx2,pclmul"
+__attribute__((target(TOK_OB_512)))
+static inline void tok_object_classify_avx512(const unsigned char *p, Py_ssize_t left,
+                                              tok_object_masks *m) {
+    const __m512i hi_table = _mm512_broadcast_i32x4(_mm_setr_epi8(TOK_OB_HI));
+    const __m512i lo_table = _mm512_broadcast_i32x4(_mm_setr_epi8(TOK_OB_LO));
+    const __m512i nibble = _mm512_set1_epi8(0x0F);
+    __m512i v, cls;
+    if (left >= 64)
+        v = _mm512_loadu_si512((const void *)p);
+    else
+        v = _mm512_mask_loadu_epi8(_mm512_set1_epi8(' '), ((uint64_t)1 << left) - 1,
+                                   (const void *)p);
+    cls = _mm512_and_si512(_mm512_shuffle_epi8(hi_table,
+                                               _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble)),
+                           _mm512_shuffle_epi8(lo_table, _mm512_and_si512(v, nibble)));
+    m->quote = _mm512_test_epi8_mask(cls, _mm512_set1_epi8(TOK_OB_QUOTE));
+    m->slash = _mm512_test_epi8_mask(cls, _mm512_set1_epi8(TOK_OB_SLASH));
+    m->bracket = _mm512_test_epi8_mask(cls, _mm512_set1_epi8(TOK_OB_BRACKET));
+    m->colon = _mm512_test_epi8_mask(cls, _mm512_set1_epi8(TOK_OB_COLON));
+    m->comma = _mm512_test_epi8_mask(cls, _mm512_set1_epi8(TOK_OB_COMMA));
+    m->plain = _mm512_testn_epi8_mask(cls, cls);
+}
+
+/* bit k: the parity of the bits of x at or below k (a carry-less multiply by all ones) */
+__attribute__((target("pclmul")))
+static inline uint64_t tok_object_prefix_xor(uint64_t x) {
+    __m128i r = _mm_clmulepi64_si128(_mm_cvtsi64_si128((long long)x), _mm_set1_epi8(-1), 0);
+    return (uint64_t)_mm_cvtsi128_si64(r);
+}
+
+/* The bytes of the block that follow an odd run of backslashes (bit k: byte k is escaped);
+ * *odd: the parity of the run that reaches the block's end (in: the one that reached the
+ * end of the block before). A chunk has few backslashes: a loop over their runs. */
+static inline uint64_t tok_object_escaped(uint64_t slash, int *odd) {
+    uint64_t escaped = 0, b = slash;
+    int carried = *odd;
+    *odd = 0;
+    if (carried && !(b & 1)) {  /* the run before ended with that block */
+        escaped = 1;
+        carried = 0;
+    }
+    while (b) {
+        int start = __builtin_ctzll(b);
+        uint64_t run = b >> start;
+        int length = run == ~(uint64_t)0 ? 64 : __builtin_ctzll(~run);
+        int parity = (length & 1) ^ (start == 0 ? carried : 0);
+        int end = start + length;
+        carried = 0;
+        if (end >= 64) {
+            *odd = parity;
+            break;
+        }
+        if (parity)
+            escaped |= (uint64_t)1 << end;
+        b &= ~(uint64_t)0 << end;
+    }
+    return escaped;
+}
+
+/* What is carried from block to block */
+typedef struct {
+    uint64_t in_string;  /* all ones: the block starts inside a string */
+    uint64_t seps, tokens;  /* all ones: an odd number of them so far */
+    uint64_t plain_before;  /* 1: the byte before the block is plain */
+    uint64_t seen;  /* any token or separator so far */
+    Py_ssize_t depth;  /* of the nested value the block starts in (0: the top level) */
+    int odd_slashes;  /* the block starts after an odd run of backslashes */
+} tok_object_state;
+
+/* One block of the members from its masks (p: its bytes, read at its brackets); 1 to go on,
+ * 0 when they are not members, -1 when a backslash is outside the strings */
+__attribute__((target("pclmul")))
+static inline int tok_object_step(const unsigned char *p, const tok_object_masks *m,
+                                  tok_object_state *s) {
+    uint64_t quotes = m->quote, in_string, open_quotes, nested = 0, nested_opens = 0, plain,
+             tokens, seps, colons, commas, ps, pt, pa, bad;
+    if (m->slash | (uint64_t)s->odd_slashes)
+        quotes &= ~tok_object_escaped(m->slash, &s->odd_slashes);
+    /* bit k: inside a string (its opening quote in, its closing quote out) */
+    in_string = tok_object_prefix_xor(quotes) ^ s->in_string;
+    s->in_string = (uint64_t)((int64_t)in_string >> 63);
+    if (m->slash & ~in_string)
+        return -1;
+    open_quotes = quotes & in_string;
+    /* the nested values: their bytes after the opening bracket, to the closing one (each
+     * bracket where the depth leaves or comes back to the top level flips the bits above
+     * it: a prefix xor built in the loop, off the path a multiply would add to) */
+    if (s->depth > 0 || (m->bracket & ~in_string)) {
+        uint64_t brackets = m->bracket & ~in_string;
+        nested = s->depth > 0 ? ~(uint64_t)0 : 0;
+        while (brackets) {
+            int k = __builtin_ctzll(brackets);
+            if (p[k] & 2) {  /* '[' 5B, '{' 7B; ']' 5D, '}' 7D */
+                if (s->depth++ == 0) {
+                    nested_opens |= (uint64_t)1 << k;
+                    nested ^= ~(uint64_t)1 << k;  /* the bits above k */
+                }
+            } else {
+                if (s->depth == 0)
+                    return 0;  /* closes the object before its last brace */
+                if (--s->depth == 0)
+                    nested ^= ~(uint64_t)1 << k;
+            }
+            brackets &= brackets - 1;
+        }
+    }
+    plain = m->plain & ~in_string;
+    tokens = (open_quotes | nested_opens | (plain & ~(plain << 1 | s->plain_before))) & ~nested;
+    s->plain_before = plain >> 63;
+    colons = m->colon & ~in_string & ~nested;
+    commas = m->comma & ~in_string & ~nested;
+    seps = colons | commas;
+    /* the running parities: of the separators, of the tokens, and of both */
+    ps = tok_object_prefix_xor(seps) ^ s->seps;
+    pt = tok_object_prefix_xor(tokens) ^ s->tokens;
+    pa = ps ^ pt;
+    bad = (tokens & ~pa) | (seps & pa)  /* token, separator, token, ... */
+        | (colons & ~ps) | (commas & ps)  /* ':' ',' ':' ... */
+        | (tokens & pt & ~open_quotes);  /* the keys are strings */
+    s->seps = (uint64_t)((int64_t)ps >> 63);
+    s->tokens = (uint64_t)((int64_t)pt >> 63);
+    s->seen |= tokens | seps;
+    return bad == 0;
+}
+
+/* The members' bytes, between the braces of d[:n] (BOM and whitespace around them), into
+ * *p and *length: 0 when the text has no such braces */
+static inline int tok_object_frame(const unsigned char *d, Py_ssize_t n,
+                                   const unsigned char **p, Py_ssize_t *length) {
+    Py_ssize_t o = 0, e = n;
+    if (n >= 3 && d[0] == 0xEF && d[1] == 0xBB && d[2] == 0xBF)
+        o = 3;
+    while (o < n && tok_object_ws(d[o]))
+        o++;
+    while (e > o && tok_object_ws(d[e - 1]))
+        e--;
+    if (e - o < 2 || d[o] != '{' || d[e - 1] != '}')
+        return 0;
+    *p = d + o + 1;
+    *length = e - o - 2;
+    return 1;
+}
+
+/* the answer once every block is read: nothing open, and {} or token : token (, token :
+ * token)* */
+static inline int tok_object_end(const tok_object_state *s) {
+    if (s->in_string || s->depth)
+        return 0;
+    return !s->seen || (s->seps && !s->tokens);
+}
+
+__attribute__((target("avx2,pclmul")))
+static int tok_object_text_avx2(const unsigned char *d, Py_ssize_t n) {
+    tok_object_state s = {0, 0, 0, 0, 0, 0, 0};
+    tok_object_masks m;
+    unsigned char last[64];
+    const unsigned char *p;
+    Py_ssize_t i, length;
+    int r;
+    if (!tok_object_frame(d, n, &p, &length))
+        return 0;
+    for (i = 0; i + 64 <= length; i += 64) {
+        tok_object_classify_avx2(p + i, &m);
+        r = tok_object_step(p + i, &m, &s);
+        if (r <= 0)
+            return r;
+    }
+    if (i < length) {  /* the last bytes, and spaces: they change nothing */
+        memset(last, ' ', sizeof(last));
+        memcpy(last, p + i, (size_t)(length - i));
+        tok_object_classify_avx2(last, &m);
+        r = tok_object_step(last, &m, &s);
+        if (r <= 0)
+            return r;
+    }
+    return tok_object_end(&s);
+}
+
+__attribute__((target(TOK_OB_512)))
+static int tok_object_text_avx512(const unsigned char *d, Py_ssize_t n) {
+    tok_object_state s = {0, 0, 0, 0, 0, 0, 0};
+    tok_object_masks m;
+    const unsigned char *p;
+    Py_ssize_t i, length;
+    int r;
+    if (!tok_object_frame(d, n, &p, &length))
+        return 0;
+    for (i = 0; i < length; i += 64) {  /* bytes past the end: never read at a bracket */
+        tok_object_classify_avx512(p + i, length - i, &m);
+        r = tok_object_step(p + i, &m, &s);
+        if (r <= 0)
+            return r;
+    }
+    return tok_object_end(&s);
+}
+#  undef TOK_OB_512
+#endif /* TOK_OBJECT_X86 */
+
+/* 1 or 0 from the kernel, or -1: the scalar check decides (no kernel here, or a backslash
+ * outside the strings). kernel: TOK_OBJECT_WITH_AVX2 or _AVX512 where the CPU has it (the
+ * tests run each), else none. */
+static inline int tok_object_text_with(int kernel, const unsigned char *d, Py_ssize_t n) {
+#if TOK_OBJECT_X86
+    if (kernel == TOK_OBJECT_WITH_AVX512 && tok_object_kernel == TOK_OBJECT_WITH_AVX512)
+        return tok_object_text_avx512(d, n);
+    if (kernel >= TOK_OBJECT_WITH_AVX2 && tok_object_kernel >= TOK_OBJECT_WITH_AVX2)
+        return tok_object_text_avx2(d, n);
+#endif
+    (void)kernel;
+    (void)d;
+    (void)n;
+    return -1;
+}
+
+/* the kernel tok_object_init picked */
+static inline int tok_object_text(const unsigned char *d, Py_ssize_t n) {
+    return tok_object_text_with(tok_object_kernel, d, n);
+}
+
+#endif
