@@ -30,8 +30,9 @@ cdef extern from "_json_valid.h":
 cdef extern from "_json_object.h":
     int tok_object_kernel
     void tok_object_init() noexcept nogil
-    int tok_object_text(const unsigned char *d, Py_ssize_t n) noexcept nogil
-    int tok_object_text_with(int kernel, const unsigned char *d, Py_ssize_t n) noexcept nogil
+    int tok_object_text(const unsigned char *d, Py_ssize_t n, int *line) noexcept nogil
+    int tok_object_text_with(int kernel, const unsigned char *d, Py_ssize_t n,
+                             int *line) noexcept nogil
 
 tok_object_init()
 # the object-text check's kernels by number (``_json_object.h``): the one in use is in
@@ -200,8 +201,23 @@ cdef int tok_object_next(tok_object *o, tok_member *m) noexcept nogil:
 cdef bint tok_is_object_text(const unsigned char *d, Py_ssize_t n) noexcept nogil:
     """Whether ``d[:n]`` is a JSON object text as ``tok_object_next`` reads one (the
     pre-filter of a last ``"usage":null``): the vector kernel's answer where it has one."""
-    cdef int answer = tok_object_text(d, n)
+    cdef int line
+    cdef int answer = tok_object_text(d, n, &line)
     return answer if answer >= 0 else _object_text_scalar(d, n)
+
+
+cdef bint tok_is_object_line(const unsigned char *d, Py_ssize_t n) noexcept nogil:
+    """``tok_is_object_text``, on one line: no LF or CR in ``d[:n]`` (the relay's test of
+    a ``data`` field; the kernel sees them as it reads the text)."""
+    cdef int line
+    cdef int answer = tok_object_text(d, n, &line)
+    if answer >= 0:
+        return answer == 1 and not line
+    return _one_line(d, n) and _object_text_scalar(d, n)
+
+
+cdef inline bint _one_line(const unsigned char *d, Py_ssize_t n) noexcept nogil:
+    return memchr(d, 10, n) == NULL and memchr(d, 13, n) == NULL
 
 
 cdef bint _object_text_scalar(const unsigned char *d, Py_ssize_t n) noexcept nogil:
@@ -252,34 +268,40 @@ cdef bint _object_text_scalar(const unsigned char *d, Py_ssize_t n) noexcept nog
         i = _skip_ws(d, i + 1, n)
 
 
-def _is_object_text(data, kernel=None):
-    """``tok_is_object_text`` of a bytes-like object (``kernel`` None), or with the kernel
-    of that name from ``_OBJECT_KERNELS`` ("scalar": the scalar check alone; a kernel the
-    CPU lacks: the scalar check): for the tests that compare them."""
+def _is_object_text(data, kernel=None, bint one_line=False):
+    """``tok_is_object_text`` (``tok_is_object_line`` with ``one_line``) of a bytes-like
+    object (``kernel`` None), or with the kernel of that name from ``_OBJECT_KERNELS``
+    ("scalar": the scalar check alone; a kernel the CPU lacks: the scalar check): for the
+    tests that compare them."""
     data = payload_bytes(data, "data")
     cdef const unsigned char *d = <const unsigned char *>PyBytes_AS_STRING(data)
     cdef Py_ssize_t n = PyBytes_GET_SIZE(data)
-    cdef int answer
+    cdef int answer, line = 0
     if kernel is None:
-        return tok_is_object_text(d, n)
-    answer = tok_object_text_with(_OBJECT_KERNELS.index(kernel), d, n)
-    return answer == 1 if answer >= 0 else _object_text_scalar(d, n)
+        return tok_is_object_line(d, n) if one_line else tok_is_object_text(d, n)
+    answer = tok_object_text_with(_OBJECT_KERNELS.index(kernel), d, n, &line)
+    if answer < 0:
+        answer = _object_text_scalar(d, n)
+        line = not _one_line(d, n)
+    return answer == 1 and not (one_line and line)
 
 
 cdef int _object_agree(int kernel, const unsigned char *alphabet, int k, unsigned char *buf,
                        Py_ssize_t n, Py_ssize_t at, int length) noexcept nogil:
     """Every input that is buf[:n] with its window buf[at:at + length] made of the k bytes
-    of ``alphabet``: 0 when the kernel and the scalar check agree on all, else 1 with buf
-    holding the first where they do not."""
+    of ``alphabet``: 0 when the kernel and the scalar check agree on all (and, for an
+    object, the kernel sees a LF or CR where memchr does), else 1 with buf holding the first
+    where they do not."""
     cdef int digits[64]
-    cdef int j, w
+    cdef int j, w, line
     cdef unsigned char *window = buf + at
     for j in range(length):
         digits[j] = 0
         window[j] = alphabet[0]
     while True:
-        w = tok_object_text_with(kernel, buf, n)
-        if w >= 0 and w != _object_text_scalar(buf, n):
+        w = tok_object_text_with(kernel, buf, n, &line)
+        if w >= 0 and (w != _object_text_scalar(buf, n)
+                       or (w == 1 and line != (not _one_line(buf, n)))):
             return 1
         j = 0  # the next input: an odometer over the window
         while j < length:

@@ -67,15 +67,16 @@ static inline int tok_object_ws(unsigned char c) {
 #  define TOK_OB_SLASH 0x10
 #  define TOK_OB_SPACE 0x20
 #  define TOK_OB_CONTROL_WS 0x40
-#  define TOK_OB_HI TOK_OB_CONTROL_WS, 0, TOK_OB_COMMA | TOK_OB_QUOTE | TOK_OB_SPACE, \
+#  define TOK_OB_LINE 0x80  /* LF and CR (0A 0D): the relay asks for a text on one line */
+#  define TOK_OB_HI TOK_OB_CONTROL_WS | TOK_OB_LINE, 0, TOK_OB_COMMA | TOK_OB_QUOTE | TOK_OB_SPACE, \
     TOK_OB_COLON, 0, TOK_OB_BRACKET | TOK_OB_SLASH, 0, TOK_OB_BRACKET, 0, 0, 0, 0, 0, 0, 0, 0
 #  define TOK_OB_LO TOK_OB_SPACE, 0, TOK_OB_QUOTE, 0, 0, 0, 0, 0, 0, TOK_OB_CONTROL_WS, \
-    TOK_OB_COLON | TOK_OB_CONTROL_WS, TOK_OB_BRACKET, TOK_OB_COMMA | TOK_OB_SLASH, \
-    TOK_OB_BRACKET | TOK_OB_CONTROL_WS, 0, 0
+    TOK_OB_COLON | TOK_OB_CONTROL_WS | TOK_OB_LINE, TOK_OB_BRACKET, TOK_OB_COMMA | TOK_OB_SLASH, \
+    TOK_OB_BRACKET | TOK_OB_CONTROL_WS | TOK_OB_LINE, 0, 0
 
 /* The masks of one 64-byte block */
 typedef struct {
-    uint64_t quote, slash, bracket, colon, comma, plain;
+    uint64_t quote, slash, bracket, colon, comma, plain, line;
 } tok_object_masks;
 
 /* bit k of the class byte of each of 32 bytes, as a 32-bit mask: the bit moved to bit 7 of
@@ -88,7 +89,7 @@ static inline void tok_object_classify_avx2(const unsigned char *p, tok_object_m
     const __m256i hi_table = _mm256_setr_epi8(TOK_OB_HI, TOK_OB_HI);
     const __m256i lo_table = _mm256_setr_epi8(TOK_OB_LO, TOK_OB_LO);
     const __m256i nibble = _mm256_set1_epi8(0x0F), zero = _mm256_setzero_si256();
-    uint64_t bits[6][2];
+    uint64_t bits[7][2];
     for (int half = 0; half < 2; half++) {
         __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(p + 32 * half));
         __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
@@ -100,6 +101,7 @@ static inline void tok_object_classify_avx2(const unsigned char *p, tok_object_m
         bits[3][half] = TOK_OB_BIT(cls, 0);  /* colon */
         bits[4][half] = TOK_OB_BIT(cls, 1);  /* comma */
         bits[5][half] = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(cls, zero));
+        bits[6][half] = TOK_OB_BIT(cls, 7);  /* LF, CR */
     }
     m->quote = bits[0][0] | bits[0][1] << 32;
     m->slash = bits[1][0] | bits[1][1] << 32;
@@ -107,6 +109,7 @@ static inline void tok_object_classify_avx2(const unsigned char *p, tok_object_m
     m->colon = bits[3][0] | bits[3][1] << 32;
     m->comma = bits[4][0] | bits[4][1] << 32;
     m->plain = bits[5][0] | bits[5][1] << 32;
+    m->line = bits[6][0] | bits[6][1] << 32;
 }
 #  undef TOK_OB_BIT
 
@@ -135,6 +138,7 @@ static inline void tok_object_classify_avx512(const unsigned char *p, Py_ssize_t
     m->colon = _mm512_test_epi8_mask(cls, _mm512_set1_epi8(TOK_OB_COLON));
     m->comma = _mm512_test_epi8_mask(cls, _mm512_set1_epi8(TOK_OB_COMMA));
     m->plain = _mm512_testn_epi8_mask(cls, cls);
+    m->line = _mm512_movepi8_mask(cls);  /* bit 7 */
 }
 
 /* bit k: the parity of the bits of x at or below k (a carry-less multiply by all ones) */
@@ -179,6 +183,7 @@ typedef struct {
     uint64_t seps, tokens;  /* all ones: an odd number of them so far */
     uint64_t plain_before;  /* 1: the byte before the block is plain */
     uint64_t seen;  /* any token or separator so far */
+    uint64_t line;  /* any LF or CR so far */
     Py_ssize_t depth;  /* of the nested value the block starts in (0: the top level) */
     int odd_slashes;  /* the block starts after an odd run of backslashes */
 } tok_object_state;
@@ -236,20 +241,27 @@ static inline int tok_object_step(const unsigned char *p, const tok_object_masks
     s->seps = (uint64_t)((int64_t)ps >> 63);
     s->tokens = (uint64_t)((int64_t)pt >> 63);
     s->seen |= tokens | seps;
+    s->line |= m->line;
     return bad == 0;
 }
 
+static inline int tok_object_line_end(unsigned char c) {
+    return c == 10 || c == 13;
+}
+
 /* The members' bytes, between the braces of d[:n] (BOM and whitespace around them), into
- * *p and *length: 0 when the text has no such braces */
+ * *p and *length, and whether that whitespace has a LF or CR into s->line: 0 when the text
+ * has no such braces */
 static inline int tok_object_frame(const unsigned char *d, Py_ssize_t n,
-                                   const unsigned char **p, Py_ssize_t *length) {
+                                   const unsigned char **p, Py_ssize_t *length,
+                                   tok_object_state *s) {
     Py_ssize_t o = 0, e = n;
     if (n >= 3 && d[0] == 0xEF && d[1] == 0xBB && d[2] == 0xBF)
         o = 3;
     while (o < n && tok_object_ws(d[o]))
-        o++;
+        s->line |= (uint64_t)tok_object_line_end(d[o++]);
     while (e > o && tok_object_ws(d[e - 1]))
-        e--;
+        s->line |= (uint64_t)tok_object_line_end(d[--e]);
     if (e - o < 2 || d[o] != '{' || d[e - 1] != '}')
         return 0;
     *p = d + o + 1;
@@ -266,14 +278,14 @@ static inline int tok_object_end(const tok_object_state *s) {
 }
 
 __attribute__((target("avx2,pclmul")))
-static int tok_object_text_avx2(const unsigned char *d, Py_ssize_t n) {
-    tok_object_state s = {0, 0, 0, 0, 0, 0, 0};
+static int tok_object_text_avx2(const unsigned char *d, Py_ssize_t n, int *line) {
+    tok_object_state s = {0, 0, 0, 0, 0, 0, 0, 0};
     tok_object_masks m;
     unsigned char last[64];
     const unsigned char *p;
     Py_ssize_t i, length;
     int r;
-    if (!tok_object_frame(d, n, &p, &length))
+    if (!tok_object_frame(d, n, &p, &length, &s))
         return 0;
     for (i = 0; i + 64 <= length; i += 64) {
         tok_object_classify_avx2(p + i, &m);
@@ -289,17 +301,18 @@ static int tok_object_text_avx2(const unsigned char *d, Py_ssize_t n) {
         if (r <= 0)
             return r;
     }
+    *line = s.line != 0;
     return tok_object_end(&s);
 }
 
 __attribute__((target(TOK_OB_512)))
-static int tok_object_text_avx512(const unsigned char *d, Py_ssize_t n) {
-    tok_object_state s = {0, 0, 0, 0, 0, 0, 0};
+static int tok_object_text_avx512(const unsigned char *d, Py_ssize_t n, int *line) {
+    tok_object_state s = {0, 0, 0, 0, 0, 0, 0, 0};
     tok_object_masks m;
     const unsigned char *p;
     Py_ssize_t i, length;
     int r;
-    if (!tok_object_frame(d, n, &p, &length))
+    if (!tok_object_frame(d, n, &p, &length, &s))
         return 0;
     for (i = 0; i < length; i += 64) {  /* bytes past the end: never read at a bracket */
         tok_object_classify_avx512(p + i, length - i, &m);
@@ -307,30 +320,33 @@ static int tok_object_text_avx512(const unsigned char *d, Py_ssize_t n) {
         if (r <= 0)
             return r;
     }
+    *line = s.line != 0;
     return tok_object_end(&s);
 }
 #  undef TOK_OB_512
 #endif /* TOK_OBJECT_X86 */
 
 /* 1 or 0 from the kernel, or -1: the scalar check decides (no kernel here, or a backslash
- * outside the strings). kernel: TOK_OBJECT_WITH_AVX2 or _AVX512 where the CPU has it (the
- * tests run each), else none. */
-static inline int tok_object_text_with(int kernel, const unsigned char *d, Py_ssize_t n) {
+ * outside the strings); when 1, *line says whether the text has a LF or CR. kernel:
+ * TOK_OBJECT_WITH_AVX2 or _AVX512 where the CPU has it (the tests run each), else none. */
+static inline int tok_object_text_with(int kernel, const unsigned char *d, Py_ssize_t n,
+                                       int *line) {
 #if TOK_OBJECT_X86
     if (kernel == TOK_OBJECT_WITH_AVX512 && tok_object_kernel == TOK_OBJECT_WITH_AVX512)
-        return tok_object_text_avx512(d, n);
+        return tok_object_text_avx512(d, n, line);
     if (kernel >= TOK_OBJECT_WITH_AVX2 && tok_object_kernel >= TOK_OBJECT_WITH_AVX2)
-        return tok_object_text_avx2(d, n);
+        return tok_object_text_avx2(d, n, line);
 #endif
     (void)kernel;
     (void)d;
     (void)n;
+    (void)line;
     return -1;
 }
 
 /* the kernel tok_object_init picked */
-static inline int tok_object_text(const unsigned char *d, Py_ssize_t n) {
-    return tok_object_text_with(tok_object_kernel, d, n);
+static inline int tok_object_text(const unsigned char *d, Py_ssize_t n, int *line) {
+    return tok_object_text_with(tok_object_kernel, d, n, line);
 }
 
 #endif

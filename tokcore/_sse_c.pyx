@@ -17,7 +17,7 @@ from tokcore._freethreading cimport (
     tok_busy_enter, tok_busy_leave, tok_cs, tok_cs_end, tok_idle_begin,
 )
 from tokcore._usage_c cimport (
-    UsageRules, tok_apply_edits, tok_edits, tok_null_usage_text, tok_usage_edits,
+    UsageRules, tok_apply_edits, tok_edits, tok_null_usage_line, tok_usage_edits,
 )
 
 from tokcore._args import Bound, in_use, payload_bytes
@@ -245,13 +245,13 @@ cdef class UsageRelay:
         """Whether ``d[:n]`` is one event of one ``data`` line whose last top-level member is
         ``"usage":null`` (``n`` >= 2, it ends with a blank line): nothing to rewrite."""
         cdef Py_ssize_t start = 5
-        if n > self._max or n < 7 or memcmp(d, b"data:", 5) != 0 or memchr(d, 10, n - 2) != NULL \
-                or memchr(d, 13, n) != NULL:
+        if n > self._max or n < 7 or memcmp(d, b"data:", 5) != 0:
             return False
         if d[5] == 32:
             start = 6
+        # one line (no LF before the blank line, no CR): the object check sees them
         if not self._rules.single_path or \
-                not tok_null_usage_text(<const unsigned char *>d + start, n - 2 - start):
+                not tok_null_usage_line(<const unsigned char *>d + start, n - 2 - start):
             return False
         self._cr = False
         self._first = False

@@ -40,3 +40,5 @@ cdef bint tok_may_hold_usage(const char *d, Py_ssize_t n) noexcept nogil
 cdef bint tok_ends_with_null_usage(const unsigned char *d, Py_ssize_t n) noexcept nogil
 # The same, and d[:n] is a JSON object text (_usage_py.no_usage's second pre-filter).
 cdef bint tok_null_usage_text(const unsigned char *d, Py_ssize_t n) noexcept nogil
+# The same, on one line: no LF or CR in d[:n] (the relay's data field).
+cdef bint tok_null_usage_line(const unsigned char *d, Py_ssize_t n) noexcept nogil
