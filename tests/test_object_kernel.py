@@ -86,8 +86,9 @@ def test_kernel_agrees_on_every_input(json_c: ModuleType, alphabet: bytes, longe
     """About 5 million inputs, enumerated in C."""
     for before, after in frames:
         for length in range(longest + 1):
-            found = json_c._object_text_agree(alphabet, length, before, after, kernel)
-            assert found is None, (alphabet, before, after, found)
+            for memo in (False, True):
+                found = json_c._object_text_agree(alphabet, length, before, after, kernel, memo)
+                assert found is None, (alphabet, before, after, memo, found)
 
 
 # (frame before, the same again, frame after): the window goes to every offset of a text of
@@ -115,6 +116,42 @@ def test_kernel_agrees_in_every_window(json_c: ModuleType, before: bytes, filler
             head, tail = before + filler * at, filler * (room - at) + after
             found = json_c._object_text_agree(b'{}"\\:,1 ', 4, head, tail, kernel)
             assert found is None, (total, at, found)
+
+
+CHUNK = (b'{"id":"chatcmpl-8f3c2a1b4d5e6f708192a3b4c5d6e7f8","object":"chat.completion.chunk",'
+         b'"created":1732000000,"model":"Qwen/Qwen2.5-7B-Instruct","choices":[{"index":0,'
+         b'"delta":{"content":" the"},"logprobs":null,"finish_reason":null}],"usage":null}')
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("lead", [b"", b" ", b"\xef\xbb\xbf \n"])
+def test_memo_agrees_in_every_window(json_c: ModuleType, kernel: str, lead: bytes) -> None:
+    """A memo kept from input to input, as a relay keeps one from event to event: a chat
+    chunk with 3 bytes changed at every offset, so that each input begins like the ones
+    before it up to the change (the memo's blocks taken, refilled or passed over), and the
+    answers are still the scalar check's."""
+    text = lead + CHUNK
+    for at in range(len(text) - 3 + 1):
+        found = json_c._object_text_agree(b'"{}:,\\ x', 3, text[:at], text[at + 3:],
+                                          kernel, memo=True)
+        assert found is None, (at, found)
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_memo_is_used(json_c: ModuleType, kernel: str) -> None:
+    """A stream's chunks that begin alike go on from the memo's blocks: both when the first
+    128 bytes of members are the same, one when only the first 64 are, none when the text
+    is short, changed at the start, or follows one that was no object (which is not kept)."""
+    if json_c.BUILD_INFO["object check"] == "scalar" or (
+            kernel == "AVX-512" and json_c.BUILD_INFO["object check"] != "AVX-512"):
+        pytest.skip(f"no {kernel} kernel on this CPU")
+    other = CHUNK.replace(b'" the"', b'" model"')
+    early = CHUNK.replace(b"chatcmpl-8", b"chatcmpl-9")
+    middle = CHUNK.replace(b"Qwen2.5", b"Qwen2.6")  # after 64 bytes of members
+    broken = CHUNK[:-1] + b",}"  # begins as CHUNK does; no object, so not kept
+    texts = [CHUNK, other, CHUNK, middle, CHUNK, early, early, b'{"a":1}', CHUNK + b"x",
+             CHUNK[:100], early, broken, CHUNK, broken, CHUNK]
+    assert json_c._memo_taken(texts, kernel) == [0, 2, 2, 1, 1, 0, 2, 0, 0, 0, 2, 0, 0, 2, 2]
 
 
 @pytest.mark.parametrize("at", [0, 1, 31, 32, 62, 63, 64, 65, 127, 128])

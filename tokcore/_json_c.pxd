@@ -1,5 +1,11 @@
 from libc.string cimport memcmp
 
+cdef extern from "_json_object_memo.h":
+    ctypedef struct tok_object_memo:
+        int blocks
+        int taken
+    void tok_object_memo_clear(tok_object_memo *memo) noexcept nogil
+
 # The member scanner of _json_c, for the other Cython twins (cimport tokcore._json_c).
 
 ctypedef struct tok_member:
@@ -29,8 +35,10 @@ cdef int tok_object_open(tok_object *o, const unsigned char *d, Py_ssize_t start
 cdef int tok_object_next(tok_object *o, tok_member *m) noexcept nogil
 # Whether d[:n] is a JSON object text as tok_object_next reads one (no member kept).
 cdef bint tok_is_object_text(const unsigned char *d, Py_ssize_t n) noexcept nogil
-# The same, with no LF or CR in d[:n] (the relay's data field: one line).
-cdef bint tok_is_object_line(const unsigned char *d, Py_ssize_t n) noexcept nogil
+# The same, with no LF or CR in d[:n] (the relay's data field: one line); memo: the caller's
+# memo of its last object's first blocks (a stream's events begin alike), or NULL.
+cdef bint tok_is_object_line(const unsigned char *d, Py_ssize_t n,
+                             tok_object_memo *memo) noexcept nogil
 # Whether m's key decodes to the key whose UTF-8 bytes are key[:length] (str_key: the same
 # key as a str, for keys spelled with escapes, which are decoded by _json_py).
 cdef int tok_key_is(const unsigned char *d, const tok_member *m, const char *key,

@@ -30,9 +30,10 @@ cdef extern from "_json_valid.h":
 cdef extern from "_json_object.h":
     int tok_object_kernel
     void tok_object_init() noexcept nogil
-    int tok_object_text(const unsigned char *d, Py_ssize_t n, int *line) noexcept nogil
-    int tok_object_text_with(int kernel, const unsigned char *d, Py_ssize_t n,
-                             int *line) noexcept nogil
+    int tok_object_text(const unsigned char *d, Py_ssize_t n, int *line,
+                        tok_object_memo *memo) noexcept nogil
+    int tok_object_text_with(int kernel, const unsigned char *d, Py_ssize_t n, int *line,
+                             tok_object_memo *memo) noexcept nogil
 
 tok_object_init()
 # the object-text check's kernels by number (``_json_object.h``): the one in use is in
@@ -202,15 +203,17 @@ cdef bint tok_is_object_text(const unsigned char *d, Py_ssize_t n) noexcept nogi
     """Whether ``d[:n]`` is a JSON object text as ``tok_object_next`` reads one (the
     pre-filter of a last ``"usage":null``): the vector kernel's answer where it has one."""
     cdef int line
-    cdef int answer = tok_object_text(d, n, &line)
+    cdef int answer = tok_object_text(d, n, &line, NULL)
     return answer if answer >= 0 else _object_text_scalar(d, n)
 
 
-cdef bint tok_is_object_line(const unsigned char *d, Py_ssize_t n) noexcept nogil:
+cdef bint tok_is_object_line(const unsigned char *d, Py_ssize_t n,
+                             tok_object_memo *memo) noexcept nogil:
     """``tok_is_object_text``, on one line: no LF or CR in ``d[:n]`` (the relay's test of
-    a ``data`` field; the kernel sees them as it reads the text)."""
+    a ``data`` field; the kernel sees them as it reads the text). ``memo``: the caller's
+    memo of the first blocks of its last object (``_json_object_memo.h``), or NULL."""
     cdef int line
-    cdef int answer = tok_object_text(d, n, &line)
+    cdef int answer = tok_object_text(d, n, &line, memo)
     if answer >= 0:
         return answer == 1 and not line
     return _one_line(d, n) and _object_text_scalar(d, n)
@@ -278,8 +281,8 @@ def _is_object_text(data, kernel=None, bint one_line=False):
     cdef Py_ssize_t n = PyBytes_GET_SIZE(data)
     cdef int answer, line = 0
     if kernel is None:
-        return tok_is_object_line(d, n) if one_line else tok_is_object_text(d, n)
-    answer = tok_object_text_with(_OBJECT_KERNELS.index(kernel), d, n, &line)
+        return tok_is_object_line(d, n, NULL) if one_line else tok_is_object_text(d, n)
+    answer = tok_object_text_with(_OBJECT_KERNELS.index(kernel), d, n, &line, NULL)
     if answer < 0:
         answer = _object_text_scalar(d, n)
         line = not _one_line(d, n)
@@ -287,7 +290,8 @@ def _is_object_text(data, kernel=None, bint one_line=False):
 
 
 cdef int _object_agree(int kernel, const unsigned char *alphabet, int k, unsigned char *buf,
-                       Py_ssize_t n, Py_ssize_t at, int length) noexcept nogil:
+                       Py_ssize_t n, Py_ssize_t at, int length,
+                       tok_object_memo *memo) noexcept nogil:
     """Every input that is buf[:n] with its window buf[at:at + length] made of the k bytes
     of ``alphabet``: 0 when the kernel and the scalar check agree on all (and, for an
     object, the kernel sees a LF or CR where memchr does), else 1 with buf holding the first
@@ -299,7 +303,7 @@ cdef int _object_agree(int kernel, const unsigned char *alphabet, int k, unsigne
         digits[j] = 0
         window[j] = alphabet[0]
     while True:
-        w = tok_object_text_with(kernel, buf, n, &line)
+        w = tok_object_text_with(kernel, buf, n, &line, memo)
         if w >= 0 and (w != _object_text_scalar(buf, n)
                        or (w == 1 and line != (not _one_line(buf, n)))):
             return 1
@@ -316,11 +320,29 @@ cdef int _object_agree(int kernel, const unsigned char *alphabet, int k, unsigne
         window[j] = alphabet[digits[j]]
 
 
+def _memo_taken(texts, str kernel="AVX2"):
+    """The texts through one memo, as a relay's events: for each, how many of the memo's
+    blocks it went on from (for the tests that check the memo is used)."""
+    cdef tok_object_memo kept
+    cdef int line, number = _OBJECT_KERNELS.index(kernel)
+    cdef bytes text
+    tok_object_memo_clear(&kept)
+    taken = []
+    for text in texts:
+        tok_object_text_with(number, <const unsigned char *>PyBytes_AS_STRING(text),
+                             PyBytes_GET_SIZE(text), &line, &kept)
+        taken.append(kept.taken)
+    return taken
+
+
 def _object_text_agree(bytes alphabet, int length, bytes before=b"", bytes after=b"",
-                       str kernel="AVX2"):
+                       str kernel="AVX2", bint memo=False):
     """Every input ``before + window + after`` with a window of ``length`` bytes over
     ``alphabet``, that kernel against the scalar check: None when they agree on all (or
-    the CPU has no such kernel), else the first input where they differ."""
+    the CPU has no such kernel), else the first input where they differ. With ``memo``,
+    one memo goes from input to input, as a relay's from event to event."""
+    cdef tok_object_memo kept
+    tok_object_memo_clear(&kept)
     cdef int number = _OBJECT_KERNELS.index(kernel)
     if not 0 <= length <= 64 or not alphabet or len(alphabet) ** length > 1 << 24:
         raise ValueError("at most 2**24 inputs, a window of 0 to 64 bytes, a non-empty alphabet")
@@ -333,7 +355,7 @@ def _object_text_agree(bytes alphabet, int length, bytes before=b"", bytes after
     cdef int found, k = <int>len(alphabet)
     memcpy(buf, PyBytes_AS_STRING(template), n)
     with nogil:
-        found = _object_agree(number, chars, k, buf, n, at, length)
+        found = _object_agree(number, chars, k, buf, n, at, length, &kept if memo else NULL)
     return bad if found else None
 
 

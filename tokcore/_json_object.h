@@ -29,6 +29,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_json_object_memo.h"
+
 #if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__)) \
     && (!defined(TOK_SCAN_PORTABLE) || !TOK_SCAN_PORTABLE)
 #  define TOK_OBJECT_X86 1
@@ -177,17 +179,6 @@ static inline uint64_t tok_object_escaped(uint64_t slash, int *odd) {
     return escaped;
 }
 
-/* What is carried from block to block */
-typedef struct {
-    uint64_t in_string;  /* all ones: the block starts inside a string */
-    uint64_t seps, tokens;  /* all ones: an odd number of them so far */
-    uint64_t plain_before;  /* 1: the byte before the block is plain */
-    uint64_t seen;  /* any token or separator so far */
-    uint64_t line;  /* any LF or CR so far */
-    Py_ssize_t depth;  /* of the nested value the block starts in (0: the top level) */
-    int odd_slashes;  /* the block starts after an odd run of backslashes */
-} tok_object_state;
-
 /* One block of the members from its masks (p: its bytes, read at its brackets); 1 to go on,
  * 0 when they are not members, -1 when a backslash is outside the strings */
 __attribute__((target("pclmul")))
@@ -250,18 +241,18 @@ static inline int tok_object_line_end(unsigned char c) {
 }
 
 /* The members' bytes, between the braces of d[:n] (BOM and whitespace around them), into
- * *p and *length, and whether that whitespace has a LF or CR into s->line: 0 when the text
- * has no such braces */
+ * *p and *length, and whether that whitespace has a LF or CR (before: into s->line, after:
+ * into *trailing_line): 0 when the text has no such braces */
 static inline int tok_object_frame(const unsigned char *d, Py_ssize_t n,
                                    const unsigned char **p, Py_ssize_t *length,
-                                   tok_object_state *s) {
+                                   tok_object_state *s, int *trailing_line) {
     Py_ssize_t o = 0, e = n;
     if (n >= 3 && d[0] == 0xEF && d[1] == 0xBB && d[2] == 0xBF)
         o = 3;
     while (o < n && tok_object_ws(d[o]))
         s->line |= (uint64_t)tok_object_line_end(d[o++]);
     while (e > o && tok_object_ws(d[e - 1]))
-        s->line |= (uint64_t)tok_object_line_end(d[--e]);
+        *trailing_line |= tok_object_line_end(d[--e]);
     if (e - o < 2 || d[o] != '{' || d[e - 1] != '}')
         return 0;
     *p = d + o + 1;
@@ -277,76 +268,115 @@ static inline int tok_object_end(const tok_object_state *s) {
     return !s->seen || (s->seps && !s->tokens);
 }
 
+/* The blocks of the members p[:length] from offset i (a multiple of 64) on, from state *s:
+ * 1 when all were read, else 0 or -1 (as tok_object_step); after[b], for each block b under
+ * TOK_OBJECT_MEMO_BLOCKS read whole, the state after it. */
 __attribute__((target("avx2,pclmul")))
-static int tok_object_text_avx2(const unsigned char *d, Py_ssize_t n, int *line) {
-    tok_object_state s = {0, 0, 0, 0, 0, 0, 0, 0};
+static int tok_object_blocks_avx2(const unsigned char *p, Py_ssize_t length, Py_ssize_t i,
+                                  tok_object_state *s, tok_object_state *after) {
     tok_object_masks m;
     unsigned char last[64];
-    const unsigned char *p;
-    Py_ssize_t i, length;
     int r;
-    if (!tok_object_frame(d, n, &p, &length, &s))
-        return 0;
-    for (i = 0; i + 64 <= length; i += 64) {
+    for (; i + 64 <= length; i += 64) {
         tok_object_classify_avx2(p + i, &m);
-        r = tok_object_step(p + i, &m, &s);
+        r = tok_object_step(p + i, &m, s);
         if (r <= 0)
             return r;
+        if (i < 64 * TOK_OBJECT_MEMO_BLOCKS)
+            after[i / 64] = *s;
     }
     if (i < length) {  /* the last bytes, and spaces: they change nothing */
         memset(last, ' ', sizeof(last));
         memcpy(last, p + i, (size_t)(length - i));
         tok_object_classify_avx2(last, &m);
-        r = tok_object_step(last, &m, &s);
-        if (r <= 0)
-            return r;
+        return tok_object_step(last, &m, s);
     }
-    *line = s.line != 0;
-    return tok_object_end(&s);
+    return 1;
 }
 
 __attribute__((target(TOK_OB_512)))
-static int tok_object_text_avx512(const unsigned char *d, Py_ssize_t n, int *line) {
-    tok_object_state s = {0, 0, 0, 0, 0, 0, 0, 0};
+static int tok_object_blocks_avx512(const unsigned char *p, Py_ssize_t length, Py_ssize_t i,
+                                    tok_object_state *s, tok_object_state *after) {
     tok_object_masks m;
-    const unsigned char *p;
-    Py_ssize_t i, length;
     int r;
-    if (!tok_object_frame(d, n, &p, &length, &s))
-        return 0;
-    for (i = 0; i < length; i += 64) {  /* bytes past the end: never read at a bracket */
+    for (; i < length; i += 64) {  /* bytes past the end: never read at a bracket */
         tok_object_classify_avx512(p + i, length - i, &m);
-        r = tok_object_step(p + i, &m, &s);
+        r = tok_object_step(p + i, &m, s);
         if (r <= 0)
             return r;
+        if (i < 64 * TOK_OBJECT_MEMO_BLOCKS)  /* a last block not whole: never kept */
+            after[i / 64] = *s;
     }
-    *line = s.line != 0;
-    return tok_object_end(&s);
+    return 1;
+}
+
+/* The kernel's answer, with the memo (or NULL): its blocks skipped when the text begins
+ * with their bytes, and refilled from a text that is an object and does not. */
+static inline int tok_object_text_kernel(int kernel, const unsigned char *d, Py_ssize_t n,
+                                         int *line, tok_object_memo *memo) {
+    tok_object_state s = {0, 0, 0, 0, 0, 0, 0, 0}, after[TOK_OBJECT_MEMO_BLOCKS];
+    const unsigned char *p;
+    Py_ssize_t length, i = 0, start;
+    int r, trailing = 0, kept = 0, whole;
+    if (memo != NULL)
+        memo->taken = 0;
+    if (!tok_object_frame(d, n, &p, &length, &s, &trailing))
+        return 0;
+    start = p - d;
+    whole = length / 64 < TOK_OBJECT_MEMO_BLOCKS ? (int)(length / 64) : TOK_OBJECT_MEMO_BLOCKS;
+    if (memo != NULL && memo->blocks && memo->start == start && start <= TOK_OBJECT_MEMO_LEAD) {
+        /* the blocks kept that this text begins with, read whole here too */
+        while (kept < memo->blocks && kept < whole
+               && memcmp(d, memo->text, (size_t)(start + 64 * (kept + 1))) == 0)
+            kept++;
+        if (kept) {
+            s = memo->after[kept - 1];
+            i = 64 * kept;
+            memo->taken = kept;
+        }
+    }
+    r = kernel == TOK_OBJECT_WITH_AVX512 ? tok_object_blocks_avx512(p, length, i, &s, after)
+                                         : tok_object_blocks_avx2(p, length, i, &s, after);
+    if (r <= 0)
+        return r;
+    *line = s.line != 0 || trailing;
+    r = tok_object_end(&s);
+    if (r && memo != NULL && kept < whole && start <= TOK_OBJECT_MEMO_LEAD) {
+        for (int b = kept; b < whole; b++)
+            memo->after[b] = after[b];
+        memcpy(memo->text, d, (size_t)(start + 64 * whole));
+        memo->start = start;
+        memo->blocks = whole;
+    }
+    return r;
 }
 #  undef TOK_OB_512
 #endif /* TOK_OBJECT_X86 */
 
 /* 1 or 0 from the kernel, or -1: the scalar check decides (no kernel here, or a backslash
- * outside the strings); when 1, *line says whether the text has a LF or CR. kernel:
+ * outside the strings); when 1, *line says whether the text has a LF or CR. memo: a
+ * tok_object_memo of the caller's (the relay's), or NULL. kernel:
  * TOK_OBJECT_WITH_AVX2 or _AVX512 where the CPU has it (the tests run each), else none. */
 static inline int tok_object_text_with(int kernel, const unsigned char *d, Py_ssize_t n,
-                                       int *line) {
+                                       int *line, tok_object_memo *memo) {
 #if TOK_OBJECT_X86
     if (kernel == TOK_OBJECT_WITH_AVX512 && tok_object_kernel == TOK_OBJECT_WITH_AVX512)
-        return tok_object_text_avx512(d, n, line);
+        return tok_object_text_kernel(TOK_OBJECT_WITH_AVX512, d, n, line, memo);
     if (kernel >= TOK_OBJECT_WITH_AVX2 && tok_object_kernel >= TOK_OBJECT_WITH_AVX2)
-        return tok_object_text_avx2(d, n, line);
+        return tok_object_text_kernel(TOK_OBJECT_WITH_AVX2, d, n, line, memo);
 #endif
     (void)kernel;
     (void)d;
     (void)n;
     (void)line;
+    (void)memo;
     return -1;
 }
 
 /* the kernel tok_object_init picked */
-static inline int tok_object_text(const unsigned char *d, Py_ssize_t n, int *line) {
-    return tok_object_text_with(tok_object_kernel, d, n, line);
+static inline int tok_object_text(const unsigned char *d, Py_ssize_t n, int *line,
+                                  tok_object_memo *memo) {
+    return tok_object_text_with(tok_object_kernel, d, n, line, memo);
 }
 
 #endif

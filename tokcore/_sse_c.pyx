@@ -13,6 +13,7 @@ from cpython.mem cimport PyMem_Free, PyMem_Realloc
 from libc.string cimport memchr, memcmp, memcpy
 
 from tokcore._bigevent_c cimport BigEvent
+from tokcore._json_c cimport tok_object_memo, tok_object_memo_clear
 from tokcore._freethreading cimport (
     tok_busy_enter, tok_busy_leave, tok_cs, tok_cs_end, tok_idle_begin,
 )
@@ -118,12 +119,16 @@ cdef class UsageRelay:
     cdef bint _line_start, _cr, _first
     cdef bint _busy  # a call is running: a second one at the same time is refused
     cdef BigEvent _big  # the scan of an event too large to hold, or None
+    # the first blocks of the last "usage":null event's object, whose state its stream's next
+    # events (alike at their start) go on from (_json_object_memo.h, a fixed size)
+    cdef tok_object_memo _memo
     cdef Piece *_pieces
     cdef Py_ssize_t _piece_cap
 
     def __cinit__(self):
         self._pend = NULL
         self._pieces = NULL
+        tok_object_memo_clear(&self._memo)
 
     def __init__(self, *args, **kwargs):
         # bound and checked by the Python twin's __init__: the same signature and errors
@@ -251,7 +256,8 @@ cdef class UsageRelay:
             start = 6
         # one line (no LF before the blank line, no CR): the object check sees them
         if not self._rules.single_path or \
-                not tok_null_usage_line(<const unsigned char *>d + start, n - 2 - start):
+                not tok_null_usage_line(<const unsigned char *>d + start, n - 2 - start,
+                                        &self._memo):
             return False
         self._cr = False
         self._first = False

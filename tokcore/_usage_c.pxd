@@ -1,5 +1,7 @@
 # The usage rewrite of _usage_c, for the relay's Cython twin (cimport tokcore._usage_c).
 
+from tokcore._json_c cimport tok_object_memo
+
 cdef enum:
     TOK_MAX_EDITS = 4  # a count or two replaced, cached set, one group of added members
     TOK_EDIT_TEXT = 256  # the longest edit: three added members with 20-digit counts
@@ -41,4 +43,5 @@ cdef bint tok_ends_with_null_usage(const unsigned char *d, Py_ssize_t n) noexcep
 # The same, and d[:n] is a JSON object text (_usage_py.no_usage's second pre-filter).
 cdef bint tok_null_usage_text(const unsigned char *d, Py_ssize_t n) noexcept nogil
 # The same, on one line: no LF or CR in d[:n] (the relay's data field).
-cdef bint tok_null_usage_line(const unsigned char *d, Py_ssize_t n) noexcept nogil
+cdef bint tok_null_usage_line(const unsigned char *d, Py_ssize_t n,
+                              tok_object_memo *memo) noexcept nogil

@@ -12,7 +12,7 @@ from libc.string cimport memcmp, memcpy
 
 from tokcore._json_c cimport (
     tok_key_is, tok_last_member, tok_member, tok_object, tok_object_next, tok_object_open,
-    tok_is_object_line, tok_is_object_text, tok_raw_key_is, tok_value_error,
+    tok_is_object_line, tok_is_object_text, tok_object_memo, tok_raw_key_is, tok_value_error,
 )
 
 from tokcore._args import payload_bytes
@@ -104,8 +104,9 @@ cdef bint tok_null_usage_text(const unsigned char *d, Py_ssize_t n) noexcept nog
     return tok_ends_with_null_usage(d, n) and tok_is_object_text(d, n)
 
 
-cdef bint tok_null_usage_line(const unsigned char *d, Py_ssize_t n) noexcept nogil:
-    return tok_ends_with_null_usage(d, n) and tok_is_object_line(d, n)
+cdef bint tok_null_usage_line(const unsigned char *d, Py_ssize_t n,
+                              tok_object_memo *memo) noexcept nogil:
+    return tok_ends_with_null_usage(d, n) and tok_is_object_line(d, n, memo)
 
 
 cdef bint tok_ends_with_null_usage(const unsigned char *d, Py_ssize_t n) noexcept nogil:
