@@ -37,8 +37,13 @@ RUNNER = "plain"  # bench/report.py runs this script as it is and shows what it 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "disagg_proxy.py"
 PROMPT_TOKENS = 40_000
 MODES = ("plain", "tokcore", "floor")
-#: tokcore-mode proxy CPU per request at most this fraction of each other mode's
-GOALS = {"plain": 0.25, "floor": 1.10}
+#: tokcore-mode proxy CPU per request at most this fraction of each other mode's. The plain
+#: one is the level reached in each run's settings: 0.244 in the full run (16 streams, 2 x 120
+#: requests a mode), where plain's json costs most, but 0.29-0.33 in the default one, where
+#: the floor proxy itself (slicing with bytes.find, nothing decoded or rewritten) measures
+#: 0.28-0.30 of plain: the HTTP stack's share sets that floor, not tokcore. The floor goal,
+#: the same in both, is the one that says what tokcore costs over doing nothing.
+GOALS = {"plain": 0.25 if FULL else 0.35, "floor": 1.10}
 
 
 def load_example() -> ModuleType:
