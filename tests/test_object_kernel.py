@@ -1,11 +1,12 @@
-"""The object-text check's vector kernel (``_json_object.h``) against its scalar check
-(``_json_c._object_text_scalar``, itself compared with ``_json_py.scan_object`` in
-test_json_value): on every input over a few bytes, with every pattern of a few bytes at
-every offset around the 64-byte blocks, on every byte value and on generated objects, whole
-and with one byte changed. ``_is_object_text(text)`` is the kernel's answer where it has
-one, ``_is_object_text(text, False)`` the scalar one (with ``one_line``: and no LF or CR in the text, as the relay asks of a
-data field; the kernel sees them as it reads). Only the Cython twin has the check;
-where the CPU has no AVX2 the kernel is not built or not used and both are the scalar check.
+"""The object-text check's vector kernels (``_json_object.h``, AVX2 and AVX-512BW) against
+its scalar check (``_json_c._object_text_scalar``, itself compared with
+``_json_py.scan_object`` in test_json_value): on every input over a few bytes, with every
+pattern of a few bytes at every offset around the 64-byte blocks, through one memo as a
+relay keeps one, on every byte value and on generated objects, whole and with one byte
+changed. ``_is_object_text(text, kernel)`` is that kernel's answer (``"scalar"``: the scalar
+check's), with ``one_line`` also no LF or CR in the text, as the relay asks of a data field
+(the kernels see them as they read). Only the Cython twin has the check; where the CPU lacks
+a kernel, asking for it gives the scalar check.
 """
 
 from __future__ import annotations
@@ -168,12 +169,12 @@ def test_every_byte_value(json_c: ModuleType, at: int) -> None:
 
 
 def test_known_answers(json_c: ModuleType) -> None:
-    yes = [b"{}", b" {\n}\r\n", b'{"a":\n1}', b'{"a":"\r"}', b"\xef\xbb\xbf{}", b'{"a":1}', b'{"a":"b\\"c"}',
-           b'{"a":[1,{"b":2}],"c":null}', b'{"a":{]}',
+    yes = [b"{}", b" {\n}\r\n", b'{"a":\n1}', b'{"a":"\r"}', b"\xef\xbb\xbf{}", b'{"a":1}',
+           b'{"a":"b\\"c"}', b'{"a":[1,{"b":2}],"c":null}', b'{"a":{]}',
            b'{"a":"\\\\","b":"x"}', b'{"a" : 1 , "b" :[ ] }', b'{"a":-x}',
            b'{"k":"' + b"x" * 200 + b'","usage":null}']
-    no = [b"", b"{", b"}", b"{}}", b"{} x", b'{"a":1,}', b'{"a":[}]}', b'{"a"}', b'{"a":1 2}', b'{1:2}',
-          b'{"a":[1}', b'{"a":"}', b'{"a":1]', b'{"a":"b""c"}', b'{"a":\\"x"}', b"[]",
+    no = [b"", b"{", b"}", b"{}}", b"{} x", b'{"a":1,}', b'{"a":[}]}', b'{"a"}', b'{"a":1 2}',
+          b'{1:2}', b'{"a":[1}', b'{"a":"}', b'{"a":1]', b'{"a":"b""c"}', b'{"a":\\"x"}', b"[]",
           b'{"a":1}}', b' \xef\xbb\xbf{}', b'{"a":[\\"],"b":1}', b'{"a":1:2}', b'{,"a":1}',
           b'{"a":[' + b"1," * 100 + b"1}"]
     for text in yes:
