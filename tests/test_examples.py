@@ -101,8 +101,25 @@ def counts(prompt_tokens: int) -> tuple[int, int]:
     return prompt_tokens, example.cached_prompt_tokens(prompt_tokens)
 
 
+# the clients a test made, closed when it ends: a client's pool otherwise holds its sockets
+# until the collector finds it, in some later test (an unclosed-socket ResourceWarning)
+_clients: list[openai.OpenAI | anthropic.Anthropic] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_clients() -> Iterator[None]:
+    yield
+    while _clients:
+        _clients.pop().close()
+
+
+def kept(client: Any) -> Any:
+    _clients.append(client)
+    return client
+
+
 def openai_client(stack: Stack, mode: str = "tokcore") -> openai.OpenAI:
-    return openai.OpenAI(base_url=f"{stack.urls[mode]}/v1", api_key="unused", max_retries=0)
+    return openai_at(stack.urls[mode])
 
 
 # --- the openai client: chat, completions, responses ---------------------------------------
@@ -203,7 +220,7 @@ def test_openai_responses(stack: Stack, mode: str) -> None:
 @pytest.mark.parametrize("mode", ["tokcore", "plain"])
 def test_anthropic_messages(stack: Stack, mode: str) -> None:
     prompt_tokens, max_tokens = 5000, 12
-    client = anthropic.Anthropic(base_url=stack.urls[mode], api_key="unused", max_retries=0)
+    client = anthropic_at(stack.urls[mode])
     request: dict[str, Any] = {"model": "m", "max_tokens": max_tokens,
                                "messages": [{"role": "user", "content": PROMPT}],
                                "extra_body": {"fake_prompt_tokens": prompt_tokens}}
@@ -392,11 +409,15 @@ def no_traceback(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
 
 
 def openai_at(url: str) -> openai.OpenAI:
-    return openai.OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0)
+    client: openai.OpenAI = kept(openai.OpenAI(base_url=f"{url}/v1", api_key="unused",
+                                               max_retries=0))
+    return client
 
 
 def anthropic_at(url: str) -> anthropic.Anthropic:
-    return anthropic.Anthropic(base_url=url, api_key="unused", max_retries=0)
+    client: anthropic.Anthropic = kept(anthropic.Anthropic(base_url=url, api_key="unused",
+                                                           max_retries=0))
+    return client
 
 
 def chat(url: str, content: str = PROMPT, stream: bool = False, **extra: Any) -> Any:
