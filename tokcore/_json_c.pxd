@@ -34,7 +34,8 @@ cdef int tok_object_open(tok_object *o, const unsigned char *d, Py_ssize_t start
 # after it): 0; not an object: -1 with o.error set.
 cdef int tok_object_next(tok_object *o, tok_member *m) noexcept nogil
 # Whether d[:n] is a JSON object text as tok_object_next reads one (no member kept).
-cdef bint tok_is_object_text(const unsigned char *d, Py_ssize_t n) noexcept nogil
+cdef bint tok_is_object_text(const unsigned char *d, Py_ssize_t n,
+                             tok_object_memo *memo) noexcept nogil
 # The same, with no LF or CR in d[:n] (the relay's data field: one line); memo: the caller's
 # memo of its last object's first blocks (a stream's events begin alike), or NULL.
 cdef bint tok_is_object_line(const unsigned char *d, Py_ssize_t n,

@@ -199,11 +199,13 @@ cdef int tok_object_next(tok_object *o, tok_member *m) noexcept nogil:
     return 1
 
 
-cdef bint tok_is_object_text(const unsigned char *d, Py_ssize_t n) noexcept nogil:
+cdef bint tok_is_object_text(const unsigned char *d, Py_ssize_t n,
+                             tok_object_memo *memo) noexcept nogil:
     """Whether ``d[:n]`` is a JSON object text as ``tok_object_next`` reads one (the
-    pre-filter of a last ``"usage":null``): the vector kernel's answer where it has one."""
+    pre-filter of a last ``"usage":null``): the vector kernel's answer where it has one.
+    ``memo``: the caller's memo of the first blocks of its last object, or NULL."""
     cdef int line
-    cdef int answer = tok_object_text(d, n, &line, NULL)
+    cdef int answer = tok_object_text(d, n, &line, memo)
     return answer if answer >= 0 else _object_text_scalar(d, n)
 
 
@@ -281,7 +283,7 @@ def _is_object_text(data, kernel=None, bint one_line=False):
     cdef Py_ssize_t n = PyBytes_GET_SIZE(data)
     cdef int answer, line = 0
     if kernel is None:
-        return tok_is_object_line(d, n, NULL) if one_line else tok_is_object_text(d, n)
+        return tok_is_object_line(d, n, NULL) if one_line else tok_is_object_text(d, n, NULL)
     answer = tok_object_text_with(_OBJECT_KERNELS.index(kernel), d, n, &line, NULL)
     if answer < 0:
         answer = _object_text_scalar(d, n)

@@ -1,6 +1,7 @@
 /* Whether a text is one JSON object as the member scan reads it (_json_c's
  * tok_is_object_text: the check that lets the relay forward an event whose last member is
- * "usage":null without reading its members), 64 bytes a step with AVX2 or AVX-512BW where the CPU has it.
+ * "usage":null without reading its members), 64 bytes a step with AVX-512BW or AVX2 where
+ * the CPU has it, and whether it has a LF or CR (the relay wants a data field on one line).
  *
  * The scalar check walks the members byte by byte: about 1,000 instructions and many
  * branches for a 250-byte chat chunk, which is most of what the relay spends on it. Here each
@@ -21,6 +22,9 @@
  * a few bytes, in every lane), with one exception it hands back: a backslash outside the
  * strings (never in JSON) could make the quote rule here differ from the scan's, which
  * reads no escape outside a string, so then the result is -1 and the scalar check decides.
+ * A caller may keep a memo (_json_object_memo.h) of the state after a text's first blocks:
+ * a text that begins with the same bytes goes on from it. -DTOK_SCAN_PORTABLE=1 (the
+ * relay scans' switch) builds no kernel.
  */
 #ifndef TOK_JSON_OBJECT_H
 #define TOK_JSON_OBJECT_H
@@ -40,8 +44,8 @@
 #endif
 
 /* the kernel tok_object_text runs (tok_object_init, at import): TOK_OBJECT_NONE (the scalar
- * check), TOK_OBJECT_AVX2 (the CPU has AVX2 and PCLMUL, as every AVX2 CPU does) or
- * TOK_OBJECT_AVX512 (AVX-512BW too: a block's masks come out of 64-byte compares whole) */
+ * check), TOK_OBJECT_WITH_AVX2 (the CPU has AVX2 and PCLMUL, as every AVX2 CPU does) or
+ * TOK_OBJECT_WITH_AVX512 (AVX-512BW too: a block's masks come out of 64-byte tests whole) */
 enum { TOK_OBJECT_NONE = 0, TOK_OBJECT_WITH_AVX2 = 1, TOK_OBJECT_WITH_AVX512 = 2 };
 static int tok_object_kernel = TOK_OBJECT_NONE;
 
@@ -70,8 +74,9 @@ static inline int tok_object_ws(unsigned char c) {
 #  define TOK_OB_SPACE 0x20
 #  define TOK_OB_CONTROL_WS 0x40
 #  define TOK_OB_LINE 0x80  /* LF and CR (0A 0D): the relay asks for a text on one line */
-#  define TOK_OB_HI TOK_OB_CONTROL_WS | TOK_OB_LINE, 0, TOK_OB_COMMA | TOK_OB_QUOTE | TOK_OB_SPACE, \
-    TOK_OB_COLON, 0, TOK_OB_BRACKET | TOK_OB_SLASH, 0, TOK_OB_BRACKET, 0, 0, 0, 0, 0, 0, 0, 0
+#  define TOK_OB_HI TOK_OB_CONTROL_WS | TOK_OB_LINE, 0, \
+    TOK_OB_COMMA | TOK_OB_QUOTE | TOK_OB_SPACE, TOK_OB_COLON, 0, TOK_OB_BRACKET | TOK_OB_SLASH, 0, \
+    TOK_OB_BRACKET, 0, 0, 0, 0, 0, 0, 0, 0
 #  define TOK_OB_LO TOK_OB_SPACE, 0, TOK_OB_QUOTE, 0, 0, 0, 0, 0, 0, TOK_OB_CONTROL_WS, \
     TOK_OB_COLON | TOK_OB_CONTROL_WS | TOK_OB_LINE, TOK_OB_BRACKET, TOK_OB_COMMA | TOK_OB_SLASH, \
     TOK_OB_BRACKET | TOK_OB_CONTROL_WS | TOK_OB_LINE, 0, 0

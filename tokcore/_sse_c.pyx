@@ -324,7 +324,7 @@ cdef class UsageRelay:
                                                self._rules_py)
         else:
             outcome = tok_usage_edits(self._rules, <const unsigned char *>d + value_start,
-                                      value_end - value_start, &e)
+                                      value_end - value_start, &e, &self._memo)
             rewritten = None
             if outcome == O_REWRITTEN:
                 rewritten = tok_apply_edits(d, n, value_start, &e)

@@ -31,9 +31,10 @@ cdef class UsageRules:
     cdef long long prompt, total_base, cached
 
 # The outcome (_dialects: NONE, REWRITTEN, ...) for the JSON text d[:n]; when REWRITTEN,
-# the edits (offsets in d) in order. The byte pre-filters are applied first.
+# the edits (offsets in d) in order. The byte pre-filters are applied first (memo: the
+# relay's memo of its last "usage":null object, or NULL).
 cdef int tok_usage_edits(UsageRules r, const unsigned char *d, Py_ssize_t n,
-                         tok_edits *e) except -1
+                         tok_edits *e, tok_object_memo *memo) except -1
 # d[:n] with the edits (offsets relative to d + base) made.
 cdef bytes tok_apply_edits(const char *d, Py_ssize_t n, Py_ssize_t base, const tok_edits *e)
 # Whether d[:n] may hold a spelling of the key "usage" (the byte pre-filter).
@@ -41,7 +42,8 @@ cdef bint tok_may_hold_usage(const char *d, Py_ssize_t n) noexcept nogil
 # Whether d[:n] ends with "usage":null} as its last top-level member (_usage_py's rule).
 cdef bint tok_ends_with_null_usage(const unsigned char *d, Py_ssize_t n) noexcept nogil
 # The same, and d[:n] is a JSON object text (_usage_py.no_usage's second pre-filter).
-cdef bint tok_null_usage_text(const unsigned char *d, Py_ssize_t n) noexcept nogil
+cdef bint tok_null_usage_text(const unsigned char *d, Py_ssize_t n,
+                              tok_object_memo *memo) noexcept nogil
 # The same, on one line: no LF or CR in d[:n] (the relay's data field).
 cdef bint tok_null_usage_line(const unsigned char *d, Py_ssize_t n,
                               tok_object_memo *memo) noexcept nogil

@@ -100,8 +100,9 @@ cdef inline Py_ssize_t _back_over_token(const unsigned char *d, Py_ssize_t i,
     return i - length
 
 
-cdef bint tok_null_usage_text(const unsigned char *d, Py_ssize_t n) noexcept nogil:
-    return tok_ends_with_null_usage(d, n) and tok_is_object_text(d, n)
+cdef bint tok_null_usage_text(const unsigned char *d, Py_ssize_t n,
+                              tok_object_memo *memo) noexcept nogil:
+    return tok_ends_with_null_usage(d, n) and tok_is_object_text(d, n, memo)
 
 
 cdef bint tok_null_usage_line(const unsigned char *d, Py_ssize_t n,
@@ -379,18 +380,19 @@ cdef int _usage_edits(UsageRules r, const unsigned char *d, Py_ssize_t n,
     return O_REWRITTEN
 
 
-cdef inline bint _no_usage(UsageRules r, const unsigned char *d, Py_ssize_t n) noexcept nogil:
+cdef inline bint _no_usage(UsageRules r, const unsigned char *d, Py_ssize_t n,
+                           tok_object_memo *memo) noexcept nogil:
     """The byte pre-filters (``_usage_py.no_usage``): no spelling of the key, or (for a
     dialect with the one path ``usage``) a JSON object text whose last top-level member is
-    ``"usage":null``."""
+    ``"usage":null`` (memo: the relay's, or NULL)."""
     return not tok_may_hold_usage(<const char *>d, n) or (r.single_path and
-                                                          tok_null_usage_text(d, n))
+                                                          tok_null_usage_text(d, n, memo))
 
 
 cdef int tok_usage_edits(UsageRules r, const unsigned char *d, Py_ssize_t n,
-                         tok_edits *e) except -1:
+                         tok_edits *e, tok_object_memo *memo) except -1:
     e.count = 0
-    if _no_usage(r, d, n):
+    if _no_usage(r, d, n, memo):
         return O_NONE
     return _usage_edits(r, d, n, e)
 
@@ -428,7 +430,7 @@ def find_usage(payload, *, api="chat"):
         r = _FINDERS[api] = UsageRules(make_rules(0, None, api))
     cdef const unsigned char *d = <const unsigned char *>PyBytes_AS_STRING(data)
     cdef Py_ssize_t n = PyBytes_GET_SIZE(data)
-    if _no_usage(r, d, n):
+    if _no_usage(r, d, n, NULL):
         return None
     _locate(r, d, n, &start, &end)
     return None if start < 0 else (start, end)
@@ -467,6 +469,6 @@ def rewrite_usage(payload, prompt_tokens, cached_tokens=None, *, api="chat"):
     data = payload if type(payload) is bytes else payload_bytes(payload)
     cdef UsageRules r = _rules_for(prompt_tokens, cached_tokens, api)
     if tok_usage_edits(r, <const unsigned char *>PyBytes_AS_STRING(data),
-                       PyBytes_GET_SIZE(data), &e) != O_REWRITTEN:
+                       PyBytes_GET_SIZE(data), &e, NULL) != O_REWRITTEN:
         return data
     return tok_apply_edits(PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data), 0, &e)
