@@ -61,10 +61,11 @@ def _feed(event_of: Callable[[], bytes]) -> Callable[[int], Work]:
 def _relay(api: str) -> Callable[[int], Work]:
     def make(pool: int) -> Work:
         import bench_sse as s
-        body = {"chat": lambda: s.stream(False), "responses": lambda: s.responses_stream(
+        body = {"chat": lambda: s.stream(False), "chat-null": lambda: s.stream(True),
+                "responses": lambda: s.responses_stream(
             s.STREAM_BYTES), "messages": lambda: s.messages_stream(s.STREAM_BYTES)}[api]()
         chunks = s.reads(body, 65536)
-        kwargs = {} if api == "chat" else {"api": api}
+        kwargs = {} if api.startswith("chat") else {"api": api}
 
         def work(chunks: list[bytes]) -> bytes:
             relay = tokcore.UsageRelay(PROMPT, CACHED, **kwargs)
@@ -179,6 +180,8 @@ CASES = [
     Case("feed 1 chat event", "event", _feed(_feed_event(False)), 20_000),
     Case('feed 1 chat event, "usage":null', "event", _feed(_feed_event(True)), 20_000),
     Case("relay 1 MiB chat in 64 KiB reads", "byte", _relay("chat"), 8),
+    # include_usage: "usage":null in every chunk, several chunks a read
+    Case('relay 1 MiB chat, "usage":null, in 64 KiB reads', "byte", _relay("chat-null"), 8),
     Case("relay 1 MiB responses in 64 KiB reads", "byte", _relay("responses"), 8,
          ("RelayCounts",)),
     Case("relay 1 MiB messages in 64 KiB reads", "byte", _relay("messages"), 8,

@@ -146,6 +146,28 @@ def test_every_split(stream_twin: ModuleType, name: str) -> None:
         assert relay(stream_twin, [stream[:cut], stream[cut:]]) == expected, cut
 
 
+def counts(twin: ModuleType, chunks: list[bytes]) -> tuple[int, ...]:
+    relay = twin.UsageRelay(PROMPT, CACHED)
+    for chunk in chunks:
+        relay.feed(chunk)
+    relay.close()
+    return tuple(relay.counts)
+
+
+@pytest.mark.parametrize("name", STREAMS)
+def test_counts_in_every_split(stream_twin: ModuleType, name: str) -> None:
+    """The counts do not depend on how the stream is read: each event in a read of its own
+    (the Python twin) is the oracle for the whole stream in one read and in two at every
+    offset (several "usage":null events in one read take the relay's per-event path)."""
+    from tokcore import _sse_py
+    events = [raw for raw, _ in STREAMS[name]]
+    stream = b"".join(events)
+    expected = counts(_sse_py, events)
+    assert counts(stream_twin, [stream]) == expected
+    for cut in range(len(stream) + 1):
+        assert counts(stream_twin, [stream[:cut], stream[cut:]]) == expected, cut
+
+
 @pytest.mark.parametrize("name", STREAMS)
 def test_forwarded_when_blank_line_arrives(stream_twin: ModuleType, name: str) -> None:
     events = STREAMS[name]

@@ -487,6 +487,8 @@ cdef class UsageRelay:
                                   PyBytes_GET_SIZE(rewritten))
                 drop_pending = True
                 copied = end
+            elif not has_cr and hit < end and self._null_usage_event(d + pos, end - pos):
+                pass  # its usage key ends it as "usage":null: out as it came, as _event would
             else:
                 rewritten = self._event(d + pos, end - pos)
                 if rewritten is not None:
