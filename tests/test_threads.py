@@ -596,8 +596,12 @@ def test_two_threads_feeding_one_relay(stream_twin: ModuleType) -> None:
     the other raises RuntimeError and consumes nothing, every call that goes through returns
     exactly its own whole events, usage rewritten, and the counts add up."""
     relay = stream_twin.UsageRelay(70, 8)
-    chunk = TOKEN_EVENT * 200 + b"data: " + USAGE_PAYLOAD + b"\n\n"
-    relayed = TOKEN_EVENT * 200 + b"data: " + REWRITTEN_PAYLOAD + b"\n\n"
+    # a feed long enough to be preempted inside: on a loaded 2-core machine both threads
+    # may share one core, and then only that makes two calls overlap (the compiled feed of
+    # 200 events took about 30 us, and in one CI run no call overlapped in 30 s)
+    events = 4000 if stream_twin.__name__.endswith("_c") else 200
+    chunk = TOKEN_EVENT * events + b"data: " + USAGE_PAYLOAD + b"\n\n"
+    relayed = TOKEN_EVENT * events + b"data: " + REWRITTEN_PAYLOAD + b"\n\n"
     message = str(in_use("UsageRelay"))
     outcomes: list[str] = []  # list.append is atomic
 
@@ -622,7 +626,7 @@ def test_two_threads_feeding_one_relay(stream_twin: ModuleType) -> None:
     fed = outcomes.count("fed")
     assert fed + outcomes.count("refused") == 2 * rounds
     counts = relay.counts
-    assert counts.events == fed * 201 and counts.rewritten == fed
+    assert counts.events == fed * (events + 1) and counts.rewritten == fed
     assert relay.close() == b"" and relay.pending_bytes == 0
     if FREE_THREADED:  # with the GIL a call may well never overlap another
         assert "refused" in outcomes, "no two feeds overlapped: the test did not race"
