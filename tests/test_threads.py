@@ -214,6 +214,7 @@ REWRITTEN_PAYLOAD = (b'{"id":"c","choices":[],"usage":{"prompt_tokens":70,'
                      b'"completion_tokens":5,"total_tokens":75,'
                      b'"prompt_tokens_details":{"cached_tokens":8}}}')
 TOKEN_EVENT = b'data: {"choices":[{"delta":{"content":"\\"usage\\": 1"}}]}\n\n'
+NULL_EVENT = b'data: {"choices":[{"delta":{"content":" usage"}}],"usage":null}\n\n'
 SSE_STREAM = TOKEN_EVENT * 50 + b"data: " + USAGE_PAYLOAD + b"\n\ndata: [DONE]\n\n"
 SSE_RELAYED = TOKEN_EVENT * 50 + b"data: " + REWRITTEN_PAYLOAD + b"\n\ndata: [DONE]\n\n"
 
@@ -592,39 +593,47 @@ def test_simultaneous_first_reads_of_a_lazy_attribute(descriptors: str, layout: 
 
 
 def test_two_threads_feeding_one_relay(stream_twin: ModuleType) -> None:
-    """Two threads feed one relay at the same instant, over and over: a call that overlaps
+    """Two threads feed one relay at the same time, call after call: a call that overlaps
     the other raises RuntimeError and consumes nothing, every call that goes through returns
     exactly its own whole events, usage rewritten, and the counts add up."""
     relay = stream_twin.UsageRelay(70, 8)
-    # a feed long enough to be preempted inside: on a loaded 2-core machine both threads
-    # may share one core, and then only that makes two calls overlap (the compiled feed of
-    # 200 events took about 30 us, and in one CI run no call overlapped in 30 s)
-    events = 4000 if stream_twin.__name__.endswith("_c") else 200
-    chunk = TOKEN_EVENT * events + b"data: " + USAGE_PAYLOAD + b"\n\n"
-    relayed = TOKEN_EVENT * events + b"data: " + REWRITTEN_PAYLOAD + b"\n\n"
+    # Each thread makes several calls in a row, each of a few ms: on a loaded 2-core machine
+    # both threads may share one core, and there a call overlaps the other thread's only when
+    # its thread is preempted inside it. One call a thread per round never was (in two CI
+    # runs no two calls overlapped in 30 s): the thread that ran first finished its call in
+    # its time slice. The events each end in "usage":null, so each one is read (events
+    # without the key go by in one pass, 200 of them in about 30 us).
+    # (with the GIL a compiled call never overlaps another: a short run checks the rest)
+    if stream_twin.__name__.endswith("_c"):
+        events, calls = (20_000, 8) if FREE_THREADED else (200, 1)
+    else:
+        events, calls = 200, 8 if FREE_THREADED else 4
+    chunk = NULL_EVENT * events + b"data: " + USAGE_PAYLOAD + b"\n\n"
+    relayed = NULL_EVENT * events + b"data: " + REWRITTEN_PAYLOAD + b"\n\n"
     message = str(in_use("UsageRelay"))
     outcomes: list[str] = []  # list.append is atomic
 
     def feed(_slot: int) -> None:
-        try:
-            out = relay.feed(chunk)
-        except RuntimeError as exc:
-            assert str(exc) == message
-            outcomes.append("refused")
-        else:
-            assert out == relayed
-            outcomes.append("fed")
+        for _ in range(calls):
+            try:
+                out = relay.feed(chunk)
+            except RuntimeError as exc:
+                assert str(exc) == message
+                outcomes.append("refused")
+            else:
+                assert out == relayed
+                outcomes.append("fed")
 
     rounds = 0
     deadline = time.monotonic() + 30
     # until two calls overlapped (a loaded machine may run the two threads one after the
-    # other for a while), at least ROUNDS * 5 rounds
-    while rounds < ROUNDS * 5 or ("refused" not in outcomes and FREE_THREADED
-                                  and time.monotonic() < deadline):
+    # other for a while), at least ROUNDS rounds
+    while rounds < ROUNDS or ("refused" not in outcomes and FREE_THREADED
+                              and time.monotonic() < deadline):
         at_once(2, feed)
         rounds += 1
     fed = outcomes.count("fed")
-    assert fed + outcomes.count("refused") == 2 * rounds
+    assert fed + outcomes.count("refused") == 2 * calls * rounds
     counts = relay.counts
     assert counts.events == fed * (events + 1) and counts.rewritten == fed
     assert relay.close() == b"" and relay.pending_bytes == 0
