@@ -247,6 +247,32 @@ def test_held_and_streamed_agree(api: str, cached: int | None, rnd: random.Rando
     check_event(frame(rnd, data), data, api, cached, rnd)
 
 
+#: events a draw of the property once found held and streamed disagreeing on, kept as cases
+FOUND = [
+    # a damaged object on the dialect path before a top-level usage value: the stream reads
+    # "response" member by member and stops (unreadable); the held path read it the same way
+    (b'event: message\ndata:  \t{"response": {,"usage":{"id":0}},"usage":{}}\n\n',
+     "responses"),
+    (b'data: {"message":{"id" 1,"usage":{"output_tokens":1}},"usage":{"output_tokens":2}}\n\n',
+     "messages"),
+]
+
+
+@pytest.mark.parametrize("event, api", FOUND)
+@pytest.mark.parametrize("cached", [None, 3])
+def test_held_and_streamed_agree_on_found_events(event: bytes, api: str,
+                                                 cached: int | None) -> None:
+    values = [line[5:] for line in event.splitlines() if line.startswith(b"data:")]
+    data = b"\n".join(v[1:] if v.startswith(b" ") else v for v in values)
+    before = dict(SEEN)
+    check_event(event, data, api, cached, random.Random(0))
+    for twin in twins("sse"):
+        held = run(twin, event, api, cached, None, len(event))
+        assert field(held[1], "unreadable") == 1 and held[0] == event
+    assert set(SEEN) - set(before) <= {"identical"}  # no documented difference either
+    assert SEEN["identical"] > before.get("identical", 0)
+
+
 @pytest.mark.parametrize("event, api", [
     (b'data: {"usage":{"prompt_tokens":1},"usage":{"prompt_tokens":2}}\n\n', "chat"),
     (b'data: {"response":{"usage":{"input_tokens":1}},"usage":{"input_tokens":2}}\n\n',

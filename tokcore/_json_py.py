@@ -361,23 +361,6 @@ def last_member(data: bytes, members: list[Member], key: str) -> Member | None:
     return found
 
 
-def member_span(data: bytes, path: tuple[str, ...]) -> Span | None:
-    """The value at ``path`` (the usage dialects' lookup: a step whose value is not an object
-    has nothing under it); ``ScanError`` when an object on the way is not one."""
-    start, end, top = 0, len(data), True
-    for step, key in enumerate(path):
-        if step:
-            if data[start] != _LBRACE:
-                return None
-            top = False
-        members, _ = scan_object(data, start, end, top)
-        found = last_member(data, members, key)
-        if found is None:
-            return None
-        start, end = found.value_start, found.value_end
-    return start, end
-
-
 def not_an_object(error: ScanError, path: tuple[str, ...] = ()) -> ValueError:
     where = "payload is not a JSON object" if not path else \
         f"the value at {path!r} is not a JSON object"

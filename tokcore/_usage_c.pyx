@@ -155,31 +155,50 @@ cdef inline int _lookup(UsageRules r, tok_object *o, int key, tok_member *found,
     return tok_last_member(o, r.keys[key], r.key_lens[key], r.str_keys[key], found, last)
 
 
+cdef int _path_member(UsageRules r, const unsigned char *d, const tok_member *m, int p,
+                      tok_member *found) except -2:
+    """Path ``p``'s member under the top-level member ``m`` (its first key's): 1 with it in
+    ``found``, 0 for none (a one-key path: ``m`` itself), -1 when ``m``'s object is not one."""
+    cdef tok_object o
+    if r.path_steps[p] == 1:
+        found[0] = m[0]
+        return 1
+    if d[m.value_start] != 123:  # a step whose value is not an object has nothing under it
+        return 0
+    if tok_object_open(&o, d, m.value_start, m.value_end, False) < 0:
+        return -1
+    return _lookup(r, &o, r.path_key[p][1], found, NULL)
+
+
 cdef int _locate(UsageRules r, const unsigned char *d, Py_ssize_t n,
                  Py_ssize_t *start, Py_ssize_t *end) except -2:
-    """``_usage_py.locate``: O_NONE with the span (start -1: nowhere), or O_UNREADABLE."""
+    """``_usage_py.locate``: O_NONE with the span (start -1: nowhere), or O_UNREADABLE. The
+    top-level object is read once; every object under a path's first key is read member by
+    member, as a streamed event's are."""
     cdef tok_object o
-    cdef tok_member found
-    cdef int p, s, hit = 0
-    cdef Py_ssize_t a, b
-    cdef bint top
+    cdef tok_member m
+    cdef tok_member found[2]
+    cdef int hit[2]
+    cdef int p, got
     start[0] = -1
+    if tok_object_open(&o, d, 0, n, True) < 0:
+        return O_UNREADABLE
+    hit[0] = hit[1] = 0
+    while True:
+        got = tok_object_next(&o, &m)
+        if got < 0:
+            return O_UNREADABLE
+        if got == 0:
+            break
+        for p in range(r.path_count):
+            if _key_is(r, d, &m, r.path_key[p][0]):
+                hit[p] = _path_member(r, d, &m, p, &found[p])
+                if hit[p] < 0:
+                    return O_UNREADABLE
     for p in range(r.path_count):
-        a, b, top = 0, n, True
-        for s in range(r.path_steps[p]):
-            if not top and d[a] != 123:
-                hit = 0
-                break
-            if tok_object_open(&o, d, a, b, top) < 0:
-                return O_UNREADABLE
-            hit = _lookup(r, &o, r.path_key[p][s], &found, NULL)
-            if hit < 0:
-                return O_UNREADABLE
-            if not hit:
-                break
-            a, b, top = found.value_start, found.value_end, False
-        if hit and not (b - a == 4 and memcmp(d + a, b"null", 4) == 0):
-            start[0], end[0] = a, b
+        if hit[p] and not (found[p].value_end - found[p].value_start == 4 and
+                           memcmp(d + found[p].value_start, b"null", 4) == 0):
+            start[0], end[0] = found[p].value_start, found[p].value_end
             return O_NONE
     return O_NONE
 

@@ -26,10 +26,11 @@ from ._dialects import (
 from ._json_py import (
     Member,
     ScanError,
+    key_is,
     key_text,
     last_member,
-    member_span,
     scan_object,
+    utf8,
     value_error,
 )
 
@@ -87,15 +88,42 @@ def ends_with_null_usage(data: bytes) -> bool:
 
 
 def locate(data: bytes, rules: Dialect) -> tuple[int, Span | None]:
-    """``(outcome, span)``: where the usage value is (outcome NONE, span None: nowhere)."""
-    for path in rules.paths:
-        try:
-            span = member_span(data, path)
-        except ScanError:
-            return UNREADABLE, None
+    """``(outcome, span)``: where the usage value is (outcome NONE, span None: nowhere).
+
+    Every object on a dialect's path is read member by member, as the relay reads an event
+    too large to hold (``_bigevent``): one that is not an object makes the text unreadable,
+    even where a usage value at another path was found first. The top-level object is read
+    once for all paths."""
+    try:
+        top, _ = scan_object(data, 0, len(data), True)
+        spans = [_path_span(data, top, path) for path in rules.paths]
+    except ScanError:
+        return UNREADABLE, None
+    for span in spans:
         if span is not None and data[span[0]:span[1]] != _NULL:
             return NONE, span
     return NONE, None
+
+
+def _path_span(data: bytes, top: list[Member], path: tuple[str, ...]) -> Span | None:
+    """The value at a dialect's path (one or two keys) from the top-level members; every
+    object under the first key is scanned, the last one's member kept (``ScanError`` when
+    one is not an object). A step whose value is not an object has nothing under it."""
+    first, *rest = path
+    assert len(rest) <= 1, "a dialect path has at most two keys"
+    raw = utf8(first)
+    found: Member | None = None
+    for member in top:
+        if not key_is(data, member, first, raw):
+            continue
+        if not rest:
+            found = member
+        elif data[member.value_start] != _LBRACE:
+            found = None
+        else:
+            inner, _ = scan_object(data, member.value_start, member.value_end, False)
+            found = last_member(data, inner, rest[0])
+    return None if found is None else (found.value_start, found.value_end)
 
 
 def output_count(text: bytes) -> int | None:
