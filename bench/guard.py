@@ -42,8 +42,9 @@ OUT = BUILD / "guard"
 sys.path.insert(0, str(ROOT_DIR))  # this tree's tokcore, as the counted process has it
 
 
-def machine() -> dict[str, str]:
-    """What the counts depend on besides the code."""
+def machine(kernels: dict[str, str]) -> dict[str, str]:
+    """What the counts depend on besides the code (``kernels``: those the counted process
+    ran)."""
     cpu = ""
     try:
         cpu = re.search(r"model name\s*:\s*(.*)", Path("/proc/cpuinfo").read_text()).group(1)
@@ -51,13 +52,13 @@ def machine() -> dict[str, str]:
         cpu = platform.processor()
     cc = run([need("cc", "gcc"), "--version"]).stdout.splitlines()[0]
     valgrind = run([need("valgrind", "valgrind"), "--version"]).stdout.strip()
-    from tokcore import _b64_c
     return {"cpu": cpu, "compiler": cc, "python": platform.python_version(),
-            "valgrind": valgrind, "b64 kernels": _b64_c.BUILD_INFO.get("simd", "?")}
+            "valgrind": valgrind, **{f"{kind} kernels": name for kind, name in kernels.items()}}
 
 
-def count(cases: list[str], tree: Path = ROOT_DIR) -> dict[str, tuple[str, float]]:
-    """Instructions per unit of each case: {name: (unit, count)}."""
+def count(cases: list[str], tree: Path = ROOT_DIR) -> tuple[dict[str, tuple[str, float]],
+                                                             dict[str, str]]:
+    """Instructions per unit of each case, {name: (unit, count)}, and the kernels counted."""
     import hotpaths
 
     cc = need("cc", "gcc")
@@ -75,7 +76,8 @@ def count(cases: list[str], tree: Path = ROOT_DIR) -> dict[str, tuple[str, float
     env.pop("TOKCORE_NO_EXTENSIONS", None)
     subprocess.run([valgrind, "--tool=callgrind", f"--callgrind-out-file={OUT / 'cg.out'}",
                     "--dump-instr=no", "--compress-strings=no", sys.executable,
-                    str(HERE / "hotpaths.py"), str(lib), *cases],
+                    str(HERE / "hotpaths.py"), str(lib), f"--kernels={OUT / 'kernels.json'}",
+                    *cases],
                    env=env, check=True, stderr=subprocess.DEVNULL)
     stretches: dict[str, dict[int, int]] = {}
     units: dict[str, int] = {}
@@ -96,7 +98,7 @@ def count(cases: list[str], tree: Path = ROOT_DIR) -> dict[str, tuple[str, float
         counts = stretches[case.name]
         low, high = counts[case.reps], counts[2 * case.reps]
         results[case.name] = (case.per, (high - low) / (case.reps * units[case.name]))
-    return results
+    return results, json.loads((OUT / "kernels.json").read_text())
 
 
 def main() -> int:
@@ -112,8 +114,8 @@ def main() -> int:
 
     names = [c.name for c in hotpaths.CASES if args.only in c.name and c.available()]
     started = time.monotonic()
-    results = count(names, args.tree.resolve())
-    here = machine()
+    results, kernels = count(names, args.tree.resolve())
+    here = machine(kernels)
     saved = json.loads(args.budgets.read_text()) if args.budgets.exists() else {}
     budgets = saved.get("cases", {})
     if saved.get("machine") and saved["machine"] != here:

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 from _budget import QUICK, examples
+from _cpu import cpu_has
 from _index_objects import Index, Resizer
 from _twins import twin
 from hypothesis import HealthCheck, given, settings
@@ -53,6 +54,19 @@ def assert_like_stdlib(twin: ModuleType, name: str, *args: Any, **kwargs: Any) -
 
 
 @contextmanager
+def kernels(twin: ModuleType, name: str) -> Iterator[None]:
+    """Run the Cython twin on the kernels ``name`` (``_b64_c._kernels()``: scalar, avx2 or
+    neon, avx512vbmi), skipped where the CPU has none of that name."""
+    if name not in twin._kernels():
+        pytest.skip(f"no {name} kernels on this CPU ({', '.join(twin._kernels())})")
+    before = twin._use_kernel(name)
+    try:
+        yield
+    finally:
+        twin._use_kernel(before)
+
+
+@contextmanager
 def scalar_only(twin: ModuleType) -> Iterator[None]:
     """Run the Cython twin without its SIMD kernels (the portable path other CPUs take)."""
     use_simd = getattr(twin, "_use_simd", None)
@@ -66,14 +80,21 @@ def scalar_only(twin: ModuleType) -> Iterator[None]:
         use_simd(before)
 
 
-@pytest.fixture(params=("c", "c-scalar", "py"))
+@pytest.fixture(params=("c", "c-avx2", "c-scalar", "py"))
 def kernel(request: pytest.FixtureRequest) -> Iterator[ModuleType]:
-    """The Cython twin with its best kernels, then with the portable scalar ones only; the
-    Python twin (it has a single path)."""
+    """The Cython twin with its best kernels (AVX-512 VBMI where the CPU has it), with the
+    AVX2 ones (on such a CPU: what the VBMI ones leave is theirs, and other CPUs run them
+    alone), then with the portable scalar ones only; the Python twin (it has a single path)."""
     kind, _, mode = request.param.partition("-")
     module = twin("b64", kind)
     if mode == "scalar":
         with scalar_only(module):
+            yield module
+    elif mode == "avx2":
+        if module._kernels()[-1] != "avx512vbmi":
+            pytest.skip("the best kernels of this CPU are the c case's: "
+                        f"{module._kernels()[-1]}")
+        with kernels(module, mode):
             yield module
     else:
         yield module
@@ -108,9 +129,14 @@ def test_build_info(b64_twin: ModuleType) -> None:
     if b64_twin is _b64_py:
         assert info is None
         return
-    assert info["simd"] in ("avx2", "neon", "scalar")
+    assert info["simd"] in ("avx512vbmi", "avx2", "neon", "scalar")
+    assert info["simd"] == b64_twin._kernels()[-1]  # the CPU's best
     if platform.machine().lower() in ("aarch64", "arm64"):  # NEON is in every aarch64 CPU
         assert info["simd"] == "neon"
+    elif cpu_has("avx512vbmi") and cpu_has("avx512bw"):  # what /proc/cpuinfo says, not libgcc
+        assert info["simd"] == "avx512vbmi"
+    elif cpu_has("avx2"):
+        assert info["simd"] == "avx2"
     with scalar_only(b64_twin):
         assert info["simd"] == "scalar"
 
@@ -309,11 +335,12 @@ def test_every_short_text_exactly(kernel: ModuleType) -> None:
 
 
 def test_every_byte_in_every_lane(kernel: ModuleType) -> None:
-    """Each of the 256 byte values at each position of the first SIMD block (64 characters
-    for NEON, 32 for AVX2) and the start of the next, in both modes: the lookups that tell
-    alphabet characters from the rest see every character in every lane."""
-    good = base64.b64encode(bytes(range(7, 103)))  # 128 characters
-    for pos in range(70):
+    """Each of the 256 byte values at each position of the first SIMD blocks (64 characters
+    for NEON and one AVX-512 VBMI step, whose two-step turns are 128; 32 for AVX2) and the
+    start of the next, in both modes: the lookups that tell alphabet characters from the rest
+    see every character in every lane."""
+    good = base64.b64encode(bytes(range(7, 151)))  # 192 characters: a VBMI turn runs
+    for pos in range(136):
         for char in range(256):
             data = good[:pos] + bytes((char,)) + good[pos + 1:]
             # both modes take the SIMD kernel first; a quick run checks the strict one only
@@ -323,7 +350,8 @@ def test_every_byte_in_every_lane(kernel: ModuleType) -> None:
 
 
 def test_encode_every_byte_in_every_lane(kernel: ModuleType) -> None:
-    """Every byte value at every position of a 48-byte block (NEON's step, AVX2's is 24)."""
+    """Every byte value at every position of a 48-byte block (the step of NEON and of
+    AVX-512 VBMI, AVX2's is 24)."""
     raw = bytes(range(256))
     for shift in range(48):
         data = raw[shift:] + raw[:shift] + raw[:shift]
@@ -334,11 +362,13 @@ def test_encode_every_byte_in_every_lane(kernel: ModuleType) -> None:
 
 def test_long_inputs_every_length(kernel: ModuleType) -> None:
     """Inputs of 1 KiB on: AVX2 encodes a few scalar groups first, until the output is
-    32-byte aligned, then two vector steps a turn, then one, then scalar groups; decoding
-    takes two steps a turn while 19 quads are left. Every length of a span (so every split
-    between them), as bytes and as the fused paths' str, at every shift of the data."""
+    32-byte aligned (AVX-512 VBMI: 64), then two vector steps a turn, then one (VBMI: then
+    AVX2's), then scalar groups; decoding takes two steps a turn while 19 quads are left
+    (VBMI: 38, then one step while 16 are, then AVX2's). Every length of a span longer than
+    a VBMI turn's 128 characters (so every split between them), as bytes and as the fused
+    paths' str, at every shift of the data."""
     raw = bytes(range(256)) * 6
-    for n in range(1024, 1124):
+    for n in range(1024, 1184):
         data = raw[n % 251:n % 251 + n]
         encoded = base64.b64encode(data)
         assert kernel.b64encode(data) == encoded, n

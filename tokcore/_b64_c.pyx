@@ -53,7 +53,9 @@ cdef extern from "_intfast.h":
 
 cdef extern from "_b64_core.h":
     void tok_b64_init() noexcept
-    int tok_b64_set_simd(int on) noexcept
+    int tok_b64_set_simd(int level) noexcept
+    int tok_b64_cpu_level() noexcept
+    const char *tok_b64_level_name(int level) noexcept
     const char *tok_b64_simd_name() noexcept
     void tok_b64_encode(const unsigned char *src, size_t n, unsigned char *out) noexcept nogil
     size_t tok_b64_decode_quads(const unsigned char *src, size_t nquads,
@@ -93,8 +95,25 @@ BUILD_INFO = {"simd": tok_b64_simd_name().decode()}
 
 
 def _use_simd(on):
-    """Turn the SIMD kernels on or off (for tests of the portable path); returns the old state."""
-    before = bool(tok_b64_set_simd(1 if on else 0))
+    """Turn the SIMD kernels on (the CPU's best) or off (for tests of the portable path);
+    returns whether they were on."""
+    before = bool(tok_b64_set_simd(-1 if on else 0))
+    BUILD_INFO["simd"] = tok_b64_simd_name().decode()
+    return before
+
+
+def _kernels():
+    """The names of the kernels this CPU runs, the portable ones first and its best last."""
+    return tuple(tok_b64_level_name(level).decode() for level in range(tok_b64_cpu_level() + 1))
+
+
+def _use_kernel(name):
+    """Run the kernels ``name`` (one of ``_kernels()``; for the tests); returns the name of
+    the ones in use before."""
+    kernels = _kernels()
+    if name not in kernels:
+        raise ValueError(f"kernel {name!r} is not one of this CPU's {kernels}")
+    before = tok_b64_level_name(tok_b64_set_simd(kernels.index(name))).decode()
     BUILD_INFO["simd"] = tok_b64_simd_name().decode()
     return before
 

@@ -1,5 +1,5 @@
 /* Base64 kernels for _b64_c: table-driven scalar code everywhere, AVX2 where the CPU has it
- * (x86), NEON on aarch64 (_b64_neon.h).
+ * (x86) and AVX-512 VBMI where it has that (_b64_avx512.h), NEON on aarch64 (_b64_neon.h).
  *
  * Encoding: 3 bytes -> 4 characters of the standard alphabet, '=' padding at the end.
  * Decoding has two paths. The fast one takes well-formed text (only alphabet characters,
@@ -55,13 +55,16 @@ static uint32_t tok_b64_dec[4][256];
 #endif
 #if TOK_B64_HAVE_AVX2
 #  include <immintrin.h>
+#  include "_b64_avx512.h"
 #endif
 #if TOK_B64_HAVE_NEON
 #  include "_b64_neon.h"
 #endif
 
-static int tok_b64_cpu_simd = 0;  /* what the CPU offers: AVX2 (checked at run time) or NEON */
-static int tok_b64_use_simd = 0;  /* what the kernels use (tests can turn it off) */
+/* kernel levels: each one falls back on the ones below it for what it leaves */
+enum { TOK_B64_SCALAR = 0, TOK_B64_SIMD = 1 /* AVX2 or NEON */, TOK_B64_WITH_VBMI = 2 };
+static int tok_b64_cpu_simd = 0;  /* the best level the CPU offers (x86: checked at run time) */
+static int tok_b64_use_simd = 0;  /* the level the kernels use (tests can lower it) */
 /* read by every call and written by the switch, from any thread (free-threaded builds):
  * relaxed atomics, a plain load or store on x86-64 and aarch64 */
 #if defined(__GNUC__) || defined(__clang__)
@@ -89,7 +92,9 @@ static void tok_b64_init(void) {
     }
 #if TOK_B64_HAVE_AVX2
     __builtin_cpu_init();
-    tok_b64_cpu_simd = __builtin_cpu_supports("avx2") ? 1 : 0;
+    tok_b64_avx512_init(tok_b64_alphabet);
+    tok_b64_cpu_simd = !__builtin_cpu_supports("avx2") ? TOK_B64_SCALAR
+                       : tok_b64_cpu_has_vbmi() ? TOK_B64_WITH_VBMI : TOK_B64_SIMD;
 #elif TOK_B64_HAVE_NEON
     tok_b64_neon_init(tok_b64_alphabet);
     tok_b64_cpu_simd = 1;
@@ -97,16 +102,22 @@ static void tok_b64_init(void) {
     tok_b64_use_simd = tok_b64_cpu_simd;
 }
 
-/* Turn the SIMD kernels on or off (on only if the CPU has them); returns the old state. */
-static int tok_b64_set_simd(int on) {
-    int before = TOK_B64_SWAP_SIMD(on && tok_b64_cpu_simd);
-    return before;
+/* The kernels of a level up to the CPU's best (a negative level: the best); returns the old
+ * level. */
+static int tok_b64_set_simd(int level) {
+    if (level < 0 || level > tok_b64_cpu_simd) level = tok_b64_cpu_simd;
+    return TOK_B64_SWAP_SIMD(level);
 }
 
-static const char *tok_b64_simd_name(void) {
-    if (!TOK_B64_USE_SIMD()) return "scalar";
+static int tok_b64_cpu_level(void) { return tok_b64_cpu_simd; }
+
+static const char *tok_b64_level_name(int level) {
+    if (level == TOK_B64_SCALAR) return "scalar";
+    if (level == TOK_B64_WITH_VBMI) return "avx512vbmi";
     return TOK_B64_HAVE_NEON ? "neon" : "avx2";
 }
+
+static const char *tok_b64_simd_name(void) { return tok_b64_level_name(TOK_B64_USE_SIMD()); }
 
 #if TOK_B64_HAVE_AVX2
 
@@ -252,13 +263,19 @@ static void tok_b64_encode_groups(const unsigned char *src, size_t ngroups, unsi
 static void tok_b64_encode(const unsigned char *src, size_t n, unsigned char *out) {
     size_t done = 0;
 #if TOK_B64_HAVE_AVX2
-    if (TOK_B64_USE_SIMD()) {
-        /* a long input: scalar groups first until the output is 32-byte aligned (at most 7,
-         * when it is 4-byte aligned), so that no vector store splits a cache line */
-        size_t head = 0;
-        if (n >= 1024 && ((uintptr_t)out & 3) == 0) head = ((32 - ((uintptr_t)out & 31)) & 31) / 4;
+    int level = TOK_B64_USE_SIMD();
+    if (level) {
+        /* a long input: scalar groups first until the output is aligned to the vector stores
+         * (at most 7 or 15 groups, when it is 4-byte aligned), so that none splits a cache
+         * line */
+        size_t head = 0, width = level == TOK_B64_WITH_VBMI ? 64 : 32;
+        if (n >= 1024 && ((uintptr_t)out & 3) == 0)
+            head = ((width - ((uintptr_t)out & (width - 1))) & (width - 1)) / 4;
         tok_b64_encode_groups(src, head, out);
-        done = head * 3 + tok_b64_encode_avx2(src + head * 3, n - head * 3, out + head * 4);
+        done = head * 3;
+        if (level == TOK_B64_WITH_VBMI)
+            done += tok_b64_encode_vbmi(src + done, n - done, out + done / 3 * 4);
+        done += tok_b64_encode_avx2(src + done, n - done, out + done / 3 * 4);
     }
 #elif TOK_B64_HAVE_NEON
     if (TOK_B64_USE_SIMD()) done = tok_b64_encode_neon(src, n, out);
@@ -286,7 +303,9 @@ static void tok_b64_encode(const unsigned char *src, size_t n, unsigned char *ou
 static size_t tok_b64_decode_quads(const unsigned char *src, size_t nquads, unsigned char *out) {
     size_t q = 0;
 #if TOK_B64_HAVE_AVX2
-    if (TOK_B64_USE_SIMD()) q = tok_b64_decode_avx2(src, nquads, out);
+    int level = TOK_B64_USE_SIMD();
+    if (level == TOK_B64_WITH_VBMI) q = tok_b64_decode_vbmi(src, nquads, out);
+    if (level) q += tok_b64_decode_avx2(src + q * 4, nquads - q, out + q * 3);
 #elif TOK_B64_HAVE_NEON
     if (TOK_B64_USE_SIMD()) q = tok_b64_decode_neon(src, nquads, out);
 #endif
