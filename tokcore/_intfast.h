@@ -29,8 +29,10 @@ static inline int tok_compact_value(PyObject *o, long *out) {
 static inline int tok_compact_value(PyObject *o, long *out) {
     Py_ssize_t size = Py_SIZE(o);
     if (size < -1 || size > 1) return 0;
-    /* a zero may be allocated without ob_digit[0]: don't read it */
-    *out = size ? (long)size * (long)((PyLongObject *)o)->ob_digit[0] : 0;
+    /* 3.11 allocates every int with at least one digit (its own medium_value reads
+     * ob_digit[0] of a zero, times the size 0): no branch on zero, which random token ids
+     * would mispredict */
+    *out = (long)size * (long)((PyLongObject *)o)->ob_digit[0];
     return 1;
 }
 #else
