@@ -1,4 +1,5 @@
-"""The object-text check's vector kernels (``_json_object.h``, AVX2 and AVX-512BW) against
+"""The object-text check's vector kernels (``_json_object.h``: AVX2 and AVX-512BW on x86-64,
+NEON on aarch64) against
 its scalar check (``_json_c._object_text_scalar``, itself compared with
 ``_json_py.scan_object`` in test_json_value): on every input over a few bytes, with every
 pattern of a few bytes at every offset around the 64-byte blocks, through one memo as a
@@ -40,9 +41,11 @@ def scanned(text: bytes) -> bool:
     return True
 
 
-# the kernels: each one the CPU has is compared with the scalar check (one it lacks falls
-# back to the scalar check: comparing it is a no-op)
-KERNELS = ("AVX2", "AVX-512")
+# the kernels: each one of this architecture that the CPU has is compared with the scalar
+# check (one it lacks falls back to the scalar check: comparing it is a no-op)
+ALL_KERNELS = ("AVX2", "AVX-512", "NEON")
+AARCH64 = platform.machine().lower() in ("aarch64", "arm64")
+KERNELS = ("NEON",) if AARCH64 else ("AVX2", "AVX-512")
 
 
 def check(json_c: ModuleType, text: bytes) -> bool:
@@ -57,17 +60,19 @@ def check(json_c: ModuleType, text: bytes) -> bool:
 
 
 def test_kernel_in_use(json_c: ModuleType) -> None:
-    """An x86-64 CPU runs the widest kernel it has: a build or a dispatch that lost it fails
-    here instead of going slow."""
+    """An x86-64 CPU runs the widest kernel it has, an aarch64 one NEON: a build or a
+    dispatch that lost it fails here instead of going slow."""
     x86 = platform.machine().lower() in ("x86_64", "amd64")
-    if not x86 or cpu_has("avx2") is None:
+    if AARCH64:
+        expected = "NEON"
+    elif not x86 or cpu_has("avx2") is None:
         expected = "scalar" if not x86 else json_c.BUILD_INFO["object check"]
     elif cpu_has("avx2") and cpu_has("pclmulqdq"):
         expected = "AVX-512" if cpu_has("avx512bw") else "AVX2"
     else:
         expected = "scalar"
     assert json_c.BUILD_INFO["object check"] == expected
-    assert json_c._OBJECT_KERNELS == ("scalar", *KERNELS)
+    assert json_c._OBJECT_KERNELS == ("scalar", *ALL_KERNELS)
 
 
 # bytes whose nibbles the classes share: each is read as a byte of a literal

@@ -38,7 +38,7 @@ cdef extern from "_json_object.h":
 tok_object_init()
 # the object-text check's kernels by number (``_json_object.h``): the one in use is in
 # BUILD_INFO, for python -m tokcore and the tests
-_OBJECT_KERNELS = ("scalar", "AVX2", "AVX-512")
+_OBJECT_KERNELS = ("scalar", "AVX2", "AVX-512", "NEON")
 BUILD_INFO = {"object check": _OBJECT_KERNELS[tok_object_kernel]}
 
 # byte classes

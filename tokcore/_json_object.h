@@ -5,7 +5,8 @@
  *
  * The scalar check walks the members byte by byte: about 1,000 instructions and many
  * branches for a 250-byte chat chunk, which is most of what the relay spends on it. Here each
- * 64-byte block becomes bit masks (bit k for byte k), and the members' grammar is checked on
+ * 64-byte block becomes bit masks (bit k for byte k: from AVX2 or AVX-512BW on x86-64, from
+ * NEON on aarch64, _json_object_neon.h), and the members' grammar is checked on
  * the masks, without a loop over the bytes:
  *   - a nibble lookup (two byte shuffles) classes every byte: quote, backslash, bracket,
  *     colon, comma, whitespace, or a byte of a literal ("plain": anything else);
@@ -42,11 +43,22 @@
 #else
 #  define TOK_OBJECT_X86 0
 #endif
+#if defined(__aarch64__) && defined(__ARM_NEON) && (defined(__GNUC__) || defined(__clang__)) \
+    && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ \
+    && (!defined(TOK_SCAN_PORTABLE) || !TOK_SCAN_PORTABLE)
+#  define TOK_OBJECT_NEON 1
+#  include <arm_neon.h>
+#else
+#  define TOK_OBJECT_NEON 0
+#endif
+#define TOK_OBJECT_VECTOR (TOK_OBJECT_X86 || TOK_OBJECT_NEON)
 
 /* the kernel tok_object_text runs (tok_object_init, at import): TOK_OBJECT_NONE (the scalar
- * check), TOK_OBJECT_WITH_AVX2 (the CPU has AVX2 and PCLMUL, as every AVX2 CPU does) or
- * TOK_OBJECT_WITH_AVX512 (AVX-512BW too: a block's masks come out of 64-byte tests whole) */
-enum { TOK_OBJECT_NONE = 0, TOK_OBJECT_WITH_AVX2 = 1, TOK_OBJECT_WITH_AVX512 = 2 };
+ * check), TOK_OBJECT_WITH_AVX2 (the CPU has AVX2 and PCLMUL, as every AVX2 CPU does),
+ * TOK_OBJECT_WITH_AVX512 (AVX-512BW too: a block's masks come out of 64-byte tests whole) or
+ * TOK_OBJECT_WITH_NEON (every aarch64 CPU) */
+enum { TOK_OBJECT_NONE = 0, TOK_OBJECT_WITH_AVX2 = 1, TOK_OBJECT_WITH_AVX512 = 2,
+       TOK_OBJECT_WITH_NEON = 3 };
 static int tok_object_kernel = TOK_OBJECT_NONE;
 
 static inline void tok_object_init(void) {
@@ -55,6 +67,8 @@ static inline void tok_object_init(void) {
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("pclmul"))
         tok_object_kernel = __builtin_cpu_supports("avx512bw") ? TOK_OBJECT_WITH_AVX512
                                                                : TOK_OBJECT_WITH_AVX2;
+#elif TOK_OBJECT_NEON
+    tok_object_kernel = TOK_OBJECT_WITH_NEON;
 #endif
 }
 
@@ -62,7 +76,7 @@ static inline int tok_object_ws(unsigned char c) {
     return c == 32 || c == 9 || c == 10 || c == 13;
 }
 
-#if TOK_OBJECT_X86
+#if TOK_OBJECT_VECTOR
 /* the class bits of the nibble lookup: a byte's class is HI[its high nibble] & LO[its low];
  * the pairs of nibbles are unique to each class (':' 3A, ',' 2C, "[]{}" 5B 5D 7B 7D, '"' 22,
  * '\\' 5C, ' ' 20, tab LF CR 09 0A 0D), and a byte in none has class 0 (plain) */
@@ -85,6 +99,8 @@ static inline int tok_object_ws(unsigned char c) {
 typedef struct {
     uint64_t quote, slash, bracket, colon, comma, plain, line;
 } tok_object_masks;
+
+#  if TOK_OBJECT_X86
 
 /* bit k of the class byte of each of 32 bytes, as a 32-bit mask: the bit moved to bit 7 of
  * its byte (a 16-bit shift by at most 7 moves no bit across the byte) */
@@ -154,6 +170,16 @@ static inline uint64_t tok_object_prefix_xor(uint64_t x) {
     __m128i r = _mm_clmulepi64_si128(_mm_cvtsi64_si128((long long)x), _mm_set1_epi8(-1), 0);
     return (uint64_t)_mm_cvtsi128_si64(r);
 }
+#    define TOK_OB_STEP_TARGET __attribute__((target("pclmul")))
+/* the kernel of whole 64-byte blocks (the last one copied out): AVX2 */
+#    define TOK_OB_WHOLE_TARGET __attribute__((target("avx2,pclmul")))
+#    define tok_object_classify_whole tok_object_classify_avx2
+#  else
+#    include "_json_object_neon.h"
+#    define TOK_OB_STEP_TARGET
+#    define TOK_OB_WHOLE_TARGET
+#    define tok_object_classify_whole tok_object_classify_neon
+#  endif
 
 /* The bytes of the block that follow an odd run of backslashes (bit k: byte k is escaped);
  * *odd: the parity of the run that reaches the block's end (in: the one that reached the
@@ -186,7 +212,7 @@ static inline uint64_t tok_object_escaped(uint64_t slash, int *odd) {
 
 /* One block of the members from its masks (p: its bytes, read at its brackets); 1 to go on,
  * 0 when they are not members, -1 when a backslash is outside the strings */
-__attribute__((target("pclmul")))
+TOK_OB_STEP_TARGET
 static inline int tok_object_step(const unsigned char *p, const tok_object_masks *m,
                                   tok_object_state *s) {
     uint64_t quotes = m->quote, in_string, open_quotes, nested = 0, nested_opens = 0, plain,
@@ -275,15 +301,16 @@ static inline int tok_object_end(const tok_object_state *s) {
 
 /* The blocks of the members p[:length] from offset i (a multiple of 64) on, from state *s:
  * 1 when all were read, else 0 or -1 (as tok_object_step); after[b], for each block b under
- * TOK_OBJECT_MEMO_BLOCKS read whole, the state after it. */
-__attribute__((target("avx2,pclmul")))
-static int tok_object_blocks_avx2(const unsigned char *p, Py_ssize_t length, Py_ssize_t i,
+ * TOK_OBJECT_MEMO_BLOCKS read whole, the state after it. AVX2 or NEON: 64 bytes are read
+ * at a time, so the last bytes are copied into a block of spaces. */
+TOK_OB_WHOLE_TARGET
+static int tok_object_blocks_whole(const unsigned char *p, Py_ssize_t length, Py_ssize_t i,
                                   tok_object_state *s, tok_object_state *after) {
     tok_object_masks m;
     unsigned char last[64];
     int r;
     for (; i + 64 <= length; i += 64) {
-        tok_object_classify_avx2(p + i, &m);
+        tok_object_classify_whole(p + i, &m);
         r = tok_object_step(p + i, &m, s);
         if (r <= 0)
             return r;
@@ -293,12 +320,13 @@ static int tok_object_blocks_avx2(const unsigned char *p, Py_ssize_t length, Py_
     if (i < length) {  /* the last bytes, and spaces: they change nothing */
         memset(last, ' ', sizeof(last));
         memcpy(last, p + i, (size_t)(length - i));
-        tok_object_classify_avx2(last, &m);
+        tok_object_classify_whole(last, &m);
         return tok_object_step(last, &m, s);
     }
     return 1;
 }
 
+#  if TOK_OBJECT_X86
 __attribute__((target(TOK_OB_512)))
 static int tok_object_blocks_avx512(const unsigned char *p, Py_ssize_t length, Py_ssize_t i,
                                     tok_object_state *s, tok_object_state *after) {
@@ -314,6 +342,7 @@ static int tok_object_blocks_avx512(const unsigned char *p, Py_ssize_t length, P
     }
     return 1;
 }
+#  endif
 
 /* The kernel's answer, with the memo (or NULL): its blocks skipped when the text begins
  * with their bytes, and refilled from a text that is an object and does not. */
@@ -340,8 +369,13 @@ static inline int tok_object_text_kernel(int kernel, const unsigned char *d, Py_
             memo->taken = kept;
         }
     }
+#  if TOK_OBJECT_X86
     r = kernel == TOK_OBJECT_WITH_AVX512 ? tok_object_blocks_avx512(p, length, i, &s, after)
-                                         : tok_object_blocks_avx2(p, length, i, &s, after);
+                                         : tok_object_blocks_whole(p, length, i, &s, after);
+#  else
+    (void)kernel;
+    r = tok_object_blocks_whole(p, length, i, &s, after);
+#  endif
     if (r <= 0)
         return r;
     *line = s.line != 0 || trailing;
@@ -356,19 +390,24 @@ static inline int tok_object_text_kernel(int kernel, const unsigned char *d, Py_
     return r;
 }
 #  undef TOK_OB_512
-#endif /* TOK_OBJECT_X86 */
+#endif /* TOK_OBJECT_VECTOR */
 
 /* 1 or 0 from the kernel, or -1: the scalar check decides (no kernel here, or a backslash
  * outside the strings); when 1, *line says whether the text has a LF or CR. memo: a
- * tok_object_memo of the caller's (the relay's), or NULL. kernel:
- * TOK_OBJECT_WITH_AVX2 or _AVX512 where the CPU has it (the tests run each), else none. */
+ * tok_object_memo of the caller's (the relay's), or NULL. kernel: TOK_OBJECT_WITH_AVX2,
+ * _AVX512 or _NEON where the CPU has it (the tests run each; AVX-512 asked of a CPU with
+ * AVX2 only runs AVX2), else none. */
 static inline int tok_object_text_with(int kernel, const unsigned char *d, Py_ssize_t n,
                                        int *line, tok_object_memo *memo) {
 #if TOK_OBJECT_X86
     if (kernel == TOK_OBJECT_WITH_AVX512 && tok_object_kernel == TOK_OBJECT_WITH_AVX512)
         return tok_object_text_kernel(TOK_OBJECT_WITH_AVX512, d, n, line, memo);
-    if (kernel >= TOK_OBJECT_WITH_AVX2 && tok_object_kernel >= TOK_OBJECT_WITH_AVX2)
+    if ((kernel == TOK_OBJECT_WITH_AVX2 || kernel == TOK_OBJECT_WITH_AVX512)
+        && tok_object_kernel >= TOK_OBJECT_WITH_AVX2)
         return tok_object_text_kernel(TOK_OBJECT_WITH_AVX2, d, n, line, memo);
+#elif TOK_OBJECT_NEON
+    if (kernel == TOK_OBJECT_WITH_NEON && tok_object_kernel == TOK_OBJECT_WITH_NEON)
+        return tok_object_text_kernel(TOK_OBJECT_WITH_NEON, d, n, line, memo);
 #endif
     (void)kernel;
     (void)d;
