@@ -1,6 +1,6 @@
-"""Instructions per byte of the relay's byte scans and the base64 kernels, vector against
-portable, counted instead of timed: aarch64 can only be emulated here, and an emulator's
-time says nothing about a real CPU, while the number of instructions a kernel executes is
+"""Instructions per byte of the relay's byte scans, the base64 kernels and the object check,
+vector against portable, counted instead of timed: aarch64 can only be emulated here, and an
+emulator's time says nothing about a real CPU, while the number of instructions a kernel executes is
 the same under emulation as on the hardware (for the same binary).
 
 Usage: python bench/instructions.py [--arch x86_64,aarch64] [--bytes 65536,1024] [-o FILE]
@@ -42,6 +42,7 @@ WORKS = [
     ("last", "last blank line (last_lflf), a read with none"),
     ("encode", "base64 encode, per input byte"),
     ("decode", "base64 decode of valid text, per input character"),
+    ("object", "object check of a chat chunk ending in \"usage\":null (vector kernels only)"),
 ]
 KINDS = ("simd", "portable")
 #: bytes run in the extra repeats, at least: enough that a run's noise is far below 0.001

@@ -1,4 +1,5 @@
-/* The kernels of tokcore/_ssescan.h and tokcore/_b64_core.h, one at a time, for instruction
+/* The kernels of tokcore/_ssescan.h, tokcore/_b64_core.h and tokcore/_json_object.h, one at a
+ * time, for instruction
  * counts (bench/instructions.py runs it under callgrind or QEMU and takes the difference of
  * two repeat counts, so start-up and the set-up of the input cancel out).
  *
@@ -6,10 +7,12 @@
  *
  * WORK is one of the inputs below, KIND is simd (SSE2/AVX2, NEON) or portable, BYTES the
  * size of the input. It prints the kernel's result summed over the repeats, which the
- * caller checks against the other kind's.
+ * caller checks against the other kind's. The object check has no portable kind here (its
+ * scalar code is Cython's, in _json_c.pyx).
  */
 #include "_ssescan.h"
 #include "_b64_core.h"
+#include "_json_object.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,8 +51,21 @@ static size_t fill_stream(char *p, size_t n) {
     return len;
 }
 
+/* A chat chunk ending in "usage":null (every chunk of an include_usage stream) of exactly n
+ * bytes, its content padded with words: the text the relay's object check reads. */
+static void fill_chunk(char *p, size_t n) {
+    static const char head[] = "{\"id\":\"chatcmpl-9f2c\",\"object\":\"chat.completion.chunk\","
+                               "\"created\":1718000000,\"model\":\"llama-3-70b\",\"choices\":[{"
+                               "\"index\":0,\"delta\":{\"content\":\"";
+    static const char tail[] = "\"},\"logprobs\":null,\"finish_reason\":null}],\"usage\":null}";
+    size_t h = sizeof head - 1, t = sizeof tail - 1, i;
+    memcpy(p, head, h);
+    for (i = h; i < n - t; i++) p[i] = " the quick fox"[(i - h) % 14];
+    memcpy(p + n - t, tail, t);
+}
+
 static void usage(void) {
-    fprintf(stderr, "usage: kernels candidates|events|count|last|encode|decode "
+    fprintf(stderr, "usage: kernels candidates|events|count|last|encode|decode|object "
                     "simd|portable BYTES REPEATS\n");
     exit(2);
 }
@@ -63,7 +79,7 @@ int main(int argc, char **argv) {
     long repeats = strtol(argv[4], NULL, 10);
     char *buf = malloc(n + 64);
     unsigned char *out = malloc(n / 3 * 4 + 64);
-    if (!buf || !out || n < 64) return 2;
+    if (!buf || !out || n < 256) return 2;
     long long total = 0;
 
     tok_b64_init();
@@ -78,7 +94,19 @@ int main(int argc, char **argv) {
         return 3;
     }
 
-    if (strcmp(work, "encode") == 0) {
+    if (strcmp(work, "object") == 0) {
+        int line;
+        tok_object_init();
+        if (!simd || tok_object_kernel == TOK_OBJECT_NONE) {
+            fprintf(stderr, "kernels: no object-check kernel of this kind here\n");
+            return 3;
+        }
+        fill_chunk(buf, n);
+        for (long r = 0; r < repeats; r++) {
+            BARRIER();
+            total += tok_object_text((const unsigned char *)buf, (Py_ssize_t)n, &line, NULL);
+        }
+    } else if (strcmp(work, "encode") == 0) {
         for (size_t i = 0; i < n; i++) buf[i] = (char)next_random();
         for (long r = 0; r < repeats; r++) {
             BARRIER();
