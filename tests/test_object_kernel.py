@@ -144,6 +144,16 @@ def test_memo_agrees_in_every_window(json_c: ModuleType, kernel: str, lead: byte
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
+def test_memo_keeps_the_lead(json_c: ModuleType, kernel: str) -> None:
+    """Texts that differ only in the whitespace before their brace (a LF or CR there or not)
+    begin their members at the same offset and go on from one memo: the memo's bytes include
+    that lead, so each text's answer (on one line or not) is its own."""
+    for length in (1, 3, 6):
+        found = json_c._object_text_agree(b" \t\n\r", length, b"", CHUNK, kernel, memo=True)
+        assert found is None, (length, found)
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
 def test_memo_is_used(json_c: ModuleType, kernel: str) -> None:
     """A stream's chunks that begin alike go on from the memo's blocks: both when the first
     128 bytes of members are the same, one when only the first 64 are, none when the text

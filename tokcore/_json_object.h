@@ -359,10 +359,16 @@ static inline int tok_object_text_kernel(int kernel, const unsigned char *d, Py_
     start = p - d;
     whole = length / 64 < TOK_OBJECT_MEMO_BLOCKS ? (int)(length / 64) : TOK_OBJECT_MEMO_BLOCKS;
     if (memo != NULL && memo->blocks && memo->start == start && start <= TOK_OBJECT_MEMO_LEAD) {
-        /* the blocks kept that this text begins with, read whole here too */
-        while (kept < memo->blocks && kept < whole
-               && memcmp(d, memo->text, (size_t)(start + 64 * (kept + 1))) == 0)
+        /* the blocks kept that this text begins with, read whole here too: each byte
+         * compared once (the lead with the first block) */
+        Py_ssize_t same = 0, upto;
+        while (kept < memo->blocks && kept < whole) {
+            upto = start + 64 * (kept + 1);
+            if (memcmp(d + same, memo->text + same, (size_t)(upto - same)) != 0)
+                break;
+            same = upto;
             kept++;
+        }
         if (kept) {
             s = memo->after[kept - 1];
             i = 64 * kept;
