@@ -1,7 +1,7 @@
 """Instructions per byte of the relay's byte scans, the base64 kernels and the object check,
 vector against portable, counted instead of timed: aarch64 can only be emulated here, and an
-emulator's time says nothing about a real CPU, while the number of instructions a kernel executes is
-the same under emulation as on the hardware (for the same binary).
+emulator's time says nothing about a real CPU, while the number of instructions a kernel
+executes is the same under emulation as on the hardware (for the same binary).
 
 Usage: python bench/instructions.py [--arch x86_64,aarch64] [--bytes 65536,1024] [-o FILE]
 

@@ -1,6 +1,5 @@
 """The object-text check's vector kernels (``_json_object.h``: AVX2 and AVX-512BW on x86-64,
-NEON on aarch64) against
-its scalar check (``_json_c._object_text_scalar``, itself compared with
+NEON on aarch64) against its scalar check (``_json_c._object_text_scalar``, itself compared with
 ``_json_py.scan_object`` in test_json_value): on every input over a few bytes, with every
 pattern of a few bytes at every offset around the 64-byte blocks, through one memo as a
 relay keeps one, on every byte value and on generated objects, whole and with one byte

@@ -1,7 +1,7 @@
-/* The kernels of tokcore/_ssescan.h, tokcore/_b64_core.h and tokcore/_json_object.h, one at a
- * time, for instruction
- * counts (bench/instructions.py runs it under callgrind or QEMU and takes the difference of
- * two repeat counts, so start-up and the set-up of the input cancel out).
+/* The kernels of tokcore/_ssescan.h, tokcore/_b64_core.h and tokcore/_json_object.h, one at
+ * a time, for instruction counts (bench/instructions.py runs it under callgrind or QEMU and
+ * takes the difference of two repeat counts, so start-up and the set-up of the input cancel
+ * out).
  *
  *   kernels WORK KIND BYTES REPEATS
  *
