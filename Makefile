@@ -10,9 +10,12 @@ SOURCES := $(wildcard tokcore/*.pyx tokcore/*.pxd tokcore/*.h) setup.py pyprojec
 TEST_PROFILE ?= quick
 # pytest-xdist workers per twin run (make test runs the two runs side by side)
 TEST_WORKERS ?= 2
-PYTEST = TOKCORE_TEST_PROFILE=$(TEST_PROFILE) $(BIN)/python -m pytest -q -n $(TEST_WORKERS)
+# pytest's selection, if any (make test-draw's marker expression)
+TEST_SELECT ?=
+PYTEST = TOKCORE_TEST_PROFILE=$(TEST_PROFILE) $(BIN)/python -m pytest -q -n $(TEST_WORKERS) \
+	$(TEST_SELECT)
 
-.PHONY: all venv build test test-c test-py test-full test-cython-floor bench fuzz fuzz-native \
+.PHONY: all venv build test test-c test-py test-full test-draw test-cython-floor bench fuzz fuzz-native \
 	fuzz-smoke sanitize lint clean install-check test-matrix test-freethreaded test-aarch64 ci
 
 all: test
@@ -42,7 +45,7 @@ build: $(VENV)/.built
 # each on pytest-xdist's workers, the quick draw. test-c runs every test (the Python twins'
 # through the twin fixtures too); test-py is the package as a pure install runs it
 # (TOKCORE_NO_EXTENSIONS=1: the dispatchers on the Python twins), so there the twin-fixture
-# tests test-c ran already are left out (TOKCORE_TEST_TWINS=dispatch). CI runs test-full.
+# tests test-c ran already are left out (TOKCORE_TEST_TWINS=dispatch). CI runs test-draw after it.
 test: build
 	@$(MAKE) --no-print-directory -j2 --output-sync=target test-c test-py
 
@@ -57,6 +60,13 @@ test-py: build
 test-full: build
 	@$(MAKE) --no-print-directory -j2 --output-sync=target test-c test-py TEST_PROFILE=full \
 		PY_TWINS=c,py
+
+# What CI runs after make test: test-full's tests whose work the draw sets, the rest being
+# the same as make test ran them. Those are hypothesis's (the marker its plugin gives them)
+# and the ones marked draw, which read _budget.QUICK (tests/test_draw.py finds one unmarked).
+test-draw: build
+	@$(MAKE) --no-print-directory -j2 --output-sync=target test-c test-py TEST_PROFILE=full \
+		PY_TWINS=c,py TEST_SELECT='-m "hypothesis or draw"'
 
 # The oldest Cython the build group allows, exactly (its floor read from pyproject.toml, so
 # raising it is one edit there): a venv of its own, the in-place build in a copy of the

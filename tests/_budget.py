@@ -1,6 +1,6 @@
 """How much a property draws: TOKCORE_TEST_PROFILE=quick (the default: make test, the
-contributor's loop, the CPython matrix, the emulated aarch64 job) or full (make test-full,
-what CI runs on the venv's Python). Every test runs in both; quick draws fewer examples."""
+contributor's loop, the CPython matrix, the emulated aarch64 job) or full (make test-full, and
+make test-draw in CI on the venv's Python). Every test runs in both; quick draws fewer examples."""
 
 from __future__ import annotations
 

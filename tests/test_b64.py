@@ -332,6 +332,7 @@ def test_every_short_text_exactly(kernel: ModuleType) -> None:
                     message_outcome(base64.b64decode, text, validate=validate)), (text, validate)
 
 
+@pytest.mark.draw
 def test_every_byte_in_every_lane(kernel: ModuleType) -> None:
     """Each of the 256 byte values at each position of the first SIMD blocks (64 characters
     for NEON and one AVX-512 VBMI step, whose two-step turns are 128; 32 for AVX2) and the

@@ -114,6 +114,7 @@ def test_unknown_scan(sse_c: ModuleType) -> None:
         sse_c._scan("memmem", b"")
 
 
+@pytest.mark.draw
 def test_oracles() -> None:
     for n in range(5 if QUICK else 6):
         for chars in itertools.product(b'\n\r"\\ux', repeat=n):
@@ -121,6 +122,7 @@ def test_oracles() -> None:
             assert {name: oracle(data) for name, oracle in ORACLES.items()} == slow_oracles(data)
 
 
+@pytest.mark.draw
 def test_every_short_input(sse_c: ModuleType) -> None:
     """Every input of up to 5 bytes over the bytes the scans look at: both kinds of loops
     against the oracles."""
@@ -179,6 +181,7 @@ NEEDLES = [b'"usage"', b"\\u00", b"\r", b"\n\n", b"\n\n\n", b"x\n\n", b'"usag', 
 FILLERS = [b"x", b"\n", b'"u', b"\\u", b"9,", b"\xdb\xfd"]  # the last two: numbers, brackets | 0x80
 
 
+@pytest.mark.draw
 def test_every_offset(sse_c: ModuleType) -> None:
     """Each needle at every offset of inputs of every length up to 50 (three blocks and the
     tails), in fillers that make false starts in every lane."""

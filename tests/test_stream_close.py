@@ -133,8 +133,12 @@ def test_cancelling_the_task_releases_the_upstream(server: Server, source: str) 
     async def run() -> None:
         chunks = SOURCES[source](url)
         stream = arelay_usage(chunks, PROMPT, CACHED)
+        # the upstream's first event read before the task starts: a task cancelled before
+        # its request reached the server (an httpx client's set-up alone can take longer
+        # than a fixed wait under ASan on a loaded machine) has no upstream to release
+        assert RELAYED_USAGE in await read_until(stream, RELAYED_USAGE)
         reading = asyncio.ensure_future(read_until(stream, b"never sent"))
-        await asyncio.sleep(0.3)
+        await asyncio.sleep(0.3)  # the task reads the rest and waits for the quiet upstream
         assert not reading.done()
         reading.cancel()
         with pytest.raises(asyncio.CancelledError):
