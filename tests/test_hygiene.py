@@ -5,7 +5,10 @@ host name is written anywhere (scripts read mirrors from the machine's configura
 from __future__ import annotations
 
 import re
+import subprocess
+from pathlib import Path
 
+import pytest
 from _twins import ROOT
 
 HEADERS = ROOT / "tokcore"
@@ -60,3 +63,63 @@ def test_a_header_calls_only_what_it_defines_or_includes() -> None:
         if called:
             backwards[name] = sorted(called)
     assert backwards == {}
+
+
+# the hosts of package registries and distribution mirrors (PyPI and its files, Debian's and
+# Ubuntu's archives, npm, Rust's crates, conda, the Go proxy)
+REGISTRY_HOST = re.compile(
+    r"\b(?:[\w-]+\.)*(?:pypi\.org|pythonhosted\.org|pypi\.python\.org|debian\.org"
+    r"|ubuntu\.com|npmjs\.(?:org|com)|yarnpkg\.com|crates\.io|anaconda\.(?:org|com)"
+    r"|conda-forge\.org|golang\.org|proxy\.golang\.org)\b", re.IGNORECASE)
+
+
+def tracked_files() -> list[Path]:
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True,
+                            check=False)
+    if listed.returncode:
+        pytest.skip("not a git checkout (a test run on an unpacked sdist)")
+    return [ROOT / name for name in listed.stdout.decode().split("\0") if name]
+
+
+def test_no_registry_host_in_the_repository() -> None:
+    found = []
+    for path in tracked_files():
+        if not path.is_file():
+            continue
+        text = path.read_bytes().decode("utf-8", "replace")
+        found += [f"{path.relative_to(ROOT)}: {m.group(0)}" for m in REGISTRY_HOST.finditer(text)]
+    assert found == []
+
+
+def test_the_debian_mirror_comes_from_apt(tmp_path: Path) -> None:
+    """tools/debian_mirror.sh: the first deb source of the release asked for, in either of
+    apt's formats, read where APT_CONFIG says; its -security suite and a third party's are
+    not it; none is an error naming the way out."""
+    (tmp_path / "parts").mkdir()
+    (tmp_path / "sources.list").write_text(
+        "# deb http://commented.invalid/debian sid main\n"
+        "deb [arch=amd64 signed-by=/k.gpg] http://one.invalid/debian/ sid main\n")
+    (tmp_path / "parts" / "a.sources").write_text(
+        "Types: deb\nURIs: http://security.invalid/debian-security\nSuites: trixie-security\n\n"
+        "Types: deb-src deb\nURIs: http://two.invalid/debian\nSuites: trixie trixie-updates\n"
+        "Components: main\n")
+    (tmp_path / "parts" / "b.list.disabled").write_text("deb http://off.invalid/x bookworm main\n")
+    (tmp_path / "apt.conf").write_text(
+        f'Dir::Etc::sourcelist "{tmp_path}/sources.list";\n'
+        f'Dir::Etc::sourceparts "{tmp_path}/parts/";\n')
+    script = ROOT / "tools" / "debian_mirror.sh"
+    env = {"PATH": "/usr/bin:/bin", "APT_CONFIG": str(tmp_path / "apt.conf")}
+    if subprocess.run(["apt-config", "dump"], env=env, capture_output=True,
+                      check=False).returncode:
+        pytest.skip("apt-config is not here: not a Debian-like machine")
+
+    def mirror(*args: str, **extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["bash", str(script), *args], env={**env, **extra},
+                              capture_output=True, text=True, check=False)
+
+    assert mirror("sid").stdout == "http://one.invalid/debian\n"
+    assert mirror("trixie").stdout == "http://two.invalid/debian\n"
+    missing = mirror("bookworm")
+    assert missing.returncode == 1 and "TOKCORE_DEBIAN_MIRROR" in missing.stderr
+    assert mirror("bookworm", TOKCORE_DEBIAN_MIRROR="http://set.invalid/d/").stdout == \
+        "http://set.invalid/d\n"

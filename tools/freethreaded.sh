@@ -5,7 +5,8 @@
 # of the python3.X source package, checked against the SHA-256 in its .dsc) into the user's
 # cache folder, then kept: about 14 minutes on 2 busy cores, nothing after. The versions are
 # tried in order (TOKCORE_FT_PYTHONS, "version-debian_revision" each, default: 3.14.10 from
-# sid, then 3.13.5): the first one already built, else the first whose source the mirror has.
+# sid, then 3.13.5): the first one already built, else the first whose source the mirror has
+# (the Debian archive this machine's apt uses: tools/debian_mirror.sh).
 # Debian has no free-threaded binary packages, and sid's 3.14/3.15 source tarballs are not on
 # the mirror this project reaches (its binary packages are), so today 3.13.5 is what builds;
 # the script says which one it uses and why. Then, with the GIL off (never PYTHON_GIL=0:
@@ -26,12 +27,13 @@ cd "$(dirname "$0")/.."
 CANDIDATES=${TOKCORE_FT_PYTHONS:-"3.14.10-1 3.13.5-2"}
 TIMEFORMAT="freethreaded: %R s wall, %U s user + %S s sys"  # CPU time: what a busy host hides
 CACHE="${TOKCORE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tokcore}"
-POOL=http://deb.debian.org/debian/pool/main/p
 
 build_python() {  # build_python VERSION REVISION: 0 when $CACHE/cpython-VERSIONt is there
     local version=$1 revision=$2 minor=${1%.*} src="$CACHE/src" prefix="$CACHE/cpython-${1}t"
     [ -x "$prefix/bin/python${minor}t" ] && return 0
-    local pool="$POOL/python$minor" tarball="$src/python${minor}_$version.orig.tar.xz" dsc
+    local pool tarball="$src/python${minor}_$version.orig.tar.xz" dsc mirror
+    mirror=$(bash tools/debian_mirror.sh) || return 1  # this machine's apt's Debian archive
+    pool="$mirror/pool/main/p/python$minor"
     mkdir -p "$src"
     if ! dsc=$(curl -fsS "$pool/python${minor}_$version-$revision.dsc"); then
         echo "freethreaded: Debian's python$minor $version-$revision source is not reachable"
