@@ -23,8 +23,19 @@ PYTEST_ENV=(TOKCORE_REQUIRE_EXTENSIONS=1 TOKCORE_TEST_PROFILE=quick TOKCORE_TEST
 PYTEST_ARGS=(-m pytest -q -rfE -p no:cacheprovider -n "${MATRIX_WORKERS:-1}")
 status=0
 
-quiet_build() {  # the in-place build's output without its compiler warnings
-    "$@" setup.py -q build_ext --inplace -j 2 2>&1 | grep -v "^$" | grep -iv "warning" || true
+quiet_build() {  # $1: its log, then the interpreter's command: the in-place build, its
+    # output shown without compiler warnings; a failed build shows its whole log and fails
+    local log=$1
+    shift
+    if ! "$@" setup.py -q build_ext --inplace -j 2 > "$log" 2>&1; then
+        cat "$log"
+        return 1
+    fi
+    grep -v "^$" "$log" | grep -iv "warning" || true  # nothing left: a quiet build
+}
+build_failed() {  # $1: name
+    echo "test-matrix: $1: FAILED (the build, log above)"
+    status=1
 }
 
 mkdir -p build
@@ -51,7 +62,10 @@ pyenv_run() {  # $1: minor, $2: the interpreter's folder
         $pip install --group build --group test
         touch "$venv/.deps"
     fi
-    quiet_build "$venv/bin/python"
+    if ! quiet_build "build/test-matrix-$minor-build.log" "$venv/bin/python"; then
+        build_failed "$(basename "$python")"
+        return
+    fi
     local log="build/test-matrix-$minor.log" rc=0
     env "${PYTEST_ENV[@]}" "$venv/bin/python" "${PYTEST_ARGS[@]}" "${EXTRA[@]}" > "$log" 2>&1 \
         || rc=$?
@@ -96,7 +110,10 @@ sid_run() {  # $1: minor
         touch "$SID_ROOT$venv/.deps"
     fi
     version=$(in_sid "$venv/bin/python" -c 'import platform; print(platform.python_version())')
-    quiet_build in_sid "$venv/bin/python"
+    if ! quiet_build "build/test-matrix-$minor-build.log" in_sid "$venv/bin/python"; then
+        build_failed "$version (Debian sid)"
+        return
+    fi
     local log="build/test-matrix-$minor.log" rc=0
     in_sid env "${PYTEST_ENV[@]}" "$venv/bin/python" "${PYTEST_ARGS[@]}" "${EXTRA[@]}" \
         > "$log" 2>&1 || rc=$?
