@@ -128,6 +128,24 @@ class Bound:
         self.values = values
 
 
+def enter_init(obj: object, what: str) -> list[bool]:
+    """The call token of a per-stream object (``_token``: one item, taken by each call),
+    taken for its ``__init__``: a new one for a new object. An object re-initialised while a
+    call on it runs (a hook inside that call, another thread) is refused with ``in_use``
+    before anything changes, as a call is; the Cython twins' busy flag does the same. The
+    caller gives the token back (``token.append(True)``) when its ``__init__`` ends."""
+    token: list[bool] | None = getattr(obj, "_token", None)
+    if token is None:  # a new object: its token, taken
+        token = []
+        obj._token = token  # type: ignore[attr-defined]
+        return token
+    try:
+        token.pop()
+    except IndexError:
+        raise in_use(what) from None
+    return token
+
+
 def in_use(what: str) -> RuntimeError:
     """The error of a per-stream object entered while a call on it is still running (another
     thread's, or a callback's): both twins refuse it rather than interleave two streams."""

@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
-from ._args import BytesLike, check_max_event_bytes, in_use, payload_view
+from ._args import BytesLike, check_max_event_bytes, enter_init, in_use, payload_view
 
 #: a UTF-8 byte order mark, skipped at the start of a stream
 BOM = b"\xef\xbb\xbf"
@@ -82,29 +82,34 @@ class EventDecoder:
     __slots__ = ("_max", "_line", "_data", "_type", "_last_id", "_id_before", "_retry",
                  "_started", "_cr", "_skipping", "_skip_line_start", "_offset", "_closed",
                  "_token")
+    _token: list[bool]  # taken by each call, __init__ included (_args.enter_init)
 
     def __init__(self, *, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
         # the one signature of both twins (the Cython twin binds through it: _args.Bound)
         self._setup(check_max_event_bytes(max_event_bytes))
 
     def _setup(self, max_event_bytes: int) -> None:
-        self._max = max_event_bytes
-        self._line = bytearray()  # an unfinished line
-        self._data = bytearray()  # the data buffer: each data value and a LF
-        self._type = b""  # the event type buffer
-        self._last_id: str | None = None
-        self._id_before: str | None = None  # the last event ID when this event began
-        self._retry: int | None = None
-        self._started = False  # past the first line (where a BOM may be)
-        self._cr = False  # the last chunk ended with a CR: a LF first in the next is its end
-        self._skipping = False  # dropped an event: skipping it up to its blank line
-        self._skip_line_start = False  # skipping, and no byte of the current line seen yet
-        self._offset = 0  # bytes fed so far
-        self._closed = False
         # taken by every call: a second call at once (another thread) fails at once, as the
         # Cython twin's busy flag has it (a flag alone is not atomic; list.pop is, under the
-        # GIL or, without it, under the list's own lock: no lock on GIL builds)
-        self._token = [True]
+        # GIL or, without it, under the list's own lock: no lock on GIL builds); __init__
+        # takes it too
+        token = enter_init(self, "EventDecoder")
+        try:
+            self._max = max_event_bytes
+            self._line = bytearray()  # an unfinished line
+            self._data = bytearray()  # the data buffer: each data value and a LF
+            self._type = b""  # the event type buffer
+            self._last_id: str | None = None
+            self._id_before: str | None = None  # the last event ID when this event began
+            self._retry: int | None = None
+            self._started = False  # past the first line (where a BOM may be)
+            self._cr = False  # the last chunk ended with a CR: a LF first in the next ends it
+            self._skipping = False  # dropped an event: skipping it up to its blank line
+            self._skip_line_start = False  # skipping, and no byte of the current line seen
+            self._offset = 0  # bytes fed so far
+            self._closed = False
+        finally:
+            token.append(True)
 
     @property
     def pending_bytes(self) -> int:
