@@ -407,3 +407,55 @@ def test_counts_and_pending_bytes_read_from_inside_a_call(kind: str) -> None:
     # the decoder is making its event: its data held, with its LF or not yet
     assert in_decode[:2] == (sse.RelayCounts(events=202, rewritten=1), 0) and \
         in_decode[2] in (1, 2)
+
+
+class _Int(int):
+    pass
+
+
+class _Str(str):
+    pass
+
+
+CONSTRUCTIONS = [
+    ((), {}), ((1, 2, 3), {}), ((), {"prompt_tokens": 9}), ((9,), {"cached_tokens": 2}),
+    ((), {"cached_tokens": 2, "prompt_tokens": 9}), ((2, 9), {}), ((True,), {}),
+    ((9, False), {}), ((_Int(9), _Int(2)), {}), ((9,), {"api": "messages"}),
+    ((9,), {"api": _Str("chat")}), ((9,), {"api": "nope"}), ((9,), {"api": None}),
+    ((9,), {"max_event_bytes": 0}), ((9,), {"max_event_bytes": 1 << 63}),
+    ((9,), {"max_event_bytes": _Int(64)}), ((9,), {"max_event_bytes": 64.0}),
+    ((9,), {"prompt_tokens": 9}), ((9, 2), {"cached_tokens": 2}), ((9,), {"other": 1}),
+    ((-1,), {}), ((1 << 63,), {}), (((1 << 63) - 1, 0), {"api": "responses"}),
+    ((9, None), {"max_event_bytes": 1}),
+]
+
+
+def constructed(cls: Any, args: tuple[Any, ...], kwargs: dict[str, Any], feed: bytes) -> Any:
+    try:
+        obj = cls(*args, **kwargs)
+        return obj.feed(feed), tuple(obj.counts) if hasattr(obj, "counts") else None
+    except Exception as error:  # the twins' errors are compared
+        return type(error).__name__, str(error)
+
+
+@pytest.mark.parametrize(("args", "kwargs"), CONSTRUCTIONS)
+def test_a_relay_is_made_alike_from_every_kind_of_argument(args: tuple[Any, ...],
+                                                           kwargs: dict[str, Any]) -> None:
+    """The Cython twin's constructor checks plain arguments itself and hands the rest to the
+    Python twin: both give the same relay, or the same error with the same text."""
+    event = (b'event: x\ndata: {"message":{"usage":{"input_tokens":3,"output_tokens":1}},'
+             b'"usage":{"prompt_tokens":1,"completion_tokens":4,"output_tokens":4}}\n\n') * 2
+    got = [constructed(twin("stream", kind).UsageRelay, args, kwargs, event) for kind in KINDS]
+    assert got[0] == got[1]
+
+
+@pytest.mark.parametrize(("args", "kwargs"), [
+    ((), {}), ((5,), {}), ((), {"max_event_bytes": 3}), ((), {"max_event_bytes": _Int(3)}),
+    ((), {"max_event_bytes": 0}), ((), {"max_event_bytes": True}), ((), {"limit": 3}),
+    ((), {"max_event_bytes": 3, "x": 1}), ((), {"max_event_bytes": (1 << 63) - 1}),
+])
+def test_a_decoder_is_made_alike_from_every_kind_of_argument(args: tuple[Any, ...],
+                                                             kwargs: dict[str, Any]) -> None:
+    got = [constructed(twin("stream", kind).EventDecoder, args, kwargs, b"data: x\n\n")
+           for kind in KINDS]
+    assert got[0] == got[1]
