@@ -108,6 +108,15 @@ def check_path(path: object) -> tuple[str, ...]:
     return keys  # type: ignore[return-value]  # each item checked to be a str
 
 
+def check_switch(value: object, name: str) -> bool:
+    """A keyword that switches a check off (``set_member(trusted=)``): ``True`` or ``False``
+    only, so that no other truthy value (``1``, ``"yes"``, an object) turns the check off
+    without the caller having said so."""
+    if type(value) is not bool:
+        raise TypeError(f"{name} must be True or False, not {type(value).__name__}")
+    return value
+
+
 def check_max_event_bytes(value: object) -> int:
     """``max_event_bytes``: an integer in ``[1, 2**63)``."""
     return check_count(value, "max_event_bytes", 1)

@@ -19,7 +19,7 @@ import re
 from functools import lru_cache
 from typing import NamedTuple
 
-from ._args import BytesLike, KeyPath, check_path, payload_bytes, payload_view
+from ._args import BytesLike, KeyPath, check_path, check_switch, payload_bytes, payload_view
 
 Span = tuple[int, int]
 
@@ -420,7 +420,9 @@ def value_text(value: object, trusted: bool) -> bytes:
 def set_member(payload: BytesLike, path: KeyPath, value: BytesLike, *,
                trusted: bool = False) -> bytes:
     """``payload`` with the member at ``path`` set to the JSON text ``value`` (checked to be
-    one JSON value unless ``trusted``); the objects of absent keys on the way are added."""
+    one JSON value unless ``trusted``); the objects of absent keys on the way are added.
+    ``trusted`` is ``True`` or ``False`` (``TypeError`` otherwise)."""
+    check_switch(trusted, "trusted")
     data = payload_bytes(payload)
     keys = check_path(path)
     text = value_text(value, trusted)
