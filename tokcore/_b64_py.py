@@ -225,7 +225,12 @@ def _b64decode_315(data: bytes, altchars: Any, validate: Any, padded: Any, ignor
 if (TYPE_CHECKING and sys.version_info >= (3, 15)) or (not TYPE_CHECKING and KEYWORDS_315):
     def b64encode(s: BytesLike, altchars: BytesLike | None = None, *,
                   padded: bool = UNSET, wrapcol: int = UNSET) -> bytes:
-        """Encode the bytes-like object ``s`` with Base64 (as ``base64.b64encode``)."""
+        """Encode the bytes-like object ``s`` with Base64 (as ``base64.b64encode``).
+
+        Raises what the running Python's ``base64`` module raises for the same arguments
+        (``binascii.Error``, a ``ValueError``, for malformed base64), with its messages
+        and warnings.
+        """
         padded, wrapcol = _given(padded, True), _given(wrapcol, 0)
         if altchars is not None:
             if len(altchars) != 2:  # type: ignore[arg-type]  # as base64: any sized object
@@ -239,7 +244,12 @@ if (TYPE_CHECKING and sys.version_info >= (3, 15)) or (not TYPE_CHECKING and KEY
     def b64decode(s: TextOrBytes, altchars: TextOrBytes | None = None,
                   validate: bool = UNSET, *, padded: bool = UNSET,
                   ignorechars: BytesLike = UNSET, canonical: bool = UNSET) -> bytes:
-        """Decode Base64 bytes or ASCII text (as ``base64.b64decode``)."""
+        """Decode Base64 bytes or ASCII text (as ``base64.b64decode``).
+
+        Raises what the running Python's ``base64`` module raises for the same arguments
+        (``binascii.Error``, a ``ValueError``, for malformed base64), with its messages
+        and warnings.
+        """
         result, badchar = _b64decode_315(decode_data(s), altchars, validate, padded,
                                          ignorechars, canonical)
         if badchar is not None:
@@ -248,12 +258,22 @@ if (TYPE_CHECKING and sys.version_info >= (3, 15)) or (not TYPE_CHECKING and KEY
         return result
 
     def urlsafe_b64encode(s: BytesLike, *, padded: bool = UNSET) -> bytes:
-        """Encode with ``-_`` instead of ``+/`` (as ``base64.urlsafe_b64encode``)."""
+        """Encode with ``-_`` instead of ``+/`` (as ``base64.urlsafe_b64encode``).
+
+        Raises what the running Python's ``base64`` module raises for the same arguments
+        (``binascii.Error``, a ``ValueError``, for malformed base64), with its messages
+        and warnings.
+        """
         return standard_to_urlsafe(b64encode(s, padded=_given(padded, True)))
 
     def urlsafe_b64decode(s: TextOrBytes, *, padded: bool = UNSET) -> bytes:
         """Decode ``-_`` (and ``+/``) Base64 (as ``base64.urlsafe_b64decode``; padding is not
-        required unless ``padded=True``)."""
+        required unless ``padded=True``).
+
+        Raises what the running Python's ``base64`` module raises for the same arguments
+        (``binascii.Error``, a ``ValueError``, for malformed base64), with its messages
+        and warnings.
+        """
         data = decode_data(s)
         badchar = next((b for b in b"+/" if b in data), None)
         result = urlsafe_decode_315(data.translate(_URLSAFE_DECODE), padded)
@@ -262,7 +282,13 @@ if (TYPE_CHECKING and sys.version_info >= (3, 15)) or (not TYPE_CHECKING and KEY
         return result
 else:
     def b64encode(s: BytesLike, altchars: BytesLike | None = None) -> bytes:
-        """Encode the bytes-like object ``s`` with Base64 (as ``base64.b64encode``)."""
+        """Encode the bytes-like object ``s`` with Base64 (as ``base64.b64encode``; from
+        Python 3.15 on, with its ``padded=`` and ``wrapcol=`` too).
+
+        Raises what the running Python's ``base64`` module raises for the same arguments
+        (``binascii.Error``, a ``ValueError``, for malformed base64), with its messages
+        and warnings.
+        """
         encoded = binascii.b2a_base64(s, newline=False)
         if altchars is not None:
             return apply_encode_altchars(encoded, altchars)
@@ -270,7 +296,13 @@ else:
 
     def b64decode(s: TextOrBytes, altchars: TextOrBytes | None = None,
                   validate: bool = False) -> bytes:
-        """Decode Base64 bytes or ASCII text (as ``base64.b64decode``)."""
+        """Decode Base64 bytes or ASCII text (as ``base64.b64decode``; from Python 3.15 on,
+        with its ``padded=``, ``ignorechars=`` and ``canonical=`` too).
+
+        Raises what the running Python's ``base64`` module raises for the same arguments
+        (``binascii.Error``, a ``ValueError``, for malformed base64), with its messages
+        and warnings.
+        """
         data = decode_data(s)
         if altchars is not None:
             data = apply_decode_altchars(data, altchars)
@@ -281,21 +313,43 @@ else:
         return binascii.a2b_base64(data)
 
     def urlsafe_b64encode(s: BytesLike) -> bytes:
-        """Encode with ``-_`` instead of ``+/`` (as ``base64.urlsafe_b64encode``)."""
+        """Encode with ``-_`` instead of ``+/`` (as ``base64.urlsafe_b64encode``; from
+        Python 3.15 on, with its ``padded=`` too).
+
+        Raises what the running Python's ``base64`` module raises for the same arguments
+        (``binascii.Error``, a ``ValueError``, for malformed base64), with its messages
+        and warnings.
+        """
         return standard_to_urlsafe(b64encode(s))
 
     def urlsafe_b64decode(s: TextOrBytes) -> bytes:
-        """Decode ``-_`` (and ``+/``) Base64 (as ``base64.urlsafe_b64decode``)."""
+        """Decode ``-_`` (and ``+/``) Base64 (as ``base64.urlsafe_b64decode``; from Python
+        3.15 on, with its ``padded=`` too, and padding is not required unless it is True).
+
+        Raises what the running Python's ``base64`` module raises for the same arguments
+        (``binascii.Error``, a ``ValueError``, for malformed base64), with its messages
+        and warnings.
+        """
         return b64decode(urlsafe_to_standard(s))
 
 
 def standard_b64encode(s: BytesLike) -> bytes:
-    """Encode with the standard alphabet (as ``base64.standard_b64encode``)."""
+    """Encode with the standard alphabet (as ``base64.standard_b64encode``).
+
+    Raises what the running Python's ``base64`` module raises for the same arguments
+    (``binascii.Error``, a ``ValueError``, for malformed base64), with its messages
+    and warnings.
+    """
     return b64encode(s)
 
 
 def standard_b64decode(s: TextOrBytes) -> bytes:
-    """Decode the standard alphabet (as ``base64.standard_b64decode``)."""
+    """Decode the standard alphabet (as ``base64.standard_b64decode``).
+
+    Raises what the running Python's ``base64`` module raises for the same arguments
+    (``binascii.Error``, a ``ValueError``, for malformed base64), with its messages
+    and warnings.
+    """
     return b64decode(s)
 
 
@@ -308,10 +362,18 @@ def urlsafe_decode_315(standard: bytes, padded: Any) -> bytes:
 # --- fused: token ids <-> base64 text of their int32 bytes ----------------------------------
 
 def ids_to_b64(ids: IdsArg) -> str:
-    """Token ids -> the Base64 text of their little-endian int32 bytes."""
+    """Token ids -> the Base64 text of their little-endian int32 bytes.
+
+    Raises what ``pack_ids`` raises.
+    """
     return binascii.b2a_base64(pack_ids(ids), newline=False).decode("ascii")
 
 
 def b64_to_ids(s: TextOrBytes, *, validate: bool = False) -> list[int]:
-    """Base64 text (str or bytes-like) of little-endian int32 bytes -> token ids."""
+    """Base64 text (str or bytes-like) of little-endian int32 bytes -> token ids.
+
+    Raises ``binascii.Error`` (a ``ValueError``) for malformed base64, as ``b64decode``
+    does; ``ValueError`` when the decoded bytes are not whole int32s; ``TypeError`` for an
+    argument of the wrong type.
+    """
     return unpack_ids(b64decode(s, validate=validate))

@@ -76,7 +76,13 @@ class EventDecoder:
     ``id`` is the last event ID in force when the event was dispatched (None until an
     ``id`` field sets one); ``retry`` is the reconnection time set by a ``retry`` field of
     this event, else None. One decoder is one stream's state: a call made while another call
-    on it is running (another thread's) raises ``RuntimeError``.
+    on it is running (another thread's, or a hook inside it), ``__init__`` included, raises
+    ``RuntimeError``.
+
+    Raises, when made, ``TypeError`` or ``ValueError`` for a ``max_event_bytes`` that is not
+    an ``int`` in [1, 2**63); ``feed`` raises ``EventTooLarge`` (a ``ValueError``) at the end
+    of the read that passed the bound, ``TypeError`` for a chunk that is not bytes-like and
+    ``ValueError`` after ``close()``.
     """
 
     __slots__ = ("_max", "_line", "_data", "_type", "_last_id", "_id_before", "_retry",
@@ -117,6 +123,7 @@ class EventDecoder:
         return self._max - self._room()
 
     def feed(self, chunk: BytesLike) -> list[Event]:
+        """The events this chunk completes, in stream order."""
         data = chunk if type(chunk) is bytes else bytes(payload_view(chunk, "chunk"))
         token = self._token
         try:
@@ -250,7 +257,12 @@ class EventDecoder:
 def iter_events(chunks: Iterable[BytesLike], *,
                 max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> Iterator[Event]:
     """Decode an iterable of byte chunks into events. An event over ``max_event_bytes`` ends
-    the iteration with ``EventTooLarge``, once the events its chunk completed are yielded."""
+    the iteration with ``EventTooLarge``, once the events its chunk completed are yielded.
+
+    Raises ``EventTooLarge`` (a ``ValueError``) after the read that passed the bound,
+    ``TypeError`` for a chunk that is not bytes-like, and what ``EventDecoder`` raises for
+    ``max_event_bytes``.
+    """
     return _iterate(EventDecoder(max_event_bytes=max_event_bytes), chunks)
 
 

@@ -84,7 +84,14 @@ def next_boundary(data: bytes, pos: int, line_start: bool, cr: bool) -> tuple[in
 
 
 class UsageRelay:
-    """Relay a ``text/event-stream`` byte stream, rewriting usage values on the way."""
+    """Relay a ``text/event-stream`` byte stream, rewriting usage values on the way.
+
+    Raises, when made, what ``rewrite_usage`` raises for the counts and ``api``, and
+    ``ValueError`` for a ``max_event_bytes`` outside [1, 2**63) (``TypeError`` for one that
+    is not an ``int``). ``feed`` raises only ``TypeError`` for a chunk that is not
+    bytes-like, never on data; ``feed``, ``close`` and ``__init__`` raise ``RuntimeError``
+    for a call made while another runs on the same relay (another thread, a hook inside it).
+    """
 
     __slots__ = ("_rules", "_max", "_pending", "_line_start", "_cr", "_big", "_first",
                  "_counts", "_token")
