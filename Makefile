@@ -83,16 +83,16 @@ bench: build $(VENV)/.deps-bench
 
 # Fuzzing (fuzz/run.py): every harness runs both twins on the same input. FUZZ_SECONDS is
 # the total wall time, split by need; inputs that find a bug are kept in fuzz/corpus/ and
-# replayed by tests. `make fuzz` adds the C coverage of the Cython twins where clang is.
+# replayed by tests. libFuzzer is guided by the C coverage of the Cython twins too: they are
+# built with clang -fsanitize=fuzzer-no-link in build/fuzz-native (clang is installed here
+# when missing, as valgrind is for bench-guard); the run prints the coverage each harness
+# reached. fuzz-native is the same target, by its old name.
 FUZZ_SECONDS ?= 600
 FUZZ_SMOKE_SECONDS ?= 4
 
-fuzz: build $(VENV)/.deps-fuzz
-	TOKCORE_REQUIRE_EXTENSIONS=1 $(BIN)/python fuzz/run.py --seconds $(FUZZ_SECONDS) --native auto $(FUZZ_ARGS)
-
-# The same with libFuzzer's coverage of the Cython twins' C code required: they are built
-# with clang -fsanitize=fuzzer-no-link in build/fuzz-native (Debian: apt-get install clang).
-fuzz-native: build $(VENV)/.deps-fuzz
+fuzz fuzz-native: build $(VENV)/.deps-fuzz
+	@command -v clang >/dev/null || { apt-get update -q; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q clang; }
 	TOKCORE_REQUIRE_EXTENSIONS=1 $(BIN)/python fuzz/run.py --seconds $(FUZZ_SECONDS) --native on $(FUZZ_ARGS)
 
 # CI's short run of each harness. Without atheris (no wheel for this Python, no registry)
@@ -131,7 +131,7 @@ sanitize: $(VENV)/.deps-test
 install-check: $(VENV)/.deps-dist
 	$(BIN)/python tools/install_check.py
 
-# The Cython twins' suite on CPython 3.12 and 3.13 from pyenv's versions folder, 3.14 and
+# Both twins' suites on CPython 3.12 and 3.13 from pyenv's versions folder, 3.14 and
 # 3.15 from Debian sid's packages in a cached root (a notice for each one missing), quick
 # hypothesis draws: tools/test_matrix.sh.
 test-matrix: build
