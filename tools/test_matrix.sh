@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make test-matrix: the Cython twins' suite on every other CPython the project supports
+# make test-matrix: both twins' suites on every other CPython the project supports
 # (3.11 is the venv's: make test). Each version comes from
 #   - pyenv's versions folder, when it has that minor (the newest patch release there): a
 #     new machine of this kind has 3.9-3.13 there;
@@ -9,8 +9,10 @@
 #   - else a printed NOTICE (not tested here).
 # Each gets its own venv (.venv-3.X, or /opt/venv-3.X in the root) with the test group and
 # its own in-place build (the .so names carry the version, so they sit side by side with
-# the main build). What changes between versions is the C-API code, so only the Cython
-# twins' tests run (TOKCORE_TEST_TWINS=c), on the quick draw (tests/_budget.py).
+# the main build). Both twins' tests run (TOKCORE_TEST_TWINS=c,py), on the quick draw
+# (tests/_budget.py): the C-API code changes between versions, and so does what the Python
+# twins follow (the running binascii and base64 above all); the tests that take no twin run
+# once.
 #
 #   MATRIX="3.14 3.15" tools/test_matrix.sh [pytest arguments...]
 set -euo pipefail
@@ -19,7 +21,7 @@ cd "$(dirname "$0")/.."
 MINORS="${MATRIX:-3.12 3.13 3.14 3.15}"
 SID_MINORS="3.14 3.15"
 VERSIONS="${PYENV_VERSIONS:-$( (pyenv root 2>/dev/null || echo "$HOME/.pyenv") | tail -1)/versions}"
-PYTEST_ENV=(TOKCORE_REQUIRE_EXTENSIONS=1 TOKCORE_TEST_PROFILE=quick TOKCORE_TEST_TWINS=c)
+PYTEST_ENV=(TOKCORE_REQUIRE_EXTENSIONS=1 TOKCORE_TEST_PROFILE=quick TOKCORE_TEST_TWINS=c,py)
 PYTEST_ARGS=(-m pytest -q -rfE -p no:cacheprovider -n "${MATRIX_WORKERS:-1}")
 status=0
 
