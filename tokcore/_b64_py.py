@@ -224,7 +224,7 @@ def _b64decode_315(data: bytes, altchars: Any, validate: Any, padded: Any, ignor
 
 if (TYPE_CHECKING and sys.version_info >= (3, 15)) or (not TYPE_CHECKING and KEYWORDS_315):
     def b64encode(s: BytesLike, altchars: BytesLike | None = None, *,
-                  padded: bool = UNSET, wrapcol: int = UNSET) -> bytes:
+                  padded: bool = True, wrapcol: int = 0) -> bytes:
         """Encode the bytes-like object ``s`` with Base64 (as ``base64.b64encode``).
 
         Raises what the running Python's ``base64`` module raises for the same arguments
@@ -242,8 +242,8 @@ if (TYPE_CHECKING and sys.version_info >= (3, 15)) or (not TYPE_CHECKING and KEY
             s, padded=padded, wrapcol=wrapcol, newline=False)
 
     def b64decode(s: TextOrBytes, altchars: TextOrBytes | None = None,
-                  validate: bool = UNSET, *, padded: bool = UNSET,
-                  ignorechars: BytesLike = UNSET, canonical: bool = UNSET) -> bytes:
+                  validate: bool = UNSET, *, padded: bool = True,
+                  ignorechars: BytesLike = UNSET, canonical: bool = False) -> bytes:
         """Decode Base64 bytes or ASCII text (as ``base64.b64decode``).
 
         Raises what the running Python's ``base64`` module raises for the same arguments
@@ -257,7 +257,7 @@ if (TYPE_CHECKING and sys.version_info >= (3, 15)) or (not TYPE_CHECKING and KEY
                               validate, False)
         return result
 
-    def urlsafe_b64encode(s: BytesLike, *, padded: bool = UNSET) -> bytes:
+    def urlsafe_b64encode(s: BytesLike, *, padded: bool = True) -> bytes:
         """Encode with ``-_`` instead of ``+/`` (as ``base64.urlsafe_b64encode``).
 
         Raises what the running Python's ``base64`` module raises for the same arguments
@@ -266,7 +266,7 @@ if (TYPE_CHECKING and sys.version_info >= (3, 15)) or (not TYPE_CHECKING and KEY
         """
         return standard_to_urlsafe(b64encode(s, padded=_given(padded, True)))
 
-    def urlsafe_b64decode(s: TextOrBytes, *, padded: bool = UNSET) -> bytes:
+    def urlsafe_b64decode(s: TextOrBytes, *, padded: bool = False) -> bytes:
         """Decode ``-_`` (and ``+/``) Base64 (as ``base64.urlsafe_b64decode``; padding is not
         required unless ``padded=True``).
 
