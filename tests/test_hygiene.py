@@ -74,8 +74,11 @@ REGISTRY_HOST = re.compile(
 
 
 def tracked_files() -> list[Path]:
-    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True,
-                            check=False)
+    try:
+        listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True,
+                                check=False)
+    except FileNotFoundError:  # (the matrix's Debian root has no git)
+        pytest.skip("no git here: the tracked files cannot be listed")
     if listed.returncode:
         pytest.skip("not a git checkout (a test run on an unpacked sdist)")
     return [ROOT / name for name in listed.stdout.decode().split("\0") if name]
