@@ -58,9 +58,9 @@ def ids_pair() -> tuple[ModuleType, ModuleType]:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """TOKCORE_TEST_TWINS (tests/_twins.py): deselect the twin-fixture tests of the kinds not
     under test, rather than report thousands of skips. A ``kind`` parameter of "c" or "py"
-    (``parametrize("kind", KINDS)``, then ``twin(name, kind)``) counts as a twin fixture."""
-    if set(ONLY) >= set(KINDS):
-        return
+    (``parametrize("kind", KINDS)``, then ``twin(name, kind)``) counts as a twin fixture.
+    A test of the Python twins alone is marked ``python_twin`` (a selection can leave some
+    of them out: the CPython matrix their memory measures)."""
     keep: list[pytest.Item] = []
     dropped: list[pytest.Item] = []
     for item in items:
@@ -68,6 +68,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         kinds = {params[name] for name in TWIN_FIXTURES if name in params}
         if params.get("kind") in KINDS:
             kinds.add(params["kind"])
+        if kinds == {"py"}:
+            item.add_marker("python_twin")
         (dropped if kinds - set(ONLY) else keep).append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
