@@ -19,7 +19,8 @@ object before any usage value, and which holds a spelling of the key, counts as 
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple, TypeVar
 
 from ._args import enter_init, in_use
 from ._dialects import DIALECTS, NONE, NOT_OBJECT, TOO_LARGE, UNREADABLE, Dialect
@@ -41,6 +42,7 @@ L_BOM, L_NAME, L_NAMED, L_COLON, L_VALUE, L_OTHER = range(6)
 # what a member is on the dialect's paths: nothing, an object on the way, the usage value
 SKIP, PREFIX, USAGE = range(3)
 N_OUTCOMES = TOO_LARGE + 1
+_R = TypeVar("_R")
 
 _DATA = b"data"
 _LF, _CR, _SP, _QUOTE, _BACKSLASH, _COLON, _COMMA = 0x0A, 0x0D, 0x20, 0x22, 0x5C, 0x3A, 0x2C
@@ -147,15 +149,7 @@ class BigEvent:
     def feed(self, data: bytes, pos: int) -> tuple[bytes, int]:
         """``(bytes to forward, end)``: ``end`` is just past the event's blank line in
         ``data``, or -1 when the event goes on."""
-        token = self._token
-        try:
-            token.pop()
-        except IndexError:
-            raise in_use("BigEvent") from None
-        try:
-            return self._feed(data, pos)
-        finally:
-            token.append(True)
+        return self._call(self._feed, data, pos)
 
     def _feed(self, data: bytes, pos: int) -> tuple[bytes, int]:
         n = len(data)
@@ -233,13 +227,17 @@ class BigEvent:
 
     def finish(self) -> bytes:
         """The stream ended inside the event: what is still held, as it came."""
+        return self._call(self._finish)
+
+    def _call(self, run: Callable[..., _R], *args: Any) -> _R:
+        """``run(*args)`` holding the call token: __init__ is refused meanwhile."""
         token = self._token
         try:
             token.pop()
         except IndexError:
             raise in_use("BigEvent") from None
         try:
-            return self._finish()
+            return run(*args)
         finally:
             token.append(True)
 
