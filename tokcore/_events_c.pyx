@@ -56,6 +56,8 @@ cdef int _append(Buf *buf, const char *p, Py_ssize_t n, Py_ssize_t bound) except
     past what the bound lets it hold unless ``n`` itself does."""
     cdef Py_ssize_t need = buf.len + n, cap
     cdef char *grown
+    if n <= 0:  # (an empty buffer has no memory: memcpy must not see its NULL)
+        return 0
     if need > buf.cap:
         cap = need + (need >> 3) + 64 if need < PY_SSIZE_T_MAX // 2 else need
         cap = min(cap, max(need, bound))
