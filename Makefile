@@ -124,7 +124,8 @@ sanitize: $(VENV)/.deps-test
 		ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1 \
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		TOKCORE_TEST_PROFILE=$(SANITIZE_PROFILE) TOKCORE_REQUIRE_EXTENSIONS=1 \
-		TOKCORE_TEST_TWINS=c $(CURDIR)/$(BIN)/python -m pytest -q -p no:cacheprovider
+		TOKCORE_TEST_TWINS=c $(CURDIR)/$(BIN)/python -m pytest -q -p no:cacheprovider \
+		--capture=sys  # a sanitizer's report (written to fd 2, then abort) reaches the log
 
 # The package as users install it: sdist and wheel by python -m build, twine check, a
 # manylinux wheel by auditwheel, fresh venvs with and without a compiler (tools/install_check.py).
