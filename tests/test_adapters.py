@@ -561,9 +561,9 @@ def test_error_shapes() -> None:
         "type": "error", "error": {"type": "request_too_large", "message": "too big"}}
     assert [error_type("chat", s) for s in (400, 500, 502, 503, 504)] == [
         "invalid_request_error", "api_error", "server_error", "server_error", "server_error"]
-    assert [error_type("messages", s) for s in (400, 500, 502, 503, 504, 529)] == [
-        "invalid_request_error", "api_error", "api_error", "overloaded_error", "api_error",
-        "overloaded_error"]
+    assert [error_type("messages", s) for s in (400, 402, 500, 502, 503, 504, 529)] == [
+        "invalid_request_error", "billing_error", "api_error", "api_error", "overloaded_error",
+        "timeout_error", "overloaded_error"]
     assert stream_error_event("responses").startswith(b'data: {"error": {')
     assert stream_error_event("messages").startswith(b"event: error\ndata: {")
 
