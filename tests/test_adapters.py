@@ -227,8 +227,10 @@ def test_a_client_that_goes_away_closes_the_upstream(
                 break  # the client goes away mid-stream
     assert seen.startswith(RELAYED_USAGE)
     assert released(upstream) and served(upstream)
-    if front == "aiohttp":  # (elsewhere the stream is cancelled, which logs nothing)
-        assert any("went away" in r.getMessage() for r in quiet_logs.records)
+    # one DEBUG line, under uvicorn's ASGI 2.3 too (the stream cancelled by Starlette); a
+    # cancelled handler (aiohttp's handler_cancellation) logs nothing: the cancellation goes on
+    assert [r.levelname for r in quiet_logs.records if "went away" in r.getMessage()] == \
+        ([] if front == "aiohttp-cancel" else ["DEBUG"])
 
 
 @pytest.mark.parametrize("front", FRONTS)
