@@ -17,8 +17,8 @@ import json
 import logging
 import socket
 import threading
-from http import HTTPStatus
 from collections.abc import AsyncIterator, Iterator
+from http import HTTPStatus
 from typing import Any
 
 import aiohttp
@@ -331,7 +331,7 @@ def test_a_body_of_another_type_keeps_its_type(stack: Stack) -> None:
     assert json.loads(raw.content)["usage"]["prompt_tokens"] == PROMPT
 
 
-# --- an error status: the same status, the API's shape, the worker's message ------------------
+# --- an error status: the same status, the API's shape, the worker's message -----------------
 
 #: (status, shape, openai's class, anthropic's class, anthropic's error type)
 ERRORS = {
@@ -393,7 +393,7 @@ def test_a_redirect_is_no_answer(stack: Stack) -> None:
     assert raised.value.body["message"] == f"{UPSTREAM} answered 302 Found"  # type: ignore[index]
 
 
-# --- no answer: 502 and 504 naming the upstream -------------------------------------------------
+# --- no answer: 502 and 504 naming the upstream ----------------------------------------------
 
 @pytest.mark.parametrize("front", FRONTS)
 @pytest.mark.parametrize("how", ["down", "hang"])
@@ -419,7 +419,7 @@ def test_an_upstream_that_gives_no_answer_is_a_502_or_504(
         ["WARNING"] * 2
 
 
-# --- a stream that breaks, a client that goes away ------------------------------------------------
+# --- a stream that breaks, a client that goes away -------------------------------------------
 
 @pytest.mark.parametrize("front", FRONTS)
 def test_a_stream_that_fails_midway_ends_with_the_error_event(
@@ -450,7 +450,7 @@ def test_a_client_that_goes_away_is_in_the_record(stack: Stack, front: str,
                    for r in quiet_logs.records)
 
 
-# --- the hook's own failures -----------------------------------------------------------------------
+# --- the hook's own failures -----------------------------------------------------------------
 
 def test_a_hook_that_raises_is_logged_not_raised(stack: Stack,
                                                  caplog: pytest.LogCaptureFixture) -> None:
@@ -492,7 +492,7 @@ def test_the_arguments_are_checked_before_anything_is_sent(stack: Stack) -> None
     assert not stack.server.requests[query["id"]].started.wait(0.2)
 
 
-# --- the client side: httpx -------------------------------------------------------------------------
+# --- the client side: httpx ------------------------------------------------------------------
 
 def test_httpx_aopen_answer_every_branch(stack: Stack) -> None:
     records: list[Completion] = []
@@ -571,7 +571,3 @@ def test_aiohttp_aopen_answer_closes_what_it_opened(stack: Stack) -> None:
 
     asyncio.run(run())
 
-
-async def _chunks(*parts: bytes) -> AsyncIterator[bytes]:
-    for part in parts:
-        yield part
