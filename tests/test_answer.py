@@ -17,7 +17,7 @@ import json
 import logging
 import socket
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from http import HTTPStatus
 from typing import Any
 
