@@ -13,13 +13,23 @@
   streams ``max_tokens`` canned tokens as fast as it can. Its KV cache came from the context
   worker, so its usage counts the whole prompt as cached: the proxy must put the context
   worker's counts in.
+
+Each runs alone with ``python examples/fake_workers.py --role context`` (or
+``generation``), on 127.0.0.1, and prints ``READY <url>``; the orchestrators start both so.
+
+Both answer a request they cannot use (not a JSON object, a member of the wrong type or
+value) with a 400 in vLLM's error shape (``{"error": {"message", "type": "BadRequestError",
+"param", "code": 400}}``) naming the member, as the real servers validate theirs; nothing
+they are sent makes them log a traceback.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import random
+import signal
 import time
 import zlib
 from collections.abc import Callable, Iterator
@@ -53,6 +63,56 @@ def dumps(value: Any) -> str:
     return json.dumps(value, separators=COMPACT)
 
 
+# --- bad requests: a 400, as vLLM answers them ------------------------------------------------
+
+class BadRequest(ValueError):
+    """A request the worker refuses: ``param`` names the member at fault."""
+
+    def __init__(self, message: str, param: str | None = None) -> None:
+        super().__init__(message)
+        self.param = param
+
+
+@web.middleware
+async def bad_requests(request: web.Request, handler: Any) -> web.StreamResponse:
+    """A ``BadRequest`` becomes vLLM's 400 (``ErrorResponse``), not a traceback."""
+    try:
+        response: web.StreamResponse = await handler(request)
+    except BadRequest as error:
+        body = {"error": {"message": str(error), "type": "BadRequestError",
+                          "param": error.param, "code": 400}}
+        return web.Response(status=400, body=dumps(body).encode(), headers=JSON_HEADERS)
+    return response
+
+
+async def json_object(request: web.Request) -> dict[str, Any]:
+    try:
+        body = json.loads(await request.read())
+    except ValueError as error:
+        raise BadRequest(f"the body is not JSON: {error}") from None
+    if not isinstance(body, dict):
+        raise BadRequest("the body is not a JSON object")
+    return body
+
+
+def positive_int(body: dict[str, Any], key: str) -> int | None:
+    value = body.get(key)
+    if value is not None and (type(value) is not int or value < 1):
+        raise BadRequest(f"{key} must be a positive integer, got {dumps(value)}", key)
+    return value
+
+
+def text_of(content: Any, param: str) -> str:
+    """A content's text: a string, a list of text parts, or nothing."""
+    if content is None or isinstance(content, str):
+        return content or ""
+    if isinstance(content, list) and all(isinstance(part, dict | str) for part in content):
+        return "".join(part if isinstance(part, str) else str(part.get("text", ""))
+                       for part in content)
+    raise BadRequest(f"{param} must be a string or a list of parts, got {dumps(content)}",
+                     param)
+
+
 # --- the context worker --------------------------------------------------------------------
 
 @lru_cache(maxsize=64)
@@ -72,31 +132,28 @@ def ids_fingerprint(ids: Any) -> str:
     return f"fp_{zlib.crc32(pack_ids(ids)):08x}"
 
 
-def content_text(content: Any) -> str:
-    """A message's or input's content as text (a string, or a list of text parts)."""
-    if isinstance(content, list):
-        return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
-    return str(content or "")
-
-
 def prompt_text(body: dict[str, Any]) -> str:
-    """The prompt of a request of any of the four APIs."""
+    """The prompt of a request of any of the four APIs (``BadRequest`` for a malformed one)."""
     if "prompt" in body:  # completions
-        return content_text(body["prompt"])
+        return text_of(body["prompt"], "prompt")
     if "input" in body:  # responses: a string or a list of messages
         items = body["input"]
-        if isinstance(items, list):
-            return "\n".join(content_text(m.get("content")) for m in items if isinstance(m, dict))
-        return content_text(items)
-    parts = [content_text(body.get("system"))] if body.get("system") else []
-    parts += [content_text(m.get("content")) for m in body.get("messages", [])]
+        if isinstance(items, list) and all(isinstance(m, dict) for m in items):
+            return "\n".join(text_of(m.get("content"), "input") for m in items)
+        return text_of(items, "input")
+    messages = body.get("messages", [])
+    if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+        raise BadRequest(f"messages must be a list of objects, got {dumps(messages)}",
+                         "messages")
+    parts = [text_of(body.get("system"), "system")] if body.get("system") else []
+    parts += [text_of(m.get("content"), "messages") for m in messages]
     return "\n".join(parts)
 
 
 async def context_handler(request: web.Request) -> web.Response:
-    body = json.loads(await request.read())
+    body = await json_object(request)
     text = prompt_text(body)
-    count = int(body.get("fake_prompt_tokens") or len(text.split()) or 1)
+    count = positive_int(body, "fake_prompt_tokens") or len(text.split()) or 1
     ids = fake_prompt_ids(text, count)
     answer: dict[str, Any] = {
         "request_id": body.get("request_id"),
@@ -111,7 +168,7 @@ async def context_handler(request: web.Request) -> web.Response:
 
 
 def make_context_app() -> web.Application:
-    app = web.Application(client_max_size=1 << 26)
+    app = web.Application(client_max_size=1 << 26, middlewares=[bad_requests])
     app.router.add_post("/context", context_handler)
     return app
 
@@ -122,13 +179,17 @@ class Generation:
     """One request to the generation worker: its ids, its tokens, its (wrong) usage."""
 
     def __init__(self, body: dict[str, Any]) -> None:
-        if "prompt_token_ids_b64" in body:
-            self.ids: Any = b64_to_ids(body["prompt_token_ids_b64"])
-        else:
-            self.ids = body["prompt_token_ids"]
+        self.ids: Any = prompt_ids(body)
         self.body = body
         self.prompt = len(self.ids)
-        self.count = int(body.get("max_tokens") or body.get("max_output_tokens") or 16)
+        self.count = (positive_int(body, "max_tokens") or positive_int(body, "max_output_tokens")
+                      or 16)
+        if not isinstance(body.get("stream", False), bool):
+            raise BadRequest(f"stream must be a boolean, got {dumps(body['stream'])}", "stream")
+        options = body.get("stream_options")
+        if options is not None and not isinstance(options, dict):
+            raise BadRequest(f"stream_options must be an object, got {dumps(options)}",
+                             "stream_options")
         self.request_id = body.get("request_id")
         self.fingerprint = ids_fingerprint(self.ids)
         self.created = int(time.time())
@@ -154,6 +215,20 @@ class Generation:
     def messages_usage(self, output_tokens: int) -> dict[str, Any]:
         return {"input_tokens": 0, "cache_creation_input_tokens": 0,
                 "cache_read_input_tokens": self.prompt, "output_tokens": output_tokens}
+
+
+def prompt_ids(body: dict[str, Any]) -> list[int]:
+    """The prompt's ids, from either form (``BadRequest`` for what is neither)."""
+    if "prompt_token_ids_b64" in body:
+        try:
+            return b64_to_ids(body["prompt_token_ids_b64"], validate=True)
+        except (TypeError, ValueError) as error:  # binascii.Error is a ValueError
+            raise BadRequest(f"prompt_token_ids_b64 is not base64 of int32 ids: {error}",
+                             "prompt_token_ids_b64") from None
+    ids = body.get("prompt_token_ids")
+    if not isinstance(ids, list) or not all(type(i) is int for i in ids):
+        raise BadRequest("prompt_token_ids must be a list of integers", "prompt_token_ids")
+    return ids
 
 
 def include_usage(body: dict[str, Any]) -> bool:
@@ -288,7 +363,7 @@ FORMATS: dict[str, tuple[Callable[[Generation], dict[str, Any]],
 
 
 async def generation_handler(request: web.Request) -> web.StreamResponse:
-    body = json.loads(await request.read())
+    body = await json_object(request)
     g = Generation(body)
     whole, stream = FORMATS[request.path]
     counts = request.app[GENERATIONS]
@@ -312,8 +387,56 @@ async def generation_handler(request: web.Request) -> web.StreamResponse:
 
 
 def make_generation_app() -> web.Application:
-    app = web.Application(client_max_size=1 << 26)
+    app = web.Application(client_max_size=1 << 26, middlewares=[bad_requests])
     app[GENERATIONS] = {}
     for path in FORMATS:
         app.router.add_post(path, generation_handler)
     return app
+
+
+# --- running them ---------------------------------------------------------------------------
+
+LOOPBACK = "127.0.0.1"
+
+
+async def start_app(app: web.Application, port: int = 0) -> tuple[web.AppRunner, str]:
+    """Serve ``app`` on 127.0.0.1 (``port`` 0: an ephemeral one); return the runner and URL."""
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, LOOPBACK, port)
+    await site.start()
+    bound = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    return runner, f"http://{LOOPBACK}:{bound}"
+
+
+async def until_signalled() -> None:
+    """Wait for SIGINT or SIGTERM, so that the caller's clean-up (stopping workers) runs."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    await stop.wait()
+
+
+async def serve_worker(role: str, port: int = 0) -> None:
+    """Serve one worker until signalled; say ``READY <url>`` first."""
+    runner, url = await start_app(make_context_app() if role == "context"
+                                  else make_generation_app(), port)
+    print(f"READY {url}", flush=True)
+    await until_signalled()
+    await runner.cleanup()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="The example's fake workers, on loopback.")
+    parser.add_argument("--role", choices=["context", "generation"], required=True)
+    parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: ephemeral)")
+    args = parser.parse_args(argv)
+    try:
+        asyncio.run(serve_worker(args.role, args.port))
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()
