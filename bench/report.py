@@ -121,12 +121,19 @@ def main() -> int:
         began = time.monotonic()
         module = load(script)
         if getattr(module, "RUNNER", "pyperf") == "plain":  # prints its own figures
+            # and may write them as JSON where BENCH_RECORD says (bench_e2e.py does)
+            record = RESULTS / f"{script.stem}.json"
+            record.unlink(missing_ok=True)
             done = subprocess.run([sys.executable, str(script)], check=True,
-                                  capture_output=True, text=True)
+                                  capture_output=True, text=True,
+                                  env={**os.environ, "BENCH_RECORD": str(record)})
             out = done.stdout.rstrip()
             missed += sum(line.lstrip().startswith("MISS") for line in out.splitlines())
             report += [f"\n== {script.stem} ({time.monotonic() - began:.0f} s) ==", out]
             results["scripts"][script.stem] = {"text": out}  # type: ignore[index]
+            if record.exists():
+                results["scripts"][script.stem]["figures"] = json.loads(  # type: ignore[index]
+                    record.read_text())
             continue
         means = run(script, pyperf_args)
         record: list[dict[str, object]] = []

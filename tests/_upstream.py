@@ -8,7 +8,8 @@ event every 10 ms, for ``lifetime`` seconds at most. ``status=N`` answers N with
 error body instead. Until its lifetime ends, it watches its client's connection and records
 when it is closed, and when it is done with the request (``served``).
 
-``/answer?id=X&api=A`` answers as a worker of API ``A`` (``chat``, ``completions``,
+``/answer?id=X&api=A`` (or the members of the request's ``"x_answer"`` object) answers as a
+worker of API ``A`` (``chat``, ``completions``,
 ``responses``, ``messages``) with the worker's wrong usage (the whole prompt, 1 token,
 counted as cached): an event stream when the request's body says ``"stream": true``, one
 JSON body otherwise (``answers``); ``status=N&shape=S`` answers N with an error body of
@@ -25,7 +26,7 @@ import itertools
 import json
 import threading
 import time
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Mapping
 from typing import Any, TypeVar
 
 from aiohttp import web
@@ -133,10 +134,13 @@ class Server:
         return response
 
     async def answer(self, request: web.Request) -> web.StreamResponse:
-        query = request.query
+        query: Mapping[str, str] = request.query
         upstream = self.requests.setdefault(query.get("id", ""), Upstream())
         upstream.started.set()
         body = json.loads(await request.read() or b"{}")
+        # the request's own "x_answer" may set the query's members (tests/test_docs.py:
+        # an app forwards the client's body, not its query)
+        query = {**query, **{k: str(v) for k, v in (body.get("x_answer") or {}).items()}}
         try:
             if "status" in query:
                 upstream.finished.set()
