@@ -3,7 +3,8 @@
 Usage: python bench/report.py [-k SUBSTRING] [--out DIR] [pyperf options...]
 
 A script that sets ``RUNNER = "plain"`` is not a pyperf script: it is run as it is and
-what it prints goes into the report. The figures of the run go to DIR/results.json
+what it prints goes into the report (and the JSON it writes where ``BENCH_RECORD`` says into
+results.json, as its ``figures``). The figures of the run go to DIR/results.json
 (build/bench by default) and bench/plots.py draws them there, one chart per script. The
 exit status is 1 when a goal was missed (a ``MISS`` or ``MISSING`` line), after the whole
 report. ``BENCH_FULL=1`` in the environment runs every size (bench/_common.py).
