@@ -571,3 +571,18 @@ def test_aiohttp_aopen_answer_closes_what_it_opened(stack: Stack) -> None:
 
     asyncio.run(run())
 
+
+
+def test_a_sync_relay_refuses_an_async_hook_by_a_log_line(
+        stack: Stack, caplog: pytest.LogCaptureFixture) -> None:
+    """A sync relay cannot await: the coroutine is closed (no 'never awaited' warning, an
+    error under this suite's filterwarnings) and one ERROR line says why."""
+    async def hook(completion: Completion) -> None:
+        raise AssertionError("never run")
+
+    url = f"{stack.base}/answer?api=chat&id={request_id(stack)['id']}"
+    with caplog.at_level(logging.DEBUG), httpx.Client() as client:
+        answer = open_answer(client, "POST", url, PROMPT, CACHED, on_complete=hook, json={})
+    assert answer.status == 200 and answer.counts == RelayCounts(rewritten=1)
+    (record,) = [r for r in caplog.records if "completion hook" in r.getMessage()]
+    assert record.levelno == logging.ERROR and "cannot await" in record.getMessage()
