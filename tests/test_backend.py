@@ -142,8 +142,8 @@ def test_a_pure_build_is_refused_when_extensions_are_required(tmp_path: Path) ->
 def test_the_build_records_a_pure_choice_only(tmp_path: Path, pure: bool) -> None:
     """setup.py's build_py puts the marker into a pure build's package, and takes a stale
     one out of a compiled build's (a build folder reused after a pure build)."""
-    if not (ROOT / "setup.py").exists():
-        pytest.skip("no setup.py: the suite runs against an installed wheel")
+    if PACKAGE_PARENT != ROOT:  # an unpacked sdist's suite against an installed wheel
+        pytest.skip("the suite runs against an installed tokcore, not its build")
     marker = tmp_path / "tokcore" / _backend.PURE_BUILD_MARKER
     marker.parent.mkdir()
     marker.write_text("stale")
