@@ -19,6 +19,7 @@ a worker that cannot be reached or does not answer in time is a 502 or a 504 nam
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import ipaddress
 import json
@@ -417,6 +418,21 @@ async def demo(url: str, mode: str) -> None:
     print(f"mode: {mode}")
     print(f"streamed {len(events)} events; text: {text!r}")
     print(f"usage seen by the client: {json.dumps(events[-1]['usage'])}")
+
+
+def proxy_arguments(parser: argparse.ArgumentParser, roles: list[str]) -> None:
+    """The command-line options both orchestrators take (``roles``: their ``--role``s)."""
+    parser.add_argument("--role", choices=roles, default="all",
+                        help="all (default): start both workers, serve the proxy")
+    parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: ephemeral)")
+    parser.add_argument("--context-url", help="context worker (--role proxy), loopback only")
+    parser.add_argument("--generation-url", help="generation worker (--role proxy), loopback only")
+    parser.add_argument("--max-body-bytes", type=int, default=MAX_BODY_BYTES,
+                        help="the largest request body (default 64 MiB; a 413 beyond)")
+    parser.add_argument("--upstream-timeout", type=float, default=UPSTREAM_TIMEOUT,
+                        help="seconds for a worker's answer to begin (a 504 beyond)")
+    parser.add_argument("--demo", action="store_true",
+                        help="with --role all: send one request, print what the client saw, exit")
 
 
 def curl_hint(url: str, name: str) -> str:

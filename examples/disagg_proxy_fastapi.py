@@ -60,6 +60,7 @@ from disagg_core import (  # noqa: E402
     demo,
     generation_request,
     not_routed,
+    proxy_arguments,
     read_request,
     start_workers,
     too_large,
@@ -199,17 +200,7 @@ async def serve_forever(args: argparse.Namespace) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         description="Disaggregated-serving proxy example on FastAPI (tokcore), on loopback.")
-    parser.add_argument("--role", choices=["all", "proxy"], default="all",
-                        help="all (default): start both workers, serve the proxy")
-    parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: ephemeral)")
-    parser.add_argument("--context-url", help="context worker (--role proxy), loopback only")
-    parser.add_argument("--generation-url", help="generation worker (--role proxy), loopback only")
-    parser.add_argument("--max-body-bytes", type=int, default=MAX_BODY_BYTES,
-                        help="the largest request body (default 64 MiB; a 413 beyond)")
-    parser.add_argument("--upstream-timeout", type=float, default=UPSTREAM_TIMEOUT,
-                        help="seconds for a worker's answer to begin (a 504 beyond)")
-    parser.add_argument("--demo", action="store_true",
-                        help="with --role all: send one request, print what the client saw, exit")
+    proxy_arguments(parser, ["all", "proxy"])
     args = parser.parse_args(argv)
     try:
         asyncio.run(serve_forever(args))
