@@ -252,7 +252,8 @@ def _floor() -> int:
 
 
 @step("pip's wheel cache: the documented pure install stays out of it; a pure wheel let in is "
-      "said, refused under TOKCORE_REQUIRE_EXTENSIONS, and replaced by the recovery command")
+      "a pure build (python -m tokcore says so), refused under TOKCORE_REQUIRE_EXTENSIONS, and "
+      "replaced by the recovery command")
 def pip_cache(sdist: Path) -> None:
     RECOVERY = _env_rules().RECOVERY
 
