@@ -26,6 +26,7 @@ from ._sse import RelayCounts, UsageRelay
 from ._usage import find_usage, rewrite_usage
 from .pickling import compact_ids, ids_buffer
 from .relay import arelay_usage, relay_usage
+from ._wire import convert_ids, ids_to_json, ids_to_msgpack, json_to_ids, msgpack_to_ids
 
 __version__ = "0.1.0"
 
@@ -46,12 +47,17 @@ __all__ = [
     "b64decode",
     "b64encode",
     "compact_ids",
+    "convert_ids",
     "del_member",
     "find_member",
     "find_usage",
     "ids_buffer",
     "ids_to_b64",
+    "ids_to_json",
+    "ids_to_msgpack",
     "iter_events",
+    "json_to_ids",
+    "msgpack_to_ids",
     "pack_ids",
     "relay_usage",
     "rewrite_usage",

@@ -1,0 +1,221 @@
+/* MessagePack arrays of int32 token ids for _wire_c, and bins of int32 bytes.
+ *
+ * The reader takes one array (fixarray, array16, array32) whose items are integers in any
+ * encoding (fixints, uint8-64, int8-64, minimal or not) and writes them as little-endian
+ * int32; an error names the kind (_wire_py's M_* numbers) and the offset of the first byte
+ * no valid data could have there (the end, for data cut short), or the index and value of
+ * an integer outside int32. The writer gives each id its smallest encoding, the bytes
+ * msgpack.packb and msgspec write, without a branch on the value: the form is picked by
+ * compares, and the tag with the big-endian payload stored as one 8-byte word (the output
+ * keeps TOK_MP_SLACK bytes past its bound). GIL-free: only the memory given is touched.
+ */
+#ifndef TOKCORE_IDMSGPACK_H
+#define TOKCORE_IDMSGPACK_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+/* error kinds: _wire_py's M_* */
+enum {
+    TOK_MP_OK = 0, TOK_MP_ARRAY, TOK_MP_ARRAY_REST, TOK_MP_INT, TOK_MP_INT_REST,
+    TOK_MP_TRAILING, TOK_MP_BIN, TOK_MP_BIN_REST, TOK_MP_BIN_TRAILING, TOK_MP_OVERFLOW
+};
+
+typedef struct {
+    size_t pos;        /* the next byte to read */
+    size_t count;      /* items read so far */
+    size_t total;      /* items the header announces */
+    int error;         /* TOK_MP_OK, or the error kind (the reader stops) */
+    size_t offset;     /* the error's offset */
+    int is_unsigned;   /* TOK_MP_OVERFLOW: the value is uvalue (a uint64), else value */
+    int64_t value;
+    uint64_t uvalue;
+} tok_mp_reader;
+
+static inline uint64_t tok_mp_be(const unsigned char *p, unsigned size) {
+    uint64_t v = 0;
+    for (unsigned i = 0; i < size; i++) v = (v << 8) | p[i];
+    return v;
+}
+
+static inline void tok_mp_store(unsigned char *out, int32_t v) {
+    uint32_t u = (uint32_t)v;
+    out[0] = (unsigned char)u; out[1] = (unsigned char)(u >> 8);
+    out[2] = (unsigned char)(u >> 16); out[3] = (unsigned char)(u >> 24);
+}
+
+/* Reads the array's header; returns TOK_MP_OK or the error (also in r). */
+static int tok_mp_header(tok_mp_reader *r, const unsigned char *s, size_t n) {
+    memset(r, 0, sizeof(*r));
+    if (n == 0 || !((s[0] & 0xF0) == 0x90 || s[0] == 0xDC || s[0] == 0xDD)) {
+        r->error = TOK_MP_ARRAY;
+        return r->error;
+    }
+    if ((s[0] & 0xF0) == 0x90) {
+        r->total = s[0] & 0x0F;
+        r->pos = 1;
+    } else {
+        unsigned size = s[0] == 0xDC ? 2 : 4;
+        if (n < 1 + size) {
+            r->error = TOK_MP_ARRAY_REST;
+            r->offset = n;
+            return r->error;
+        }
+        r->total = (size_t)tok_mp_be(s + 1, size);
+        r->pos = 1 + size;
+    }
+    return TOK_MP_OK;
+}
+
+/* the payload size of an integer's tag, or -1 for a tag that is not an integer's */
+static inline int tok_mp_int_size(unsigned char tag) {
+    if (tag <= 0x7F || tag >= 0xE0) return 0;
+    switch (tag) {
+    case 0xCC: case 0xD0: return 1;
+    case 0xCD: case 0xD1: return 2;
+    case 0xCE: case 0xD2: return 4;
+    case 0xCF: case 0xD3: return 8;
+    default: return -1;
+    }
+}
+
+/* Reads up to cap items into out (4 little-endian bytes each); after the last one checks
+ * that the data ends there. Returns how many it read. */
+static size_t tok_mp_read(tok_mp_reader *r, const unsigned char *s, size_t n,
+                          unsigned char *out, size_t cap) {
+    size_t k = 0, pos = r->pos;
+    while (k < cap && r->count + k < r->total) {
+        if (pos == n) { r->error = TOK_MP_INT; r->offset = pos; break; }
+        unsigned char tag = s[pos];
+        int32_t v;
+        if (tag <= 0x7F || tag >= 0xE0) {
+            v = (int32_t)(int8_t)tag;
+            if (tag <= 0x7F) v = tag;
+            pos += 1;
+        } else {
+            int size = tok_mp_int_size(tag);
+            if (size < 0) { r->error = TOK_MP_INT; r->offset = pos; break; }
+            if ((size_t)size >= n - pos) { r->error = TOK_MP_INT_REST; r->offset = n; break; }
+            uint64_t raw = tok_mp_be(s + pos + 1, (unsigned)size);
+            int64_t value;
+            if (tag <= 0xCF) {  /* unsigned */
+                if (raw > (uint64_t)INT32_MAX) {
+                    r->error = TOK_MP_OVERFLOW;
+                    r->is_unsigned = 1;
+                    r->uvalue = raw;
+                    r->offset = pos;
+                    break;
+                }
+                value = (int64_t)raw;
+            } else {  /* signed: sign-extend the payload */
+                unsigned shift = 64 - 8 * (unsigned)size;
+                value = (int64_t)(raw << shift) >> shift;
+                if (value < INT32_MIN || value > INT32_MAX) {
+                    r->error = TOK_MP_OVERFLOW;
+                    r->value = value;
+                    r->offset = pos;
+                    break;
+                }
+            }
+            v = (int32_t)value;
+            pos += 1 + (size_t)size;
+        }
+        tok_mp_store(out + 4 * k, v);
+        k++;
+    }
+    r->count += k;
+    r->pos = pos;
+    if (r->error == TOK_MP_OK && r->count == r->total && pos != n) {
+        r->error = TOK_MP_TRAILING;
+        r->offset = pos;
+    }
+    return k;
+}
+
+/* One bin (bin8, bin16, bin32) that is the whole of s: its payload's start and length, or
+ * the error kind (the offset in *start). */
+static int tok_mp_bin(const unsigned char *s, size_t n, size_t *start, size_t *length) {
+    if (n == 0 || s[0] < 0xC4 || s[0] > 0xC6) { *start = 0; return TOK_MP_BIN; }
+    unsigned size = 1u << (s[0] - 0xC4);
+    if (n < 1 + size) { *start = n; return TOK_MP_BIN_REST; }
+    uint64_t len = tok_mp_be(s + 1, size);
+    if (len > n - 1 - size) { *start = n; return TOK_MP_BIN_REST; }
+    *start = 1 + size;
+    *length = (size_t)len;
+    if (1 + size + len != n) { *start = 1 + size + (size_t)len; return TOK_MP_BIN_TRAILING; }
+    return TOK_MP_OK;
+}
+
+/* --- the writer --------------------------------------------------------------------------- */
+
+#define TOK_MP_MAX_ID 5   /* 0xd2 and four bytes */
+#define TOK_MP_MAX_HEADER 5
+#define TOK_MP_SLACK 8
+
+/* the smallest array header for count items; returns the end */
+static unsigned char *tok_mp_write_header(unsigned char *out, size_t count) {
+    if (count <= 15) {
+        *out++ = (unsigned char)(0x90 | count);
+    } else if (count <= 0xFFFF) {
+        *out++ = 0xDC;
+        *out++ = (unsigned char)(count >> 8);
+        *out++ = (unsigned char)count;
+    } else {
+        uint32_t c = (uint32_t)count;
+        *out++ = 0xDD;
+        *out++ = (unsigned char)(c >> 24); *out++ = (unsigned char)(c >> 16);
+        *out++ = (unsigned char)(c >> 8); *out++ = (unsigned char)c;
+    }
+    return out;
+}
+
+/* the smallest bin header for length bytes; returns the end */
+static unsigned char *tok_mp_write_bin_header(unsigned char *out, size_t length) {
+    uint32_t len = (uint32_t)length;
+    if (length <= 0xFF) {
+        *out++ = 0xC4;
+    } else if (length <= 0xFFFF) {
+        *out++ = 0xC5;
+        *out++ = (unsigned char)(len >> 8);
+    } else {
+        *out++ = 0xC6;
+        *out++ = (unsigned char)(len >> 24); *out++ = (unsigned char)(len >> 16);
+        *out++ = (unsigned char)(len >> 8);
+    }
+    *out++ = (unsigned char)len;
+    return out;
+}
+
+/* One id in its smallest encoding, stored as an 8-byte word; returns its length. */
+static inline unsigned tok_mp_put(unsigned char *out, int32_t v) {
+    uint32_t u = (uint32_t)v;
+    unsigned neg = v < 0;
+    unsigned fix = v >= -32 && v <= 127;
+    /* the payload's size: a uint for v >= 0 (cc, cd, ce), an int below (d0, d1, d2) */
+    uint32_t mag = neg ? ~u : u;          /* -v - 1 below zero: int8 holds mag <= 127 */
+    uint32_t one = neg ? 0x80u : 0x100u, two = neg ? 0x8000u : 0x10000u;
+    unsigned size = mag < one ? 1u : mag < two ? 2u : 4u;
+    unsigned tag = (neg ? 0xD0u : 0xCCu) + (size >> 1);
+    uint64_t be = (uint64_t)(((u & 0xFFu) << 24) | ((u & 0xFF00u) << 8) | ((u >> 8) & 0xFF00u)
+                             | (u >> 24)) >> (8 * (4 - size));
+    uint64_t word = fix ? (uint64_t)(u & 0xFFu) : ((uint64_t)tag | (be << 8));
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    word = __builtin_bswap64(word);
+#endif
+    memcpy(out, &word, 8);
+    return fix ? 1u : 1u + size;
+}
+
+/* ids (little-endian int32) in their smallest encodings; returns the end. out holds
+ * TOK_MP_MAX_ID * n + TOK_MP_SLACK bytes. */
+static unsigned char *tok_mp_write(const unsigned char *ids, size_t n, unsigned char *out) {
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u = (uint32_t)ids[4 * i] | ((uint32_t)ids[4 * i + 1] << 8)
+                     | ((uint32_t)ids[4 * i + 2] << 16) | ((uint32_t)ids[4 * i + 3] << 24);
+        out += tok_mp_put(out, (int32_t)u);
+    }
+    return out;
+}
+
+#endif
