@@ -54,7 +54,14 @@ enum {
  * (only whitespace may follow), done */
 enum { TOK_IJ_START = 0, TOK_IJ_AT_FIRST, TOK_IJ_AT_NEXT, TOK_IJ_AFTER, TOK_IJ_DONE };
 /* the kernels (tests run each one) */
-enum { TOK_IJ_KERNEL_SCALAR = 0, TOK_IJ_KERNEL_SWAR = 1 };
+enum { TOK_IJ_KERNEL_SCALAR = 0, TOK_IJ_KERNEL_SWAR = 1, TOK_IJ_KERNEL_SIMD = 2 };
+#if TOK_IJ_SSE2
+#  define TOK_IJ_SIMD_NAME "SSE2"
+#elif TOK_IJ_NEON
+#  define TOK_IJ_SIMD_NAME "NEON"
+#else
+#  define TOK_IJ_SIMD_NAME "portable"
+#endif
 
 typedef struct {
     size_t pos;      /* the next byte to read */
@@ -73,10 +80,31 @@ static inline int tok_ij_ws(unsigned char c) {
 
 static inline int tok_ij_digit(unsigned char c) { return (unsigned char)(c - '0') < 10; }
 
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#  define TOK_IJ_LE32(u) __builtin_bswap32(u)
+#  define TOK_IJ_LE64(u) __builtin_bswap64(u)
+#else
+#  define TOK_IJ_LE32(u) (u)
+#  define TOK_IJ_LE64(u) (u)
+#endif
+
+/* a little-endian int32 stored and loaded (one move on a little-endian host) */
 static inline void tok_ij_store(unsigned char *out, int32_t v) {
-    uint32_t u = (uint32_t)v;
-    out[0] = (unsigned char)u; out[1] = (unsigned char)(u >> 8);
-    out[2] = (unsigned char)(u >> 16); out[3] = (unsigned char)(u >> 24);
+    uint32_t u = TOK_IJ_LE32((uint32_t)v);
+    memcpy(out, &u, 4);
+}
+
+static inline uint32_t tok_ij_load(const unsigned char *p) {
+    uint32_t u;
+    memcpy(&u, p, 4);
+    return TOK_IJ_LE32(u);
+}
+
+/* 8 bytes as a little-endian word: the first byte the lowest */
+static inline uint64_t tok_ij_load64(const unsigned char *p) {
+    uint64_t u;
+    memcpy(&u, p, 8);
+    return TOK_IJ_LE64(u);
 }
 
 static inline size_t tok_ij_skip_ws(const unsigned char *s, size_t n, size_t pos) {
@@ -171,7 +199,7 @@ stop:
     return k;
 }
 
-/* up to 7 ASCII digits at the low end of x (the first digit in its lowest byte) -> their
+/* up to 7 digit values (ASCII minus '0') at the low end of x (the first digit in its lowest byte) -> their
  * value: the bytes above the digits shifted out, pairs, quads and the eight joined by
  * multiplies (each step's products cannot reach into the next field) */
 static inline uint32_t tok_ij_swar_value(uint64_t digits, unsigned len) {
@@ -198,12 +226,7 @@ static size_t tok_ij_swar(tok_ij_reader *r, const unsigned char *s, size_t n,
                 const unsigned char *q = s + pos;
                 unsigned neg = q[0] == '-';
                 q += neg;
-                uint64_t x;
-                memcpy(&x, q, 8);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-                x = __builtin_bswap64(x);
-#endif
-                uint64_t d = x - 0x3030303030303030ull;
+                uint64_t d = tok_ij_load64(q) - 0x3030303030303030ull;
                 /* a byte's top bit: not a digit (below '0' wraps to 0x80 and up; above '9'
                  * reaches 0x80 with 0x76 added); borrows and carries run only towards later
                  * bytes, so the first flagged byte is the first that is not a digit */
@@ -235,11 +258,165 @@ static size_t tok_ij_swar(tok_ij_reader *r, const unsigned char *s, size_t n,
     return k;
 }
 
+/* --- the vector kernel: a 64-byte window at a time --------------------------------------- */
+
+/* bit i of each mask: byte i of a 64-byte window is a digit, ',', '-', JSON whitespace, '0' */
+typedef struct { uint64_t digit, comma, minus, space, zero; } tok_ij_masks;
+
+#if TOK_IJ_SSE2
+static inline void tok_ij_classify(const unsigned char *p, tok_ij_masks *m) {
+    const __m128i below = _mm_set1_epi8('0' - 1), above = _mm_set1_epi8('9' + 1);
+    uint64_t digit = 0, comma = 0, minus = 0, space = 0, zero = 0;
+    for (int j = 0; j < 4; j++) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(p + 16 * j));
+        zero |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('0'))) << (16 * j);
+        /* signed compares: bytes of 0x80 and up are below '0' */
+        __m128i d = _mm_and_si128(_mm_cmpgt_epi8(v, below), _mm_cmplt_epi8(v, above));
+        __m128i w = _mm_or_si128(
+            _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(' ')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\n'))),
+            _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\t')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\r'))));
+        digit |= (uint64_t)(unsigned)_mm_movemask_epi8(d) << (16 * j);
+        comma |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(','))) << (16 * j);
+        minus |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('-'))) << (16 * j);
+        space |= (uint64_t)(unsigned)_mm_movemask_epi8(w) << (16 * j);
+    }
+    m->digit = digit; m->comma = comma; m->minus = minus; m->space = space; m->zero = zero;
+}
+#elif TOK_IJ_NEON
+/* four 16-byte compare results (0xff or 0) -> one bit a byte: each byte keeps its bit's
+ * weight within its group of 8, and three pairwise adds gather the groups */
+static inline uint64_t tok_ij_neon_bits(uint8x16_t a, uint8x16_t b, uint8x16_t c, uint8x16_t d) {
+    const uint8x16_t weights = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
+    uint8x16_t ab = vpaddq_u8(vandq_u8(a, weights), vandq_u8(b, weights));
+    uint8x16_t cd = vpaddq_u8(vandq_u8(c, weights), vandq_u8(d, weights));
+    uint8x16_t all = vpaddq_u8(ab, cd);
+    all = vpaddq_u8(all, all);
+    return vgetq_lane_u64(vreinterpretq_u64_u8(all), 0);
+}
+
+static inline void tok_ij_classify(const unsigned char *p, tok_ij_masks *m) {
+    uint8x16_t v[4], d[4], c[4], n[4], w[4], z[4];
+    for (int j = 0; j < 4; j++) {
+        v[j] = vld1q_u8(p + 16 * j);
+        d[j] = vcltq_u8(vsubq_u8(v[j], vdupq_n_u8('0')), vdupq_n_u8(10));
+        c[j] = vceqq_u8(v[j], vdupq_n_u8(','));
+        n[j] = vceqq_u8(v[j], vdupq_n_u8('-'));
+        z[j] = vceqq_u8(v[j], vdupq_n_u8('0'));
+        w[j] = vorrq_u8(vorrq_u8(vceqq_u8(v[j], vdupq_n_u8(' ')), vceqq_u8(v[j], vdupq_n_u8('\n'))),
+                        vorrq_u8(vceqq_u8(v[j], vdupq_n_u8('\t')), vceqq_u8(v[j], vdupq_n_u8('\r'))));
+    }
+    m->digit = tok_ij_neon_bits(d[0], d[1], d[2], d[3]);
+    m->comma = tok_ij_neon_bits(c[0], c[1], c[2], c[3]);
+    m->minus = tok_ij_neon_bits(n[0], n[1], n[2], n[3]);
+    m->space = tok_ij_neon_bits(w[0], w[1], w[2], w[3]);
+    m->zero = tok_ij_neon_bits(z[0], z[1], z[2], z[3]);
+}
+#else
+static inline void tok_ij_classify(const unsigned char *p, tok_ij_masks *m) {
+    uint64_t digit = 0, comma = 0, minus = 0, space = 0, zero = 0;
+    for (int i = 0; i < 64; i++) {
+        uint64_t bit = 1ull << i;
+        digit |= tok_ij_digit(p[i]) ? bit : 0;
+        comma |= p[i] == ',' ? bit : 0;
+        minus |= p[i] == '-' ? bit : 0;
+        space |= tok_ij_ws(p[i]) ? bit : 0;
+        zero |= p[i] == '0' ? bit : 0;
+    }
+    m->digit = digit; m->comma = comma; m->minus = minus; m->space = space; m->zero = zero;
+}
+#endif
+
+/* The ids of a 64-byte window p[0:64] that starts where an id (or the whitespace before it)
+ * may, up to its last ',': each of its pieces between commas must be whitespace, an
+ * optional '-' and 1-7 digits (no leading zero) right before the ','. The masks say where
+ * every piece and id is, so each id is read from its own position (8 bytes loaded at its
+ * first digit: p + 72 is read at most), not after the one before it. Returns the bytes
+ * taken (up to and with the last ','), and the ids in *got; 0 when the window is anything
+ * else (the caller reads on id by id). */
+static inline size_t tok_ij_window(const unsigned char *p, unsigned char *out, size_t *got) {
+    tok_ij_masks m;
+    tok_ij_classify(p, &m);
+    uint64_t comma = m.comma;
+    if (comma == 0) return 0;
+    unsigned last = 63 - (unsigned)__builtin_clzll(comma);
+    uint64_t region = last == 63 ? ~0ull : (2ull << last) - 1;
+    uint64_t number = m.digit | m.minus;
+    /* where whitespace and '-' may be: at the window's start, after ',' or whitespace */
+    uint64_t opening = ((comma | m.space) << 1) | 1;
+    uint64_t wrong = ~(number | comma | m.space)  /* another byte */
+                     | (m.space & ~opening) | (m.minus & ~opening)
+                     | ((m.minus << 1) & ~m.digit)  /* a '-' without a digit after it */
+                     | (comma & ~(m.digit << 1));   /* a ',' right after something else */
+    if (wrong & region) return 0;
+    /* 8 digits in a row, or a leading zero (a '0' that starts an id, a digit after it):
+     * the window is read id by id instead */
+    uint64_t eight = m.digit & (m.digit >> 1);
+    eight &= eight >> 2;
+    eight &= eight >> 4;
+    uint64_t starts = number & ~(number << 1) & region;
+    uint64_t first = (starts & ~m.minus) | ((starts & m.minus) << 1);
+    if ((eight | (first & m.zero & (m.digit >> 1))) & region) return 0;
+    size_t k = 0;
+    if (m.minus == 0) {  /* the usual window: no sign to read */
+        while (comma) {
+            unsigned start = (unsigned)__builtin_ctzll(starts);
+            unsigned len = (unsigned)__builtin_ctzll(comma) - start;
+            starts &= starts - 1;
+            comma &= comma - 1;
+            uint64_t d = tok_ij_load64(p + start) - 0x3030303030303030ull;
+            tok_ij_store(out + 4 * k, (int32_t)tok_ij_swar_value(d, len));
+            k++;
+        }
+    } else {
+        while (comma) {
+            unsigned start = (unsigned)__builtin_ctzll(starts);
+            unsigned neg = (unsigned)(m.minus >> start) & 1;
+            unsigned len = (unsigned)__builtin_ctzll(comma) - start - neg;
+            starts &= starts - 1;
+            comma &= comma - 1;
+            uint64_t d = tok_ij_load64(p + start + neg) - 0x3030303030303030ull;
+            uint32_t value = tok_ij_swar_value(d, len);
+            tok_ij_store(out + 4 * k, (int32_t)(neg ? 0u - value : value));
+            k++;
+        }
+    }
+    *got = k;
+    return last + 1;
+}
+
+/* The vector kernel: windows while 80 bytes remain (the last load ends 8 bytes past the
+ * window), the SWAR kernel (then the scalar one) for what a window does not take. */
+static size_t tok_ij_simd(tok_ij_reader *r, const unsigned char *s, size_t n,
+                          unsigned char *out, size_t cap) {
+    size_t k = 0;
+    if (cap == 0) return tok_ij_scalar(r, s, n, out, 0);
+    while (k < cap && r->error == TOK_IJ_OK && r->state != TOK_IJ_DONE) {
+        if (r->state == TOK_IJ_AT_FIRST || r->state == TOK_IJ_AT_NEXT) {
+            size_t pos = r->pos, began = k, got = 0, took;
+            while (k + 32 <= cap && pos + 80 <= n
+                   && (took = tok_ij_window(s + pos, out + 4 * k, &got)) != 0) {
+                pos += took;
+                k += got;
+            }
+            if (k != began) {
+                r->pos = pos;
+                r->state = TOK_IJ_AT_NEXT;
+                r->count += k - began;
+                if (k == cap) break;
+            }
+        }
+        /* what no window took: a few ids by the SWAR kernel */
+        k += tok_ij_swar(r, s, n, out + 4 * k, cap - k < 8 ? cap - k : 8);
+    }
+    return k;
+}
+
 /* Reads up to cap ids with the kernel asked for; returns how many. */
 static size_t tok_ij_read(tok_ij_reader *r, const unsigned char *s, size_t n,
                           unsigned char *out, size_t cap, int kernel) {
     if (kernel == TOK_IJ_KERNEL_SCALAR) return tok_ij_scalar(r, s, n, out, cap);
-    return tok_ij_swar(r, s, n, out, cap);
+    if (kernel == TOK_IJ_KERNEL_SWAR) return tok_ij_swar(r, s, n, out, cap);
+    return tok_ij_simd(r, s, n, out, cap);
 }
 
 /* The number of ',' bytes in s[0:n]. */
@@ -281,34 +458,42 @@ static size_t tok_ij_commas(const unsigned char *s, size_t n) {
 #define TOK_IJ_MAX_ID 12
 #define TOK_IJ_SLACK 16
 
-static const char tok_ij_pairs[201] =
-    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-    "8081828384858687888990919293949596979899";
-
-/* the number of decimal digits of v */
-static inline unsigned tok_ij_digits(uint32_t v) {
-    static const uint64_t powers[11] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000,
-                                        100000000, 1000000000, 10000000000ull};
-    unsigned bits = 31 - (unsigned)__builtin_clz(v | 1);
-    unsigned guess = (bits * 1233) >> 12;  /* floor(bits * log10(2)), 1233 / 4096 ~ log10(2) */
-    return guess + 1 + (v >= powers[guess + 1]);
+/* v < 10**8 as its 8 decimal digits, the first (most significant, maybe 0) in the lowest
+ * byte: two 4-digit halves, each split into two pairs, each pair into two digits, by
+ * multiply-shifts on all the lanes at once (x * 10486 >> 20 is x / 100 below 10**4,
+ * x * 103 >> 10 is x / 10 below 100) */
+static inline uint64_t tok_ij_eight_digits(uint32_t v) {
+    uint64_t high = v / 10000u;
+    uint64_t t = high | ((uint64_t)(v - (uint32_t)high * 10000u) << 32);
+    uint64_t h = ((t * 10486u) >> 20) & 0x0000007F0000007Full;
+    t = h | ((t - h * 100u) << 16);
+    uint64_t tens = ((t * 103u) >> 10) & 0x000F000F000F000Full;
+    return tens | ((t - tens * 10u) << 8);
 }
 
-/* v's digits into out; returns the end. Writes 16 bytes at out (the slack). */
+/* v's digits into out; returns the end. May write 16 bytes at out (the slack). */
 static inline unsigned char *tok_ij_put_uint(unsigned char *out, uint32_t v) {
-    unsigned char window[32] = {0};
-    unsigned len = tok_ij_digits(v);
-    uint32_t high = v / 100000000u, low = v % 100000000u;
-    uint32_t a = low / 10000u, b = low % 10000u;
-    memcpy(window + 4, tok_ij_pairs + 2 * high, 2);
-    memcpy(window + 6, tok_ij_pairs + 2 * (a / 100u), 2);
-    memcpy(window + 8, tok_ij_pairs + 2 * (a % 100u), 2);
-    memcpy(window + 10, tok_ij_pairs + 2 * (b / 100u), 2);
-    memcpy(window + 12, tok_ij_pairs + 2 * (b % 100u), 2);
-    /* the 10 digits are window[4:14]; the last len of them go out in one 16-byte copy */
-    memcpy(out, window + 14 - len, 16);
-    return out + len;
+    if (v < 100000000u) {
+        uint64_t digits = tok_ij_eight_digits(v);
+        /* the leading zeros are the low zero bytes (at least one digit stays) */
+        unsigned zeros = (unsigned)__builtin_ctzll(digits | (1ull << 56)) >> 3;
+        uint64_t text = TOK_IJ_LE64((digits + 0x3030303030303030ull) >> (8 * zeros));
+        memcpy(out, &text, 8);
+        return out + 8 - zeros;
+    }
+    /* 9 or 10 digits: the first one or two, then eight */
+    uint32_t high = v / 100000000u;
+    uint64_t text = TOK_IJ_LE64(tok_ij_eight_digits(v - high * 100000000u)
+                                + 0x3030303030303030ull);
+    if (high >= 10) {
+        out[0] = (unsigned char)('0' + high / 10);
+        out[1] = (unsigned char)('0' + high % 10);
+        out += 2;
+    } else {
+        *out++ = (unsigned char)('0' + high);
+    }
+    memcpy(out, &text, 8);
+    return out + 8;
 }
 
 /* ids (little-endian int32) as ",v,v..." (no ',' before the first when first is set);
@@ -316,8 +501,7 @@ static inline unsigned char *tok_ij_put_uint(unsigned char *out, uint32_t v) {
 static unsigned char *tok_ij_write(const unsigned char *ids, size_t n, unsigned char *out,
                                    int first) {
     for (size_t i = 0; i < n; i++) {
-        uint32_t u = (uint32_t)ids[4 * i] | ((uint32_t)ids[4 * i + 1] << 8)
-                     | ((uint32_t)ids[4 * i + 2] << 16) | ((uint32_t)ids[4 * i + 3] << 24);
+        uint32_t u = tok_ij_load(ids + 4 * i);
         *out = ',';
         out += !(first && i == 0);
         *out = '-';

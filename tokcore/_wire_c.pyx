@@ -74,10 +74,10 @@ cdef extern from "_idjson.h" nogil:
         TOK_IJ_DONE
         TOK_IJ_KERNEL_SCALAR
         TOK_IJ_KERNEL_SWAR
+        TOK_IJ_KERNEL_SIMD
         TOK_IJ_MAX_ID
         TOK_IJ_SLACK
-        TOK_IJ_SSE2
-        TOK_IJ_NEON
+    const char *TOK_IJ_SIMD_NAME
     void tok_ij_init(tok_ij_reader *r)
     size_t tok_ij_read(tok_ij_reader *r, const unsigned char *s, size_t n, unsigned char *out,
                        size_t cap, int kernel)
@@ -117,13 +117,13 @@ cdef enum:
 
 cdef PyObject **_id_objects = shared_id_objects()
 # the JSON reader's kernel (tests switch it: _use_kernel)
-cdef int _json_kernel = TOK_IJ_KERNEL_SWAR
-_KERNELS = ("scalar", "swar")
+cdef int _json_kernel = TOK_IJ_KERNEL_SIMD
+#: the JSON reader's kernels, as _use_kernel names them (the vector one: SSE2, NEON or
+#: portable masks, as the build has it)
+_KERNELS = ("scalar", "swar", "simd")
+_SIMD_NAME = TOK_IJ_SIMD_NAME.decode()
 
-BUILD_INFO = {
-    "json read": "SWAR",
-    "comma count": "SSE2" if TOK_IJ_SSE2 else "NEON" if TOK_IJ_NEON else "portable",
-}
+BUILD_INFO = {"json read": f"{_SIMD_NAME} windows"}
 
 
 def _kernels():
@@ -139,7 +139,7 @@ def _use_kernel(name):
         raise ValueError(f"kernel {name!r} is not one of {_KERNELS}")
     before = _KERNELS[_json_kernel]
     _json_kernel = _KERNELS.index(name)
-    BUILD_INFO["json read"] = "SWAR" if _json_kernel else "scalar"
+    BUILD_INFO["json read"] = ("scalar", "SWAR", f"{_SIMD_NAME} windows")[_json_kernel]
     return before
 
 
