@@ -47,6 +47,7 @@ usage_twin = twin_fixture("usage")  # find_usage, rewrite_usage
 sse_twin = twin_fixture("sse")  # UsageRelay
 events_twin = twin_fixture("events")  # EventDecoder, iter_events
 stream_twin = twin_fixture("stream")  # the last three of one kind together
+wire_twin = twin_fixture("wire")  # ids_to_json, json_to_ids, ids_to_msgpack, ...
 
 
 @pytest.fixture(scope="session")

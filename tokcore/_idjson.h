@@ -113,10 +113,11 @@ static inline size_t tok_ij_skip_ws(const unsigned char *s, size_t n, size_t pos
 }
 
 /* The scalar kernel: reads ids into out (4 little-endian bytes each) until `cap` of them,
- * the end of the text or an error; returns how many it read. */
+ * the end of the text or an error; returns how many it read (0 once it has failed). */
 static size_t tok_ij_scalar(tok_ij_reader *r, const unsigned char *s, size_t n,
                             unsigned char *out, size_t cap) {
     size_t k = 0, pos = r->pos;
+    if (r->error != TOK_IJ_OK) return 0;  /* a reader that failed stays where it failed */
     for (;;) {
         switch (r->state) {
         case TOK_IJ_START:

@@ -125,6 +125,7 @@ static size_t tok_mp_read(tok_mp_reader *r, const unsigned char *s, size_t n,
                           unsigned char *out, size_t cap) {
     size_t k = 0, pos = r->pos;
     size_t left = r->total - r->count < cap ? r->total - r->count : cap;
+    if (r->error != TOK_MP_OK) return 0;  /* a reader that failed stays where it failed */
     /* the fast steps: 9 bytes readable from each item */
     while (k < left && n - pos >= 9) {
         int32_t v;
