@@ -353,6 +353,22 @@ def test_kernel_property(ids: list[int], seps: list[str], name: str) -> None:
         assert c.json_to_ids(text.encode()) == ids == json.loads(text)
 
 
+def test_writer_kernels_agree() -> None:
+    """The writer's 4-id steps (with "simd") and its id-by-id one: every digit count, sign
+    and the ids past 10**8 (one by one) at each place of a step."""
+    c = twin("wire", "c")
+    values = [v for k in range(11) for v in (10**k - 1, 10**k, -(10**k) + 1, -(10**k))
+              if INT32_MIN <= v <= INT32_MAX] + [INT32_MIN, INT32_MAX, 0, -1, 151_643]
+    for length in range(0, 40):
+        for shift in range(0, len(values), 3):
+            ids = [values[(i + shift) % len(values)] for i in range(length)]
+            raw = struct.pack(f"<{length}i", *ids)
+            for name in kernels():
+                with kernel(name):
+                    assert c.ids_to_json(ids) == compact(ids), (name, ids)
+                    assert c.convert_ids(raw, "int32", "json") == compact(ids), (name, ids)
+
+
 def test_comma_count() -> None:
     c = twin("wire", "c")
     for size in range(200):

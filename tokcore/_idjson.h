@@ -32,7 +32,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#if defined(__SSE2__) || defined(_M_X64)
+#if (defined(__SSE2__) && defined(__x86_64__)) || defined(_M_X64)
 #  include <emmintrin.h>
 #  define TOK_IJ_SSE2 1
 #else
@@ -359,6 +359,31 @@ static inline size_t tok_ij_window(const unsigned char *p, unsigned char *out, s
     if ((eight | (first & m.zero & (m.digit >> 1))) & region) return 0;
     size_t k = 0;
     if (m.minus == 0) {  /* the usual window: no sign to read */
+#if TOK_IJ_SSE2
+        /* four ids a step: each one's digits loaded from its start and moved to the top of
+         * its word (leading zero bytes below), then joined in 16-bit lanes (d * 10 + next),
+         * 32-bit lanes (pair * 100 + next) and, packed, 32-bit lanes again (* 10**4) */
+        const __m128i low_byte = _mm_set1_epi16(0x00FF), ten = _mm_set1_epi16(10);
+        const __m128i hundred = _mm_set1_epi32(0x00010064), myriad = _mm_set1_epi32(0x00012710);
+        while (__builtin_popcountll(comma) >= 4) {
+            uint64_t w[4];
+            for (int j = 0; j < 4; j++) {
+                unsigned start = (unsigned)__builtin_ctzll(starts);
+                unsigned len = (unsigned)__builtin_ctzll(comma) - start;
+                starts &= starts - 1;
+                comma &= comma - 1;
+                w[j] = (tok_ij_load64(p + start) - 0x3030303030303030ull) << (64 - 8 * len);
+            }
+            __m128i a = _mm_set_epi64x((long long)w[1], (long long)w[0]);
+            __m128i b = _mm_set_epi64x((long long)w[3], (long long)w[2]);
+            a = _mm_add_epi16(_mm_mullo_epi16(_mm_and_si128(a, low_byte), ten), _mm_srli_epi16(a, 8));
+            b = _mm_add_epi16(_mm_mullo_epi16(_mm_and_si128(b, low_byte), ten), _mm_srli_epi16(b, 8));
+            a = _mm_madd_epi16(a, hundred);
+            b = _mm_madd_epi16(b, hundred);
+            _mm_storeu_si128((__m128i *)(out + 4 * k), _mm_madd_epi16(_mm_packs_epi32(a, b), myriad));
+            k += 4;
+        }
+#endif
         while (comma) {
             unsigned start = (unsigned)__builtin_ctzll(starts);
             unsigned len = (unsigned)__builtin_ctzll(comma) - start;
@@ -497,18 +522,95 @@ static inline unsigned char *tok_ij_put_uint(unsigned char *out, uint32_t v) {
     return out + 8;
 }
 
+/* one id as ",v" (no ',' when first); returns the end */
+static inline unsigned char *tok_ij_put_id(unsigned char *out, uint32_t u, int first) {
+    *out = ',';
+    out += !first;
+    *out = '-';
+    out += u >> 31;
+    return tok_ij_put_uint(out, (u >> 31) ? 0u - u : u);
+}
+
+#if TOK_IJ_SSE2
+/* Four ids of magnitude below 10**8 -> their 8-digit texts (ASCII, leading zeros kept), at
+ * once: v / 10**4 by a 32x32 -> 64-bit multiply, then the 16-bit lanes hold the eight
+ * 4-digit halves, split into pairs (x * 5243 >> 19 is x / 100 below 43699) and digits
+ * (y * 6554 >> 16 is y / 10 below 100), the tens and units interleaved by shifts. */
+static inline void tok_ij_digits4(__m128i x, __m128i *ab, __m128i *cd) {
+    const __m128i magic = _mm_set1_epi32((int)0xD1B71759u);  /* 2**45 / 10**4, rounded up */
+    __m128i even = _mm_srli_epi64(_mm_mul_epu32(x, magic), 45);
+    __m128i odd = _mm_srli_epi64(_mm_mul_epu32(_mm_srli_epi64(x, 32), magic), 45);
+    __m128i high = _mm_or_si128(even, _mm_slli_epi64(odd, 32));
+    __m128i low = _mm_sub_epi32(x, _mm_madd_epi16(high, _mm_set1_epi32(10000)));
+    __m128i halves = _mm_or_si128(high, _mm_slli_epi32(low, 16));
+    __m128i q = _mm_srli_epi16(_mm_mulhi_epu16(halves, _mm_set1_epi16(5243)), 3);
+    __m128i r = _mm_sub_epi16(halves, _mm_mullo_epi16(q, _mm_set1_epi16(100)));
+    __m128i pairs = _mm_or_si128(q, _mm_slli_epi16(r, 8));
+    __m128i zero = _mm_setzero_si128(), ten = _mm_set1_epi16(10), tenth = _mm_set1_epi16(6554);
+    __m128i a = _mm_unpacklo_epi8(pairs, zero), b = _mm_unpackhi_epi8(pairs, zero);
+    __m128i ta = _mm_mulhi_epu16(a, tenth), tb = _mm_mulhi_epu16(b, tenth);
+    a = _mm_or_si128(ta, _mm_slli_epi16(_mm_sub_epi16(a, _mm_mullo_epi16(ta, ten)), 8));
+    b = _mm_or_si128(tb, _mm_slli_epi16(_mm_sub_epi16(b, _mm_mullo_epi16(tb, ten)), 8));
+    *ab = _mm_add_epi8(a, _mm_set1_epi8('0'));
+    *cd = _mm_add_epi8(b, _mm_set1_epi8('0'));
+}
+
+/* an 8-digit text (first digit lowest) without its leading zeros (one digit stays) */
+static inline unsigned char *tok_ij_put_text(unsigned char *out, uint64_t text) {
+    unsigned zeros = (unsigned)__builtin_ctzll((text ^ 0x3030303030303030ull) | (1ull << 56)) >> 3;
+    uint64_t word = text >> (8 * zeros);
+    memcpy(out, &word, 8);
+    return out + 8 - zeros;
+}
+#endif
+
+/* the writer's kernels: TOK_IJ_KERNEL_SCALAR (SWAR per id) or TOK_IJ_KERNEL_SIMD (4 ids a
+ * step) */
+
 /* ids (little-endian int32) as ",v,v..." (no ',' before the first when first is set);
  * returns the end. out holds TOK_IJ_MAX_ID * n + TOK_IJ_SLACK bytes. */
 static unsigned char *tok_ij_write(const unsigned char *ids, size_t n, unsigned char *out,
-                                   int first) {
-    for (size_t i = 0; i < n; i++) {
-        uint32_t u = tok_ij_load(ids + 4 * i);
-        *out = ',';
-        out += !(first && i == 0);
-        *out = '-';
-        out += u >> 31;
-        out = tok_ij_put_uint(out, (u >> 31) ? 0u - u : u);
+                                   int first, int kernel) {
+    size_t i = 0;
+#if TOK_IJ_SSE2
+    if (kernel != TOK_IJ_KERNEL_SCALAR) {
+        const __m128i limit = _mm_set1_epi32(99999999);
+        for (; i + 4 <= n; i += 4) {
+            __m128i v = _mm_loadu_si128((const __m128i *)(ids + 4 * i));
+            __m128i sign = _mm_srai_epi32(v, 31);
+            __m128i mag = _mm_sub_epi32(_mm_xor_si128(v, sign), sign);  /* INT32_MIN stays < 0 */
+            __m128i wide = _mm_or_si128(_mm_cmpgt_epi32(mag, limit),
+                                        _mm_cmplt_epi32(mag, _mm_setzero_si128()));
+            if (_mm_movemask_epi8(wide)) {  /* 9 or 10 digits: these four one by one */
+                for (size_t j = i; j < i + 4; j++)
+                    out = tok_ij_put_id(out, tok_ij_load(ids + 4 * j), first && j == 0);
+                continue;
+            }
+            __m128i ab, cd;
+            tok_ij_digits4(mag, &ab, &cd);
+            unsigned negs = (unsigned)_mm_movemask_ps(_mm_castsi128_ps(v));
+            uint64_t t0 = (uint64_t)_mm_cvtsi128_si64(ab);
+            uint64_t t1 = (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(ab, ab));
+            uint64_t t2 = (uint64_t)_mm_cvtsi128_si64(cd);
+            uint64_t t3 = (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(cd, cd));
+            *out = ','; out += !(first && i == 0);
+            *out = '-'; out += negs & 1;
+            out = tok_ij_put_text(out, t0);
+            *out = ','; out++;
+            *out = '-'; out += (negs >> 1) & 1;
+            out = tok_ij_put_text(out, t1);
+            *out = ','; out++;
+            *out = '-'; out += (negs >> 2) & 1;
+            out = tok_ij_put_text(out, t2);
+            *out = ','; out++;
+            *out = '-'; out += negs >> 3;
+            out = tok_ij_put_text(out, t3);
+        }
     }
+#else
+    (void)kernel;
+#endif
+    for (; i < n; i++) out = tok_ij_put_id(out, tok_ij_load(ids + 4 * i), first && i == 0);
     return out;
 }
 

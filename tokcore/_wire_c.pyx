@@ -83,7 +83,7 @@ cdef extern from "_idjson.h" nogil:
                        size_t cap, int kernel)
     size_t tok_ij_commas(const unsigned char *s, size_t n)
     unsigned char *tok_ij_write(const unsigned char *ids, size_t n, unsigned char *out,
-                                int first)
+                                int first, int kernel)
 
 cdef extern from "_idmsgpack.h" nogil:
     ctypedef struct tok_mp_reader:
@@ -116,7 +116,8 @@ cdef enum:
     NOGIL_MIN_BYTES = 64 * 1024  # below this, dropping the GIL costs more than it frees
 
 cdef PyObject **_id_objects = shared_id_objects()
-# the JSON reader's kernel (tests switch it: _use_kernel)
+# the JSON kernels: the reader's, and the writer's (SIMD with "simd", else SWAR per id;
+# tests switch them: _use_kernel)
 cdef int _json_kernel = TOK_IJ_KERNEL_SIMD
 #: the JSON reader's kernels, as _use_kernel names them (the vector one: SSE2, NEON or
 #: portable masks, as the build has it)
@@ -370,7 +371,7 @@ cdef size_t _pump(Reader *r, int dst, unsigned char *out, size_t *k) noexcept no
             memcpy(at, block, got * ID_BYTES)
             at += got * ID_BYTES
         elif dst == 1:
-            at = tok_ij_write(block, got, at, k[0] == 0)
+            at = tok_ij_write(block, got, at, k[0] == 0, r.kernel)
         else:
             at = tok_mp_write(block, got, at)
         k[0] += got
@@ -454,7 +455,7 @@ cdef object _from_ids(object ids, int dst):
             if dst == 1:
                 out = _new_out(call, <size_t>size * TOK_IJ_MAX_ID + 2 + TOK_IJ_SLACK)
                 out[0] = b'['
-                at = tok_ij_write(raw, <size_t>size, out + 1, 1)
+                at = tok_ij_write(raw, <size_t>size, out + 1, 1, _json_kernel)
                 at[0] = b']'
                 return _take(call, <size_t>(at + 1 - out))
             out = _new_out(call, TOK_MP_MAX_HEADER + <size_t>size * TOK_MP_MAX_ID + TOK_MP_SLACK)
@@ -475,7 +476,7 @@ cdef object _from_ids(object ids, int dst):
         count = min(<Py_ssize_t>BLOCK_IDS, size - start)
         pack_block(ids, size, start, count, block)
         if dst == 1:
-            at = tok_ij_write(block, <size_t>count, at, start == 0)
+            at = tok_ij_write(block, <size_t>count, at, start == 0, _json_kernel)
         else:
             at = tok_mp_write(block, <size_t>count, at)
         start += count
