@@ -62,6 +62,7 @@ SETTINGS = {
     "ids": (11, 1024),
     "fused": (9, 1024),
     "b64": (3, 1024),
+    "wire": (17, 1024),
 }
 DEFAULT_SETTINGS = (10, 2048)
 STARTUP_SECONDS = 3  # python, numpy, the corpus: counted in each harness' slot
