@@ -241,8 +241,13 @@ cdef inline size_t _read(Reader *r, unsigned char *block, size_t cap) noexcept n
 
 
 cdef int _raise_read(Reader *r) except -1:
-    """The reader's error, if it has one."""
+    """The reader's error, if it has one; a reader stopped short of the end without one
+    read a buffer that another thread changed during the call."""
     cdef size_t offset
+    if r.kind == K_JSON and r.json.error == TOK_IJ_OK and r.json.state != TOK_IJ_DONE:
+        raise RuntimeError("the JSON data changed while it was read")
+    if r.kind == K_MSGPACK and r.msgpack.error == TOK_MP_OK and r.msgpack.count != r.msgpack.total:
+        raise RuntimeError("the MessagePack data changed while it was read")
     if r.kind == K_JSON:
         if r.json.error == TOK_IJ_OVERFLOW:
             raise json_overflow(r.json.count, PyBytes_FromStringAndSize(
@@ -364,7 +369,9 @@ cdef size_t _pump(Reader *r, int dst, unsigned char *out, size_t *k) noexcept no
     cdef unsigned char *at = out
     cdef size_t got
     while True:
-        got = _read(r, block, BLOCK_IDS)
+        # never more than the output was sized for: the ids the text can hold when it was
+        # counted (a buffer another thread writes to meanwhile cannot make it overflow)
+        got = _read(r, block, min(<size_t>BLOCK_IDS, r.total - k[0]))
         if got == 0:
             break
         if dst == 0:
