@@ -36,15 +36,15 @@ from ._ids_py import (
 #: the formats of ``convert_ids``: raw little-endian int32, its base64 text (standard
 #: alphabet, padded), a JSON array of ints, a MessagePack array of ints, a MessagePack
 #: ``bin`` holding the raw int32
-Format = Literal["int32", "b64", "json", "msgpack", "msgpack_bin"]
-FORMATS: tuple[Format, ...] = ("int32", "b64", "json", "msgpack", "msgpack_bin")
+IdFormat = Literal["int32", "b64", "json", "msgpack", "msgpack_bin"]
+FORMATS: tuple[IdFormat, ...] = ("int32", "b64", "json", "msgpack", "msgpack_bin")
 #: the formats a ``str`` may carry
 TEXT_FORMATS = frozenset({"b64", "json"})
 
 
 # --- argument checks, shared by both twins -------------------------------------------------
 
-def check_format(value: object, name: str) -> Format:
+def check_format(value: object, name: str) -> IdFormat:
     """``value`` as one of :data:`FORMATS`: a ``TypeError`` for a non-str, ``ValueError``
     for an unknown name."""
     if type(value) is not str:
@@ -392,26 +392,38 @@ def b64_text(raw: bytes) -> bytes:
 # --- the public functions ------------------------------------------------------------------
 
 def ids_to_json(ids: IdsArg) -> bytes:
-    """Token ids -> the compact JSON array, ``json.dumps(ids, separators=(",", ":"))``."""
+    """Token ids -> their compact JSON array: the bytes of
+    ``json.dumps(ids, separators=(",", ":"))`` and of ``orjson.dumps(ids)``
+    (``b"[151644,872,198]"``). ``ids`` is what :func:`pack_ids` takes."""
     return json_text(int32_values(pack_ids(ids)))
 
 
 def json_to_ids(data: TextOrBytes) -> list[int]:
-    """One JSON array of integers (bytes-like or str) -> the token ids."""
+    """One JSON array of integers -> the token ids, as ``json.loads`` reads them.
+
+    ``data`` is bytes-like (a ``memoryview`` of a :func:`find_member` span: no copy) or
+    ``str``. The grammar is RFC 8259's for an array of integers: whitespace (space, tab, LF,
+    CR) around any token, ``-0`` read as 0; a fraction, an exponent, a leading zero, ``+``,
+    ``NaN``, nesting, a byte order mark or anything after the array is an error."""
     return json_ids(data_view(data, JSON_WHAT, True))
 
 
 def ids_to_msgpack(ids: IdsArg) -> bytes:
-    """Token ids -> a MessagePack array, each int in its smallest encoding."""
+    """Token ids -> a MessagePack array of ints, each in its smallest encoding: the bytes of
+    ``msgpack.packb(ids)`` and of ``msgspec.msgpack.encode(ids)``. ``ids`` is what
+    :func:`pack_ids` takes."""
     return msgpack_text(int32_values(pack_ids(ids)))
 
 
 def msgpack_to_ids(data: BytesLike) -> list[int]:
-    """One MessagePack array of ints (bytes-like) -> the token ids."""
+    """One MessagePack array (fixarray, array16 or array32) of ints -> the token ids.
+
+    Each item may be in any integer encoding (fixints, uint8-64, int8-64, smallest or not);
+    ``data`` is bytes-like and holds exactly the array."""
     return msgpack_ids(data_view(data, MSGPACK_WHAT, False))
 
 
-def read_ids(data: object, src: Format) -> list[int]:
+def read_ids(data: object, src: IdFormat) -> list[int]:
     """The ids of ``data`` in format ``src``."""
     if src == "json":
         return json_ids(data_view(data, JSON_WHAT, True))
@@ -424,7 +436,7 @@ def read_ids(data: object, src: Format) -> list[int]:
     return int32_values(data_view(data, "int32 data", False))
 
 
-def write_ids(values: list[int], dst: Format) -> bytes:
+def write_ids(values: list[int], dst: IdFormat) -> bytes:
     """``values`` (int32 already) in format ``dst``."""
     if dst == "json":
         return json_text(values)
@@ -438,9 +450,16 @@ def write_ids(values: list[int], dst: Format) -> bytes:
     return raw
 
 
-def convert_ids(data: TextOrBytes, src: Format, dst: Format) -> bytes:
-    """Token ids in format ``src`` -> the same ids in format ``dst`` (``"int32"``, ``"b64"``,
-    ``"json"``, ``"msgpack"``, ``"msgpack_bin"``)."""
+def convert_ids(data: TextOrBytes, src: IdFormat, dst: IdFormat) -> bytes:
+    """Token ids in format ``src`` -> the same ids in format ``dst``, without a Python int or
+    list in between (on the compiled twin).
+
+    The formats: ``"int32"`` (little-endian int32), ``"b64"`` (the base64 text of those,
+    standard alphabet, padded; read as ``b64_to_ids(data, validate=True)`` reads it),
+    ``"json"`` and ``"msgpack"`` (the arrays of :func:`json_to_ids` and
+    :func:`ids_to_msgpack`), ``"msgpack_bin"`` (one MessagePack bin holding the int32
+    bytes). ``str`` is taken for the text formats (``"b64"``, ``"json"``). ``src == dst``
+    gives the normalised form (compact JSON, smallest MessagePack, canonical base64)."""
     src = check_format(src, "src")
     dst = check_format(dst, "dst")
     return write_ids(read_ids(data, src), dst)
