@@ -46,7 +46,6 @@ with instrumented(__name__ == "__main__" and "--random" not in sys.argv,
     TWINS = load_twins("wire")
 
 import msgpack  # noqa: E402
-
 from fuzz_ids import build_ids, draw_value, draw_values  # noqa: E402
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1

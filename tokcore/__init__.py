@@ -24,9 +24,9 @@ from ._ids import pack_ids, unpack_ids
 from ._json import del_member, find_member, set_member
 from ._sse import RelayCounts, UsageRelay
 from ._usage import find_usage, rewrite_usage
+from ._wire import convert_ids, ids_to_json, ids_to_msgpack, json_to_ids, msgpack_to_ids
 from .pickling import compact_ids, ids_buffer
 from .relay import arelay_usage, relay_usage
-from ._wire import convert_ids, ids_to_json, ids_to_msgpack, json_to_ids, msgpack_to_ids
 
 __version__ = "0.1.0"
 

@@ -53,7 +53,7 @@ def check_format(value: object, name: str) -> IdFormat:
         names = ", ".join(repr(f) for f in FORMATS)
         raise ValueError(f"{name}={value!r} is not a format of token ids: expected one of "
                          f"{names}")
-    return value  # type: ignore[return-value]
+    return value
 
 
 def text_bytes(text: str) -> bytes:
