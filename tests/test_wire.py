@@ -18,6 +18,7 @@ import msgspec
 import numpy as np
 import pytest
 from _budget import QUICK
+from _cpu import cpu_has
 from _twins import twin
 from hypothesis import given
 from hypothesis import strategies as st
@@ -354,11 +355,13 @@ def test_kernel_property(ids: list[int], seps: list[str], name: str) -> None:
 
 
 def test_writer_kernels_agree() -> None:
-    """The writer's 4-id steps (with "simd") and its id-by-id one: every digit count, sign
+    """The writers' 4-id steps (with "simd": JSON on SSE2, MessagePack on AVX2) and their
+    id-by-id ones: every digit count, sign, MessagePack form (the values around each bound)
     and the ids past 10**8 (one by one) at each place of a step."""
     c = twin("wire", "c")
     values = [v for k in range(11) for v in (10**k - 1, 10**k, -(10**k) + 1, -(10**k))
               if INT32_MIN <= v <= INT32_MAX] + [INT32_MIN, INT32_MAX, 0, -1, 151_643]
+    values += [b + d for b in (-32, 127, -128, 255, -32768, 65535) for d in (-1, 0, 1)]
     for length in range(0, 40):
         for shift in range(0, len(values), 3):
             ids = [values[(i + shift) % len(values)] for i in range(length)]
@@ -367,6 +370,8 @@ def test_writer_kernels_agree() -> None:
                 with kernel(name):
                     assert c.ids_to_json(ids) == compact(ids), (name, ids)
                     assert c.convert_ids(raw, "int32", "json") == compact(ids), (name, ids)
+                    assert c.ids_to_msgpack(ids) == msgpack.packb(ids), (name, ids)
+                    assert c.convert_ids(raw, "int32", "msgpack") == msgpack.packb(ids)
 
 
 def test_comma_count() -> None:
@@ -381,7 +386,9 @@ def test_kernel_names() -> None:
     assert c._kernels() == ("scalar", "swar", "simd")
     with kernel("swar"):
         assert c.BUILD_INFO["json read"] == "SWAR"
+        assert c.BUILD_INFO["msgpack write"] == "scalar"
     assert c.BUILD_INFO["json read"].endswith("windows")
+    assert c.BUILD_INFO["msgpack write"] == ("AVX2" if cpu_has("avx2") else "scalar")
     with pytest.raises(ValueError, match="kernel 'avx9' is not one of"):
         c._use_kernel("avx9")
 

@@ -108,7 +108,9 @@ cdef extern from "_idmsgpack.h" nogil:
     int tok_mp_bin(const unsigned char *s, size_t n, size_t *start, size_t *length)
     unsigned char *tok_mp_write_header(unsigned char *out, size_t count)
     unsigned char *tok_mp_write_bin_header(unsigned char *out, size_t length)
-    unsigned char *tok_mp_write(const unsigned char *ids, size_t n, unsigned char *out)
+    unsigned char *tok_mp_write(const unsigned char *ids, size_t n, unsigned char *out,
+                                int simd)
+    int tok_mp_avx2()
 
 cdef enum:
     ID_BYTES = 4
@@ -116,15 +118,18 @@ cdef enum:
     NOGIL_MIN_BYTES = 64 * 1024  # below this, dropping the GIL costs more than it frees
 
 cdef PyObject **_id_objects = shared_id_objects()
-# the JSON kernels: the reader's, and the writer's (SIMD with "simd", else SWAR per id;
-# tests switch them: _use_kernel)
+# the kernels: the JSON reader's; with "simd" the JSON writer's 4-id steps (SSE2) and the
+# MessagePack writer's (AVX2 where the CPU has it), else one id at a time (tests switch
+# them: _use_kernel)
 cdef int _json_kernel = TOK_IJ_KERNEL_SIMD
 #: the JSON reader's kernels, as _use_kernel names them (the vector one: SSE2, NEON or
 #: portable masks, as the build has it)
 _KERNELS = ("scalar", "swar", "simd")
 _SIMD_NAME = TOK_IJ_SIMD_NAME.decode()
 
-BUILD_INFO = {"json read": f"{_SIMD_NAME} windows"}
+_MSGPACK_WRITE = "AVX2" if tok_mp_avx2() else "scalar"
+
+BUILD_INFO = {"json read": f"{_SIMD_NAME} windows", "msgpack write": _MSGPACK_WRITE}
 
 
 def _kernels():
@@ -141,6 +146,7 @@ def _use_kernel(name):
     before = _KERNELS[_json_kernel]
     _json_kernel = _KERNELS.index(name)
     BUILD_INFO["json read"] = ("scalar", "SWAR", f"{_SIMD_NAME} windows")[_json_kernel]
+    BUILD_INFO["msgpack write"] = _MSGPACK_WRITE if _json_kernel == TOK_IJ_KERNEL_SIMD else "scalar"
     return before
 
 
@@ -380,7 +386,7 @@ cdef size_t _pump(Reader *r, int dst, unsigned char *out, size_t *k) noexcept no
         elif dst == 1:
             at = tok_ij_write(block, got, at, k[0] == 0, r.kernel)
         else:
-            at = tok_mp_write(block, got, at)
+            at = tok_mp_write(block, got, at, r.kernel == TOK_IJ_KERNEL_SIMD)
         k[0] += got
     return <size_t>(at - out)
 
@@ -466,7 +472,8 @@ cdef object _from_ids(object ids, int dst):
                 at[0] = b']'
                 return _take(call, <size_t>(at + 1 - out))
             out = _new_out(call, TOK_MP_MAX_HEADER + <size_t>size * TOK_MP_MAX_ID + TOK_MP_SLACK)
-            at = tok_mp_write(raw, <size_t>size, tok_mp_write_header(out, <size_t>size))
+            at = tok_mp_write(raw, <size_t>size, tok_mp_write_header(out, <size_t>size),
+                              _json_kernel == TOK_IJ_KERNEL_SIMD)
             return _take(call, <size_t>(at - out))
         ids = seq
     tok_cs_begin(&cs, ids)
@@ -485,7 +492,7 @@ cdef object _from_ids(object ids, int dst):
         if dst == 1:
             at = tok_ij_write(block, <size_t>count, at, start == 0, _json_kernel)
         else:
-            at = tok_mp_write(block, <size_t>count, at)
+            at = tok_mp_write(block, <size_t>count, at, _json_kernel == TOK_IJ_KERNEL_SIMD)
         start += count
     if dst == 1:
         at[0] = b']'
