@@ -15,10 +15,11 @@ from cpython.buffer cimport (
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cpython.list cimport PyList_New
 from cpython.object cimport PyObject
+from libc.stdint cimport int32_t
 from libc.stdlib cimport free, malloc
 
 from tokcore._freethreading cimport tok_cs, tok_cs_begin, tok_cs_end
-from tokcore._ids_c cimport pack_block, shared_id_objects
+from tokcore._ids_c cimport _slow_value, shared_id_objects
 
 from binascii import a2b_base64 as _a2b_base64
 from operator import index as _index
@@ -31,7 +32,7 @@ from tokcore._b64_py import (
 )
 from tokcore import _b64_py as _py
 from tokcore._ids_c import pack_ids
-from tokcore._ids_py import buffer_layout, coerce_ids, length_error
+from tokcore._ids_py import buffer_layout, coerce_ids, length_error, resized_error
 
 cdef extern from "Python.h":
     PyObject **PySequence_Fast_ITEMS_PTR "PySequence_Fast_ITEMS"(object o)
@@ -44,6 +45,9 @@ cdef extern from "Python.h":
     Py_ssize_t PY_SSIZE_T_MAX
 
 cdef extern from "_intfast.h":
+    Py_ssize_t tok_pack_compact(PyObject **items, Py_ssize_t start, Py_ssize_t n,
+                                unsigned char *out) noexcept
+    void tok_store_le32(unsigned char *p, int32_t v) noexcept nogil
     int tok_fill_ids(PyObject **table, const unsigned char *src, Py_ssize_t n,
                      PyObject **items) except -1
 
@@ -334,13 +338,33 @@ cdef str _encode_sequence(object seq):
     tok_cs_begin(&cs, seq)
     cdef Py_ssize_t size = PySequence_Fast_GET_SIZE(seq)
     tok_cs_end(&cs)
-    cdef Py_ssize_t start = 0, count
+    cdef Py_ssize_t start = 0, i, count, now
+    cdef long value
+    cdef object item = None
     cdef unsigned char block[BLOCK_BYTES]
     cdef unsigned char *out
     text = _new_text(size * ID_BYTES, &out)
     while start < size:
         count = min(<Py_ssize_t>BLOCK_IDS, size - start)
-        pack_block(seq, size, start, count, block)
+        i = 0
+        while True:
+            tok_cs_begin(&cs, seq)
+            now = PySequence_Fast_GET_SIZE(seq)  # another thread may have resized it
+            if now == size:
+                # common path in C (_intfast.h): exact ints of one digit, always inside int32;
+                # the items array is read anew each time: the slow path may resize and move it
+                i = tok_pack_compact(PySequence_Fast_ITEMS_PTR(seq) + start, i, count, block)
+                if i < count:
+                    item = <object>PySequence_Fast_ITEMS_PTR(seq)[start + i]
+            tok_cs_end(&cs)
+            if now != size:
+                raise resized_error(size, now)
+            if i == count:
+                break
+            value = _slow_value(seq, size, start + i, item)
+            item = None  # dropped here, never inside the section
+            tok_store_le32(block + i * ID_BYTES, <int32_t>value)
+            i += 1
         # whole blocks are a multiple of 3 bytes: only the last one can end in padding
         tok_b64_encode(block, <size_t>(count * ID_BYTES), out)
         out += (count * ID_BYTES + 2) // 3 * 4
