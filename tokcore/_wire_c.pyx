@@ -133,13 +133,14 @@ BUILD_INFO = {"json read": f"{_SIMD_NAME} windows", "msgpack write": _MSGPACK_WR
 
 
 def _kernels():
-    """The JSON reader's kernels, the reference first."""
+    """The kernels' names, the reference first: the JSON reader's (scalar, SWAR, vector);
+    with the last, the writers' vector steps too."""
     return _KERNELS
 
 
 def _use_kernel(name):
-    """Read JSON with the kernel ``name`` (one of ``_kernels()``; for the tests); returns the
-    name of the one in use before."""
+    """Read (and write) with the kernels ``name`` (one of ``_kernels()``; for the tests);
+    returns the name of those in use before."""
     global _json_kernel
     if name not in _KERNELS:
         raise ValueError(f"kernel {name!r} is not one of {_KERNELS}")
