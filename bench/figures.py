@@ -28,7 +28,8 @@ README = ROOT / "README.md"
 PAGE = ROOT / "docs" / "benchmarks.md"
 FAST, REFERENCE = "tokcore-c", "tokcore-py"
 NAMES = {"bench_ids": "Token ids", "bench_b64": "Base64", "bench_sse": "Usage relay",
-         "bench_json": "JSON members", "bench_pickle": "Pickling"}
+         "bench_json": "JSON members", "bench_pickle": "Pickling",
+         "bench_wire": "Ids in JSON and MessagePack"}
 PAGE_MARKERS = ("<!-- bench-table: begin (bench/plots.py --docs) -->",
                 "<!-- bench-table: end -->")
 README_MARKERS = ("<!-- figures: begin (bench/figures.py, from the recorded results.json) -->",

@@ -89,6 +89,30 @@ def check(targets: list[Target], means: dict[str, float],
     return lines
 
 
+def rates(module: ModuleType, means: dict[str, float],
+          record: list[dict[str, object]]) -> list[str]:
+    """The fast twin's GB/s of input in each case a script gives the input size of
+    (``input_bytes()``), and its ``RATE_TARGETS`` (case: GB/s) checked."""
+    sizes = module.input_bytes() if hasattr(module, "input_bytes") else {}
+    goals: dict[str, float] = getattr(module, "RATE_TARGETS", {})
+    lines = []
+    for case, size in sizes.items():
+        fast = means.get(f"{case}{SEP}{FAST}")
+        if fast is None:
+            continue
+        rate = size / fast / 1e9
+        goal = goals.get(case)
+        verdict = "" if goal is None else ("  ok  " if rate >= goal else "  MISS") + \
+            f" (goal {goal:g} GB/s)"
+        lines.append(f"  {case:<44} {size / 1e3:9.1f} KB {rate:7.2f} GB/s{verdict}")
+        if goal is not None:
+            record.append({"case": case, "impl": FAST, "gbps": rate, "goal": goal,
+                           "ok": rate >= goal})
+    lines += [f"  MISSING {case}: no {FAST} figure" for case in goals if case not in sizes
+              or f"{case}{SEP}{FAST}" not in means]
+    return ["  throughput of the input:", *lines] if lines else []
+
+
 def machine() -> dict[str, str]:
     cpu = platform.processor()
     try:
@@ -143,6 +167,10 @@ def main() -> int:
         report += [f"\n== {script.stem} ({time.monotonic() - began:.0f} s) ==", *table(means)]
         if goals:
             report += ["  goals:", *goals]
+        throughput = rates(module, means, record)
+        missed += sum(line.endswith("GB/s)") and " MISS " in line or
+                      line.lstrip().startswith("MISSING") for line in throughput)
+        report += throughput
         cases: dict[str, dict[str, float]] = {}
         for full, mean in means.items():
             case, _, impl = full.partition(SEP)

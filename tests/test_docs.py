@@ -291,7 +291,7 @@ def test_readme_links() -> None:
 
 def test_readme_is_short_and_starts_with_the_install_line() -> None:
     lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
-    assert len(lines) <= 260, len(lines)
+    assert len(lines) <= 275, len(lines)  # 260 before the wire formats' entry (issue 33)
     first_screen = "\n".join(lines[:40])
     assert "pip install tokcore" in first_screen and "```python" in first_screen
 
