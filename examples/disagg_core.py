@@ -8,7 +8,13 @@ same job for each request, in the same steps:
    ``ClientSession``: both orchestrators use aiohttp's client, the lighter one per request);
 3. **hand the prompt's token ids over**: take them from the context worker's answer and put
    them into the generation worker's request (``HANDOFFS``: the one place a token-id
-   convention lives; a new convention is a new ``Handoff``);
+   convention lives, each in tokcore's way and its baselines'; a new convention is a new
+   ``Handoff``). The conventions (``--convention``): ``b64``, tokcore's base64 of int32 in
+   JSON; ``trtllm``, TensorRT-LLM's (the context answer's ids a JSON int array, every request
+   to a worker in MessagePack with ``X-TRTLLM-Msgpack: 1``); ``trtllm-ctxbytes``, the same
+   with the context answer's ids in base64 (its ``gen_tokids_ctxbytes``); ``vllm``, vLLM's
+   (the prefill answer's ``kv_transfer_params``, the ids a JSON int array inside, copied
+   into the decode request);
 4. relay the generation worker's answer to the client with the context worker's counts in
    its usage (each framework's adapter: ``tokcore.adapters``).
 
@@ -32,14 +38,16 @@ from pathlib import Path
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
+import msgspec
 from aiohttp import ClientError, ClientSession
 from fake_workers import COMPACT, ENDPOINTS, JSON_HEADERS, MODEL
 
-from tokcore import arelay_usage, del_member, find_member, rewrite_usage, set_member
+from tokcore import arelay_usage, convert_ids, del_member, find_member, rewrite_usage, set_member
 from tokcore.adapters.answer import Completion
 from tokcore.adapters.errors import error_body, failed_upstream, relayed_error
 
-MODES = ("tokcore", "plain", "floor")
+#: how the proxy does its job (``--mode``): tokcore's functions, or a baseline (below)
+MODES = ("tokcore", "stack", "plain", "floor")
 IDS_KEY = "prompt_token_ids_b64"
 #: request members that are the proxy's own business, not the generation worker's
 CONTEXT_FIELDS = ("messages", "prompt", "input", "system", "instructions")
@@ -112,29 +120,43 @@ def not_routed(path: str, status: int, allowed: str = "POST") -> Failure:
 # --- 3. the hand-off: the prompt's ids, from the context answer into the generation request ---
 
 class Context(NamedTuple):
-    """What the proxy takes from the context worker's answer: the counts and the ids (in
-    the form its hand-off writes them into the generation request)."""
+    """What the proxy takes from the context worker's answer: the counts, the ids (in the
+    form its hand-off writes them into the generation request) and what else the
+    convention carries from one worker to the other (TensorRT-LLM's
+    ``disaggregated_params``)."""
 
     prompt_tokens: int
     cached_tokens: int
     ids: Any
+    params: Any = None
 
 
 class Handoff:
     """One way to move the prompt's token ids from the context worker's answer into the
-    generation worker's request: ``ids_format`` is what the context worker is asked for,
+    generation worker's request, in one convention (what the workers speak):
+    ``context_request`` writes the context worker's request (its path, body and headers),
     ``read`` takes the counts and the ids from its answer (``ValueError``, ``KeyError`` or
     ``TypeError`` when they are not there), ``write`` makes the generation request's body
-    (``content_type``) from the client's request and the ids."""
+    (sent with ``headers``) from the client's request and what ``read`` took."""
 
     ids_format = "b64"
-    content_type = "application/json"
+    headers = JSON_HEADERS
+
+    def context_request(self, path: str, request: dict[str, Any]) -> tuple[str, bytes,
+                                                                            dict[str, str]]:
+        """The context call for a client's request to ``path``: the worker's path, the body
+        and its headers (by default tokcore's ``/context`` call, in JSON)."""
+        return "/context", dumps({**request, "ids_format": self.ids_format}), JSON_HEADERS
 
     def read(self, answer: bytes) -> Context:
         raise NotImplementedError
 
-    def write(self, request: dict[str, Any], context: Context) -> bytes:
+    def write(self, path: str, request: dict[str, Any], context: Context) -> bytes:
         raise NotImplementedError
+
+
+def dumps(value: Any) -> bytes:
+    return json.dumps(value, separators=COMPACT).encode()
 
 
 def counts(usage: dict[str, Any]) -> tuple[int, int]:
@@ -142,6 +164,21 @@ def counts(usage: dict[str, Any]) -> tuple[int, int]:
     return usage["prompt_tokens"], (usage.get("prompt_tokens_details") or {}).get(
         "cached_tokens", 0)
 
+
+def parsed_without(answer: bytes, span: tuple[int, int]) -> Any:
+    """The answer parsed with the value at ``span`` (the ids) read as ``null``: only the
+    small rest of it becomes Python objects."""
+    return json.loads(b"".join((answer[:span[0]], b"null", answer[span[1]:])))
+
+
+def value_span(answer: bytes, key: str, first: bytes) -> tuple[int, int] | None:
+    """The span of the top-level member ``key`` when its value starts with one of the bytes
+    of ``first`` (None when it is absent or another kind of value, ``null`` say)."""
+    span = find_member(answer, key)
+    return span if span is not None and answer[span[0]] in first else None
+
+
+# base64 of int32 in JSON: tokcore's own convention (today's ``--convention b64``)
 
 class ZeroDecode(Handoff):
     """tokcore: the ids member's bytes (base64 of int32) found with ``find_member`` and
@@ -156,7 +193,7 @@ class ZeroDecode(Handoff):
         prompt, cached = counts(json.loads(del_member(answer, IDS_KEY))["usage"])
         return Context(prompt, cached, memoryview(answer)[span[0]:span[1]])
 
-    def write(self, request: dict[str, Any], context: Context) -> bytes:
+    def write(self, path: str, request: dict[str, Any], context: Context) -> bytes:
         text = json.dumps(request, separators=COMPACT).encode()
         return set_member(text, IDS_KEY, context.ids, trusted=True)  # the bytes as they came
 
@@ -170,9 +207,8 @@ class JsonList(Handoff):
         message = json.loads(answer)
         return Context(*counts(message["usage"]), message["prompt_token_ids"])
 
-    def write(self, request: dict[str, Any], context: Context) -> bytes:
-        return json.dumps({**request, "prompt_token_ids": context.ids},
-                          separators=COMPACT).encode()
+    def write(self, path: str, request: dict[str, Any], context: Context) -> bytes:
+        return dumps({**request, "prompt_token_ids": context.ids})
 
 
 class Sliced(Handoff):
@@ -186,7 +222,7 @@ class Sliced(Handoff):
                        floor_count(answer, b'"cached_tokens":'),
                        answer[start:answer.index(b'"', start + 1) + 1])
 
-    def write(self, request: dict[str, Any], context: Context) -> bytes:
+    def write(self, path: str, request: dict[str, Any], context: Context) -> bytes:
         text = json.dumps(request, separators=COMPACT).encode()
         return text[:-1] + b',"prompt_token_ids_b64":' + context.ids + b"}"
 
@@ -199,8 +235,177 @@ def floor_count(answer: bytes, key: bytes) -> int:
     return int(answer[start:end])
 
 
-#: each mode's hand-off
-HANDOFFS: dict[str, Handoff] = {"tokcore": ZeroDecode(), "plain": JsonList(), "floor": Sliced()}
+# TensorRT-LLM: the context answer in JSON (the ids a JSON int array, or base64 of int32 when
+# the orchestrator opts in), every orchestrator -> worker request in MessagePack (msgspec)
+
+MSGPACK_HEADERS = {"Content-Type": "application/json", "X-TRTLLM-Msgpack": "1"}
+TRTLLM_IDS = ("prompt_token_ids", "prompt_token_ids_b64")
+MSGPACK = msgspec.msgpack.Encoder()
+
+
+class TrtllmHandoff(Handoff):
+    """TensorRT-LLM's convention. The context request says ``request_type: context_only``
+    (and ``return_prompt_token_ids_b64`` for ``ctx_bytes``); the answer is a completion with
+    the ids at its top level, ``prompt_token_ids`` (a JSON int array) or
+    ``prompt_token_ids_b64`` (a base64 string: the one present wins), and the hand-off's
+    state in ``choices[0].disaggregated_params``; the generation request carries the ids
+    (``prompt`` for the Completions API), and those params as ``generation_only`` with the
+    context's usage (``ctx_usage``). Both requests go in MessagePack, flagged by the
+    ``X-TRTLLM-Msgpack: 1`` header with ``Content-Type`` left ``application/json``."""
+
+    headers = MSGPACK_HEADERS
+
+    def __init__(self, ctx_bytes: bool = False) -> None:
+        self.ctx_bytes = ctx_bytes
+
+    def context_request(self, path: str, request: dict[str, Any]) -> tuple[str, bytes,
+                                                                            dict[str, str]]:
+        params = {"request_type": "context_only", "return_prompt_token_ids_b64": self.ctx_bytes}
+        return path, MSGPACK.encode({**request, "stream": False,
+                                     "disaggregated_params": params}), MSGPACK_HEADERS
+
+    def write(self, path: str, request: dict[str, Any], context: Context) -> bytes:
+        key, ids = context.ids
+        if key == "prompt_token_ids" and path == "/v1/completions":
+            key = "prompt"  # TensorRT-LLM's completions take the ids as the prompt
+        return MSGPACK.encode({**request, key: ids, "disaggregated_params": context.params})
+
+
+def generation_params(message: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The context answer's usage and the generation request's ``disaggregated_params``."""
+    usage = message["usage"]
+    params = message["choices"][0]["disaggregated_params"]
+    if not isinstance(usage, dict) or not isinstance(params, dict):
+        raise TypeError("usage and disaggregated_params must be objects")
+    return usage, {**params, "request_type": "generation_only", "ctx_usage": usage}
+
+
+class TrtllmStack(TrtllmHandoff):
+    """TensorRT-LLM's orchestrator's own way: the whole answer parsed with ``json``, the ids
+    a Python list (or ``str``) put into the request, the request encoded by msgspec."""
+
+    def read(self, answer: bytes) -> Context:
+        message = json.loads(answer)
+        if not isinstance(message, dict):
+            raise TypeError("the context answer is not a JSON object")
+        key = next((k for k in reversed(TRTLLM_IDS) if message.get(k) is not None), None)
+        ids = message.get(key) if key else None
+        if not isinstance(ids, list if key == "prompt_token_ids" else str):
+            raise ValueError("the context answer has no prompt_token_ids")
+        usage, params = generation_params(message)
+        return Context(*counts(usage), (key, ids), params)
+
+
+class TrtllmZeroDecode(TrtllmHandoff):
+    """tokcore: the ids' span found with ``find_member``, the JSON array converted straight
+    into MessagePack's bytes (``convert_ids``, no list) and embedded as they are
+    (``msgspec.Raw``); a base64 string goes in as a MessagePack ``str`` of the same bytes.
+    Only the small rest of the answer is parsed. The body is the stack's, byte for byte."""
+
+    def read(self, answer: bytes) -> Context:
+        # the member asked for first: one scan of the answer when it is there
+        for key in (reversed(TRTLLM_IDS) if self.ctx_bytes else TRTLLM_IDS):
+            span = value_span(answer, key, b'"' if key.endswith("b64") else b"[")
+            if span is not None:
+                break
+        else:
+            raise ValueError("the context answer has no prompt_token_ids")
+        ids = (msgpack_str(answer, *span) if key.endswith("b64")
+               else convert_ids(memoryview(answer)[span[0]:span[1]], "json", "msgpack"))
+        usage, params = generation_params(parsed_without(answer, span))
+        return Context(*counts(usage), (key, msgspec.Raw(ids)), params)
+
+
+def msgpack_str(data: bytes, start: int, end: int) -> bytes:
+    """The JSON string at ``data[start:end]`` (its quotes included) as a MessagePack
+    ``str``, the bytes msgspec writes for it: base64 never needs a JSON escape, so the
+    string's bytes go in as they are."""
+    if data.find(b"\\", start, end) < 0:
+        text: bytes | memoryview = memoryview(data)[start + 1:end - 1]
+    else:  # an escaped character after all: decode the string the slow way
+        text = json.loads(data[start:end]).encode()
+    size = len(text)
+    head = (bytes((0xA0 | size,)) if size < 32 else b"\xd9" + bytes((size,)) if size < 256
+            else b"\xda" + size.to_bytes(2, "big") if size < 1 << 16
+            else b"\xdb" + size.to_bytes(4, "big"))
+    return head + text
+
+
+# vLLM: the prefill answer's kv_transfer_params (the ids a JSON int array inside it) go into
+# the decode request as they are, JSON both ways
+
+#: what vLLM's disaggregated proxy asks the prefill worker for
+PREFILL_PARAMS = {"do_remote_decode": True, "do_remote_prefill": False, "remote_engine_id": None,
+                  "remote_block_ids": None, "remote_host": None, "remote_port": None}
+KV_KEY = "kv_transfer_params"
+
+
+class VllmHandoff(Handoff):
+    """vLLM's convention: the prefill request asks for a remote decode (``max_tokens`` 1,
+    not streamed); the prefill answer's ``kv_transfer_params`` (the KV's whereabouts and the
+    prompt's ``prompt_token_ids``, a JSON int array) go into the decode request whole."""
+
+    def context_request(self, path: str, request: dict[str, Any]) -> tuple[str, bytes,
+                                                                            dict[str, str]]:
+        return path, dumps({**request, KV_KEY: PREFILL_PARAMS, "stream": False,
+                            "max_tokens": 1}), JSON_HEADERS
+
+
+class VllmStack(VllmHandoff):
+    """vLLM's proxy's own way: the answer parsed with ``json``, its ``kv_transfer_params``
+    put into the request dict, the request dumped again."""
+
+    def read(self, answer: bytes) -> Context:
+        message = json.loads(answer)
+        params = message[KV_KEY]
+        if not isinstance(params, dict):
+            raise TypeError(f"{KV_KEY} must be an object")
+        return Context(*counts(message["usage"]), params)
+
+    def write(self, path: str, request: dict[str, Any], context: Context) -> bytes:
+        return dumps({**request, KV_KEY: context.ids})
+
+
+class VllmZeroDecode(VllmHandoff):
+    """tokcore: the ``kv_transfer_params`` object's bytes found with ``find_member`` and
+    copied into the request with ``set_member``: its ids are never parsed. The body is the
+    stack's, byte for byte, when the worker writes compact JSON."""
+
+    def read(self, answer: bytes) -> Context:
+        span = value_span(answer, KV_KEY, b"{")
+        if span is None:
+            raise ValueError(f"the context answer has no {KV_KEY} object")
+        return Context(*counts(parsed_without(answer, span)["usage"]),
+                       memoryview(answer)[span[0]:span[1]])
+
+    def write(self, path: str, request: dict[str, Any], context: Context) -> bytes:
+        return set_member(dumps(request), KV_KEY, context.ids, trusted=True)
+
+
+#: each convention's hand-offs, by mode: ``tokcore`` (tokcore's functions) and the baselines:
+#: ``stack`` (the stack's own orchestrator code: json, msgspec), and for tokcore's own
+#: convention ``plain`` (ids as a JSON int list, json on every event) and ``floor``
+HANDOFFS: dict[str, dict[str, Handoff]] = {
+    "b64": {"tokcore": ZeroDecode(), "plain": JsonList(), "floor": Sliced()},
+    "trtllm": {"tokcore": TrtllmZeroDecode(), "stack": TrtllmStack()},
+    "trtllm-ctxbytes": {"tokcore": TrtllmZeroDecode(ctx_bytes=True),
+                        "stack": TrtllmStack(ctx_bytes=True)},
+    "vllm": {"tokcore": VllmZeroDecode(), "stack": VllmStack()},
+}
+CONVENTIONS = tuple(HANDOFFS)
+#: the modes whose answer goes through tokcore's adapters (the others: relay_baseline)
+ADAPTER_MODES = ("tokcore", "stack")
+
+
+def handoff(convention: str, mode: str) -> Handoff:
+    """The hand-off of ``convention`` in ``mode`` (``ValueError`` for a pair that has none)."""
+    if convention not in HANDOFFS:
+        raise ValueError(f"convention must be one of {CONVENTIONS}, not {convention!r}")
+    modes = HANDOFFS[convention]
+    if mode not in modes:
+        raise ValueError(f"the {convention} convention's modes are {tuple(modes)}, "
+                         f"not {mode!r}")
+    return modes[mode]
 
 
 # --- 2. the context worker ------------------------------------------------------------------------
@@ -214,10 +419,16 @@ class ProxyState:
     mode: str
     framework: str
     upstream_timeout: float = UPSTREAM_TIMEOUT
+    convention: str = "b64"
     session: ClientSession | None = None
     requests: int = 0
     disconnects: int = 0
     errors: dict[int, int] = field(default_factory=dict)
+
+    @property
+    def handoff(self) -> Handoff:
+        """The hand-off of this proxy's convention and mode."""
+        return HANDOFFS[self.convention][self.mode]
 
     def next_request(self) -> str:
         """A new request's id (the workers see it in both calls)."""
@@ -239,25 +450,26 @@ class ProxyState:
         times = os.times()
         return {"cpu_seconds": times.user + times.system, "user_seconds": times.user,
                 "system_seconds": times.system, "requests": self.requests, "mode": self.mode,
-                "framework": self.framework, "disconnects": self.disconnects,
-                "errors": self.errors, "pid": os.getpid()}
+                "convention": self.convention, "framework": self.framework,
+                "disconnects": self.disconnects, "errors": self.errors, "pid": os.getpid()}
 
 
-async def ask_context(state: ProxyState, api: str, body: dict[str, Any],
+async def ask_context(state: ProxyState, path: str, body: dict[str, Any],
                       request_id: str) -> Context | Failure:
-    """Step 2: the context worker's counts and ids for the client's ``body``, or the API's
-    error for what went wrong (the worker's own error status passed through)."""
+    """Step 2: the context worker's counts and ids for the client's ``body`` (sent to
+    ``path``), or the API's error for what went wrong (the worker's own error status passed
+    through)."""
     assert state.session is not None
-    handoff = HANDOFFS[state.mode]
+    api = api_of(path)
+    handoff = state.handoff
     request = {"request_id": request_id,
                "fake_prompt_tokens": body.get("fake_prompt_tokens"),
-               "ids_format": handoff.ids_format,
                **{k: body[k] for k in CONTEXT_FIELDS if k in body}}
+    where, data, headers = handoff.context_request(path, request)
     try:
         async with asyncio.timeout(state.upstream_timeout):
-            async with state.session.post(f"{state.context_url}/context",
-                                          data=json.dumps(request).encode(),
-                                          headers=JSON_HEADERS) as answer:
+            async with state.session.post(f"{state.context_url}{where}", data=data,
+                                          headers=headers) as answer:
                 status, raw = answer.status, await answer.read()
                 retry_after = answer.headers.get("Retry-After")
     except (TimeoutError, ClientError, OSError) as error:
@@ -269,18 +481,19 @@ async def ask_context(state: ProxyState, api: str, body: dict[str, Any],
         return Failure(code, error, headers)
     try:
         return handoff.read(raw)
-    except (ValueError, KeyError, TypeError) as error:
+    except (ValueError, LookupError, TypeError) as error:  # not JSON, or the ids not there
         return proxy_error(api, 502, f"{CONTEXT_WORKER}'s answer has no ids or usage "
                            f"({type(error).__name__})")
 
 
-def generation_request(mode: str, body: dict[str, Any], context: Context,
+def generation_request(state: ProxyState, path: str, body: dict[str, Any], context: Context,
                        request_id: str) -> bytes:
-    """Step 3's other half: the client's request as the generation worker gets it, with the
-    ids in place of the prompt."""
+    """Step 3's other half: the client's request (to ``path``) as the generation worker
+    gets it, with the ids in place of the prompt, in the proxy's convention (sent with
+    ``state.handoff.headers``)."""
     forwarded = {k: v for k, v in body.items()
                  if k not in CONTEXT_FIELDS and k != "fake_prompt_tokens"}
-    return HANDOFFS[mode].write({"request_id": request_id, **forwarded}, context)
+    return state.handoff.write(path, {"request_id": request_id, **forwarded}, context)
 
 
 # --- 4. the relays of the baselines (tokcore's is the adapters') --------------------------------
@@ -411,11 +624,12 @@ async def stream_chat(url: str, prompt: str, max_tokens: int,
     return [json.loads(e) for e in events[:-1]]
 
 
-async def demo(url: str, mode: str) -> None:
+async def demo(url: str, mode: str, convention: str = "b64") -> None:
     """One streamed chat with a 40k-token prompt, and what its client saw."""
     events = await stream_chat(url, "Tell me about int32 token ids.", 12, 40_000)
     text = "".join(c["choices"][0]["delta"].get("content", "") for c in events if c["choices"])
     print(f"mode: {mode}")
+    print(f"convention: {convention}")
     print(f"streamed {len(events)} events; text: {text!r}")
     print(f"usage seen by the client: {json.dumps(events[-1]['usage'])}")
 
@@ -424,6 +638,13 @@ def proxy_arguments(parser: argparse.ArgumentParser, roles: list[str]) -> None:
     """The command-line options both orchestrators take (``roles``: their ``--role``s)."""
     parser.add_argument("--role", choices=roles, default="all",
                         help="all (default): start both workers, serve the proxy")
+    parser.add_argument("--convention", choices=CONVENTIONS, default="b64",
+                        help="how the ids go from one worker to the other: b64 (default; "
+                             "tokcore's base64 of int32 in JSON), trtllm (TensorRT-LLM: a JSON "
+                             "int array in the context answer, the generation request in "
+                             "MessagePack), trtllm-ctxbytes (the same, the context answer's "
+                             "ids in base64), vllm (the prefill answer's kv_transfer_params, "
+                             "ids inside, into the decode request)")
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: ephemeral)")
     parser.add_argument("--context-url", help="context worker (--role proxy), loopback only")
     parser.add_argument("--generation-url", help="generation worker (--role proxy), loopback only")

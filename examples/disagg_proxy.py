@@ -77,6 +77,8 @@ from aiohttp import ClientError, ClientSession, ClientTimeout, TCPConnector, web
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the modules beside this file
 from disagg_core import (  # noqa: E402
+    ADAPTER_MODES,
+    CONVENTIONS,
     GENERATION_WORKER,
     HANDOFFS,
     MAX_BODY_BYTES,
@@ -92,6 +94,7 @@ from disagg_core import (  # noqa: E402
     curl_hint,
     demo,
     generation_request,
+    handoff,
     not_routed,
     proxy_arguments,
     read_request,
@@ -119,9 +122,9 @@ from fake_workers import (  # noqa: E402
 from tokcore.adapters.aiohttp import relay_answer  # noqa: E402
 from tokcore.adapters.errors import failed_upstream, relayed_error  # noqa: E402
 
-__all__ = ["GENERATIONS", "MODES", "check_loopback", "cached_prompt_tokens", "fake_prompt_ids",
-           "ids_fingerprint", "make_context_app", "make_generation_app", "make_proxy_app",
-           "spawn", "start_app", "token_text"]
+__all__ = ["CONVENTIONS", "GENERATIONS", "HANDOFFS", "MODES", "check_loopback",
+           "cached_prompt_tokens", "fake_prompt_ids", "ids_fingerprint", "make_context_app",
+           "make_generation_app", "make_proxy_app", "spawn", "start_app", "token_text"]
 
 log = logging.getLogger("disagg_proxy")
 STATE = web.AppKey("state", ProxyState)
@@ -159,19 +162,19 @@ async def proxy_handler(request: web.Request) -> web.StreamResponse:
         state.count_error(body.status)
         return failure_response(body)
     request_id = state.next_request()
-    context = await ask_context(state, api, body, request_id)
+    context = await ask_context(state, request.path, body, request_id)
     if isinstance(context, Failure):
         log.warning("request to %s failed: %d", request.path, context.status)
         state.count_error(context.status)
         return failure_response(context)
-    data = generation_request(state.mode, body, context, request_id)
+    data = generation_request(state, request.path, body, context, request_id)
     url = f"{state.generation_url}{request.path}"
-    if state.mode == "tokcore":  # the adapter: every kind of answer, and the hook's counts
+    if state.mode in ADAPTER_MODES:  # the adapter: every kind of answer, the hook's counts
         return await relay_answer(request, state.session, "POST", url, context.prompt_tokens,
                                   context.cached_tokens, api=api, upstream=GENERATION_WORKER,
                                   answer_timeout=state.upstream_timeout,
                                   on_complete=state.completed, data=data,
-                                  headers={"Content-Type": HANDOFFS[state.mode].content_type})
+                                  headers=state.handoff.headers)
     return await relay_baseline(request, state, api, body.get("stream") is True, url, data,
                                 context.prompt_tokens, context.cached_tokens)
 
@@ -226,18 +229,19 @@ async def stats_handler(request: web.Request) -> web.Response:
 
 
 def make_proxy_app(context_url: str, generation_url: str, *, mode: str = "tokcore",
-                   max_body_bytes: int = MAX_BODY_BYTES,
+                   convention: str = "b64", max_body_bytes: int = MAX_BODY_BYTES,
                    upstream_timeout: float = UPSTREAM_TIMEOUT) -> web.Application:
-    """The proxy; ``max_body_bytes``: the largest request body it reads (a 413 beyond);
+    """The proxy; ``convention``: how the ids go between the workers (``CONVENTIONS``), in
+    ``mode`` (tokcore's way or a baseline: ``HANDOFFS`` has each convention's);
+    ``max_body_bytes``: the largest request body it reads (a 413 beyond);
     ``upstream_timeout``: seconds to connect to a worker and for its answer to begin (the
     whole answer when it is not a stream; a 504 beyond)."""
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
+    handoff(convention, mode)  # a ValueError for a pair that does not exist
     for url in (context_url, generation_url):
         check_loopback(url)
     app = web.Application(client_max_size=max_body_bytes, middlewares=[api_errors])
     app[STATE] = state = ProxyState(context_url.rstrip("/"), generation_url.rstrip("/"), mode,
-                                    "aiohttp", upstream_timeout)
+                                    "aiohttp", upstream_timeout, convention)
     timeout = ClientTimeout(total=None, sock_connect=upstream_timeout)
 
     async def session_context(app: web.Application) -> AsyncIterator[None]:
@@ -275,15 +279,16 @@ async def serve_forever(role: str, port: int, args: argparse.Namespace) -> None:
         elif not (context_url and generation_url):
             raise SystemExit("--role proxy needs --context-url and --generation-url")
         app = make_proxy_app(context_url, generation_url, mode=args.mode,
-                             max_body_bytes=args.max_body_bytes,
+                             convention=args.convention, max_body_bytes=args.max_body_bytes,
                              upstream_timeout=args.upstream_timeout)
         runner, url = await start_app(app, port)
         print(f"READY {url}", flush=True)
         if role == "all" and args.demo:
-            await demo(url, args.mode)
+            await demo(url, args.mode, args.convention)
         else:
             if role == "all":
-                print(curl_hint(url, f"proxy ({args.mode} mode)"), flush=True)
+                print(curl_hint(url, f"proxy ({args.mode} mode, {args.convention} "
+                                     "convention)"), flush=True)
             await until_signalled()
         await runner.cleanup()
     finally:
@@ -296,12 +301,19 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         description="Disaggregated-serving proxy example (tokcore vs plain JSON), on loopback.")
     parser.add_argument("--mode", choices=MODES, default="tokcore",
-                        help="tokcore (default): zero-decode; plain: int lists in JSON, "
-                             "json.loads on every event; floor: bytes.find, nothing rewritten")
+                        help="tokcore (default): tokcore's functions, zero-decode; stack: the "
+                             "stack's own way for --convention trtllm, trtllm-ctxbytes or vllm "
+                             "(json, msgspec); with --convention b64: plain (int lists in "
+                             "JSON, json.loads on every event) or floor (bytes.find, nothing "
+                             "rewritten)")
     parser.add_argument("--plain", action="store_const", const="plain", dest="mode",
                         help="the same as --mode plain")
     proxy_arguments(parser, ["all", "proxy", "context", "generation"])
     args = parser.parse_args(argv)
+    try:
+        handoff(args.convention, args.mode)
+    except ValueError as error:
+        parser.error(str(error))
     try:
         asyncio.run(serve_forever(args.role, args.port, args))
     except KeyboardInterrupt:

@@ -48,7 +48,6 @@ from starlette.exceptions import HTTPException
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the modules beside this file
 from disagg_core import (  # noqa: E402
     GENERATION_WORKER,
-    HANDOFFS,
     MAX_BODY_BYTES,
     UPSTREAM_TIMEOUT,
     Failure,
@@ -59,6 +58,7 @@ from disagg_core import (  # noqa: E402
     curl_hint,
     demo,
     generation_request,
+    handoff,
     not_routed,
     proxy_arguments,
     read_request,
@@ -90,16 +90,18 @@ async def read_body(request: Request, limit: int) -> bytes | None:
     return b"".join(parts)
 
 
-def make_proxy_app(context_url: str, generation_url: str, *,
+def make_proxy_app(context_url: str, generation_url: str, *, convention: str = "b64",
                    max_body_bytes: int = MAX_BODY_BYTES,
                    upstream_timeout: float = UPSTREAM_TIMEOUT) -> FastAPI:
-    """The proxy (tokcore's zero-decode mode); ``max_body_bytes``: the largest request body
+    """The proxy (tokcore's zero-decode mode); ``convention``: how the ids go between the
+    workers (disagg_core's ``CONVENTIONS``); ``max_body_bytes``: the largest request body
     it reads (a 413 beyond); ``upstream_timeout``: seconds to connect to a worker and for its
     answer to begin (the whole answer when it is not a stream; a 504 beyond)."""
+    handoff(convention, "tokcore")  # a ValueError for a convention that does not exist
     for url in (context_url, generation_url):
         check_loopback(url)
     state = ProxyState(context_url.rstrip("/"), generation_url.rstrip("/"), "tokcore",
-                       "fastapi", upstream_timeout)
+                       "fastapi", upstream_timeout, convention)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -121,7 +123,7 @@ def make_proxy_app(context_url: str, generation_url: str, *,
             state.count_error(body.status)
             return failure_response(body)
         request_id = state.next_request()
-        context = await ask_context(state, api, body, request_id)
+        context = await ask_context(state, request.url.path, body, request_id)
         if isinstance(context, Failure):
             log.warning("request to %s failed: %d", request.url.path, context.status)
             state.count_error(context.status)
@@ -130,8 +132,8 @@ def make_proxy_app(context_url: str, generation_url: str, *,
             state.session, "POST", f"{state.generation_url}{request.url.path}",
             context.prompt_tokens, context.cached_tokens, api=api, upstream=GENERATION_WORKER,
             answer_timeout=upstream_timeout, on_complete=state.completed,
-            data=generation_request(state.mode, body, context, request_id),
-            headers={"Content-Type": HANDOFFS[state.mode].content_type})
+            data=generation_request(state, request.url.path, body, context, request_id),
+            headers=state.handoff.headers)
 
     async def stats() -> JSONResponse:
         """This process's CPU seconds so far, for bench_e2e.py."""
@@ -179,15 +181,17 @@ async def serve_forever(args: argparse.Namespace) -> None:
             workers, context_url, generation_url = await start_workers()
         elif not (context_url and generation_url):
             raise SystemExit("--role proxy needs --context-url and --generation-url")
-        app = make_proxy_app(context_url, generation_url, max_body_bytes=args.max_body_bytes,
+        app = make_proxy_app(context_url, generation_url, convention=args.convention,
+                             max_body_bytes=args.max_body_bytes,
                              upstream_timeout=args.upstream_timeout)
         server, task, url = await serve(app, args.port)
         print(f"READY {url}", flush=True)
         if args.role == "all" and args.demo:
-            await demo(url, "tokcore, on FastAPI")
+            await demo(url, "tokcore, on FastAPI", args.convention)
         else:
             if args.role == "all":
-                print(curl_hint(url, "proxy (FastAPI)"), flush=True)
+                print(curl_hint(url, f"proxy (FastAPI, {args.convention} convention)"),
+                      flush=True)
             await until_signalled()
         server.should_exit = True
         await task

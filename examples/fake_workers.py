@@ -2,9 +2,16 @@
 
 - The *context* worker runs the prompt: it "tokenizes" by inventing ``fake_prompt_tokens``
   ids (a request field; default: one per word of the prompt) and answers with those ids and
-  a ``usage``: ``{"request_id", "usage", "prompt_token_ids_b64"}`` (the ids as base64 of
-  int32, ``tokcore.ids_to_b64``), or ``"prompt_token_ids"`` as a JSON int list when asked
-  (``"ids_format": "list"``, the plain way).
+  a ``usage``, in the convention the request speaks. On ``/context`` (tokcore's own):
+  ``{"request_id", "usage", "prompt_token_ids_b64"}`` (the ids as base64 of int32,
+  ``tokcore.ids_to_b64``), or ``"prompt_token_ids"`` as a JSON int list when asked
+  (``"ids_format": "list"``, the plain way). On the API paths, as the stacks' context
+  workers answer: to TensorRT-LLM's ``disaggregated_params`` (``request_type:
+  context_only``), a completion whose top level has ``prompt_token_ids`` (a JSON int array)
+  or, when ``return_prompt_token_ids_b64`` asks, ``prompt_token_ids_b64``, and whose
+  ``choices[0].disaggregated_params`` hold the hand-off; to vLLM's ``kv_transfer_params``
+  (``do_remote_decode``), a one-token completion whose ``kv_transfer_params`` hold the KV's
+  whereabouts and the prompt's ``prompt_token_ids``.
 - The *generation* worker serves the four APIs (``/v1/chat/completions``,
   ``/v1/completions``, ``/v1/responses``, ``/v1/messages``) in the byte format the real
   servers write (compact JSON as vLLM's pydantic models dump it, ``event:`` lines where the
@@ -12,7 +19,13 @@
   usage chunk for chat and completions only when ``stream_options.include_usage`` asks. It
   streams ``max_tokens`` canned tokens as fast as it can. Its KV cache came from the context
   worker, so its usage counts the whole prompt as cached: the proxy must put the context
-  worker's counts in.
+  worker's counts in. It reads the prompt's ids wherever a convention puts them
+  (``prompt_token_ids_b64``, ``prompt_token_ids``, ``kv_transfer_params.prompt_token_ids``,
+  a ``prompt`` of ids) and checks the convention's hand-off (TensorRT-LLM's
+  ``generation_only`` params, vLLM's ``do_remote_prefill``).
+
+Both read a body in MessagePack (msgspec) when the ``X-TRTLLM-Msgpack: 1`` header says so, as
+TensorRT-LLM's workers do (its ``Content-Type`` stays ``application/json``), JSON otherwise.
 
 Each runs alone with ``python examples/fake_workers.py --role context`` (or
 ``generation``), on 127.0.0.1, and prints ``READY <url>``; the orchestrators start both so.
@@ -36,12 +49,14 @@ from collections.abc import Callable, Iterator
 from functools import lru_cache
 from typing import Any
 
+import msgspec
 from aiohttp import web
 
 from tokcore import b64_to_ids, ids_to_b64, pack_ids
 
 VOCAB = 152_000
 MODEL = "fake-model"
+LOOPBACK = "127.0.0.1"
 COMPACT = (",", ":")
 JSON_HEADERS = {"Content-Type": "application/json"}
 SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
@@ -52,6 +67,8 @@ TOKEN_TEXTS = [" The", " usage", ' "usage": {"prompt_tokens": 1}', " of", " \u00
 ENDPOINTS = {"/v1/chat/completions": "chat", "/v1/completions": "chat",
              "/v1/responses": "responses", "/v1/messages": "messages"}
 GENERATIONS = web.AppKey("generations", dict)  # the worker's counts, for the tests
+#: the header that says a body is MessagePack (TensorRT-LLM's orchestrator -> worker requests)
+MSGPACK_HEADER = "X-TRTLLM-Msgpack"
 
 
 def token_text(position: int) -> str:
@@ -85,11 +102,18 @@ async def bad_requests(request: web.Request, handler: Any) -> web.StreamResponse
     return response
 
 
+def is_msgpack(request: web.Request) -> bool:
+    return request.headers.get(MSGPACK_HEADER) == "1"
+
+
 async def json_object(request: web.Request) -> dict[str, Any]:
+    """The request's body: a JSON object, or a MessagePack map under ``X-TRTLLM-Msgpack``."""
+    raw = await request.read()
     try:
-        body = json.loads(await request.read())
-    except ValueError as error:
-        raise BadRequest(f"the body is not JSON: {error}") from None
+        body = msgspec.msgpack.decode(raw) if is_msgpack(request) else json.loads(raw)
+    except (ValueError, msgspec.DecodeError) as error:
+        kind = "MessagePack" if is_msgpack(request) else "JSON"
+        raise BadRequest(f"the body is not {kind}: {error}") from None
     if not isinstance(body, dict):
         raise BadRequest("the body is not a JSON object")
     return body
@@ -150,26 +174,89 @@ def prompt_text(body: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
+def context_usage(count: int, completion: int = 0) -> dict[str, Any]:
+    return {"prompt_tokens": count, "completion_tokens": completion,
+            "total_tokens": count + completion,
+            "prompt_tokens_details": {"cached_tokens": cached_prompt_tokens(count)}}
+
+
+def hand_off(body: dict[str, Any], key: str, member: str, value: Any) -> dict[str, Any] | None:
+    """The convention's object ``key`` of a context request, None when it has none
+    (``BadRequest`` when it does not ask for a context phase: ``member`` is not ``value``)."""
+    params = body.get(key)
+    if params is None:
+        return None
+    if not isinstance(params, dict) or params.get(member) != value:
+        raise BadRequest(f"{key}.{member} must be {dumps(value)} in a context request", key)
+    return params
+
+
+def trtllm_answer(path: str, body: dict[str, Any], ids: tuple[int, ...],
+                  params: dict[str, Any]) -> dict[str, Any]:
+    """TensorRT-LLM's context answer: a completion whose first (and only) token is left to
+    the generation worker, the hand-off in ``choices[0].disaggregated_params``, the ids at
+    the top level as an int array or, when asked, as base64 of int32."""
+    request_id = str(body.get("request_id"))
+    b64 = params.get("return_prompt_token_ids_b64") is True
+    chat = path != "/v1/completions"
+    choice: dict[str, Any] = {"index": 0, "finish_reason": "length", "disaggregated_params": {
+        "request_type": "context_only", "first_gen_tokens": [ids[-1]],
+        "ctx_request_id": zlib.crc32(request_id.encode()), "encoded_opaque_state": None,
+        "draft_tokens": None}}
+    choice.update({"message": {"role": "assistant", "content": ""}} if chat else {"text": ""})
+    return {"id": f"{'chatcmpl' if chat else 'cmpl'}-{request_id}",
+            "object": "chat.completion" if chat else "text_completion",
+            "created": int(time.time()), "model": MODEL, "choices": [choice],
+            "usage": context_usage(len(ids)), "prompt_token_ids": None if b64 else list(ids),
+            "prompt_token_ids_b64": ids_to_b64(ids) if b64 else None}
+
+
+def vllm_answer(body: dict[str, Any], ids: tuple[int, ...]) -> dict[str, Any]:
+    """vLLM's prefill answer: a one-token completion whose ``kv_transfer_params`` say where
+    the KV is (16-token blocks) and hold the prompt's ids."""
+    request_id = str(body.get("request_id"))
+    return {"id": f"chatcmpl-{request_id}", "object": "chat.completion",
+            "created": int(time.time()), "model": MODEL,
+            "choices": [{"index": 0, "message": {"role": "assistant",
+                                                 "content": token_text(0)},
+                         "logprobs": None, "finish_reason": "length", "stop_reason": None}],
+            "usage": context_usage(len(ids), 1),
+            "kv_transfer_params": {
+                "do_remote_prefill": True, "do_remote_decode": False,
+                "remote_block_ids": list(range((len(ids) + 15) // 16)),
+                "remote_engine_id": "fake-prefill-engine", "remote_request_id": request_id,
+                "remote_host": LOOPBACK, "remote_port": 5600, "tp_size": 1,
+                "prompt_token_ids": list(ids)}}
+
+
 async def context_handler(request: web.Request) -> web.Response:
     body = await json_object(request)
     text = prompt_text(body)
     count = positive_int(body, "fake_prompt_tokens") or len(text.split()) or 1
     ids = fake_prompt_ids(text, count)
-    answer: dict[str, Any] = {
-        "request_id": body.get("request_id"),
-        "usage": {"prompt_tokens": count, "completion_tokens": 0, "total_tokens": count,
-                  "prompt_tokens_details": {"cached_tokens": cached_prompt_tokens(count)}},
-    }
-    if body.get("ids_format") == "list":
-        answer["prompt_token_ids"] = list(ids)
-    else:
-        answer["prompt_token_ids_b64"] = ids_to_b64(ids)
+    trtllm = hand_off(body, "disaggregated_params", "request_type", "context_only")
+    vllm = hand_off(body, "kv_transfer_params", "do_remote_decode", True)
+    answer: dict[str, Any]
+    if trtllm is not None:
+        answer = trtllm_answer(request.path, body, ids, trtllm)
+    elif vllm is not None:
+        answer = vllm_answer(body, ids)
+    elif request.path != "/context":
+        raise BadRequest("a context request on an API path says its convention "
+                         "(disaggregated_params or kv_transfer_params)")
+    else:  # tokcore's own call
+        answer = {"request_id": body.get("request_id"), "usage": context_usage(count)}
+        if body.get("ids_format") == "list":
+            answer["prompt_token_ids"] = list(ids)
+        else:
+            answer["prompt_token_ids_b64"] = ids_to_b64(ids)
     return web.Response(body=dumps(answer).encode(), headers=JSON_HEADERS)
 
 
 def make_context_app() -> web.Application:
     app = web.Application(client_max_size=1 << 26, middlewares=[bad_requests])
-    app.router.add_post("/context", context_handler)
+    for path in ("/context", *ENDPOINTS):
+        app.router.add_post(path, context_handler)
     return app
 
 
@@ -179,6 +266,7 @@ class Generation:
     """One request to the generation worker: its ids, its tokens, its (wrong) usage."""
 
     def __init__(self, body: dict[str, Any]) -> None:
+        check_hand_off(body)
         self.ids: Any = prompt_ids(body)
         self.body = body
         self.prompt = len(self.ids)
@@ -217,17 +305,33 @@ class Generation:
                 "cache_read_input_tokens": self.prompt, "output_tokens": output_tokens}
 
 
+def check_hand_off(body: dict[str, Any]) -> None:
+    """A convention's hand-off, when the request has one, says it is the generation phase
+    (TensorRT-LLM's ``request_type``, vLLM's ``do_remote_prefill``)."""
+    for key, member, value in (("disaggregated_params", "request_type", "generation_only"),
+                               ("kv_transfer_params", "do_remote_prefill", True)):
+        params = body.get(key)
+        if params is not None and (not isinstance(params, dict) or params.get(member) != value):
+            raise BadRequest(f"{key}.{member} must be {dumps(value)} in a generation request",
+                             key)
+
+
 def prompt_ids(body: dict[str, Any]) -> list[int]:
-    """The prompt's ids, from either form (``BadRequest`` for what is neither)."""
+    """The prompt's ids, from any convention's form (``BadRequest`` for none of them)."""
     if "prompt_token_ids_b64" in body:
         try:
             return b64_to_ids(body["prompt_token_ids_b64"], validate=True)
         except (TypeError, ValueError) as error:  # binascii.Error is a ValueError
             raise BadRequest(f"prompt_token_ids_b64 is not base64 of int32 ids: {error}",
                              "prompt_token_ids_b64") from None
-    ids = body.get("prompt_token_ids")
+    param, ids = "prompt_token_ids", body.get("prompt_token_ids")
+    params = body.get("kv_transfer_params")
+    if ids is None and isinstance(params, dict):  # vLLM: in the prefill's hand-off
+        param, ids = "kv_transfer_params", params.get("prompt_token_ids")
+    elif ids is None and isinstance(body.get("prompt"), list):  # a prompt of ids
+        param, ids = "prompt", body["prompt"]
     if not isinstance(ids, list) or not all(type(i) is int for i in ids):
-        raise BadRequest("prompt_token_ids must be a list of integers", "prompt_token_ids")
+        raise BadRequest(f"{param} must be a list of integers", param)
     return ids
 
 
@@ -368,6 +472,8 @@ async def generation_handler(request: web.Request) -> web.StreamResponse:
     whole, stream = FORMATS[request.path]
     counts = request.app[GENERATIONS]
     counts["started"] = counts.get("started", 0) + 1
+    wire = "msgpack" if is_msgpack(request) else "json"  # the body's format, for the tests
+    counts[wire] = counts.get(wire, 0) + 1
     if body.get("stream") is not True:  # the APIs' default: one JSON body
         counts["finished"] = counts.get("finished", 0) + 1
         return web.Response(body=dumps(whole(g)).encode(), headers=JSON_HEADERS)
@@ -395,8 +501,6 @@ def make_generation_app() -> web.Application:
 
 
 # --- running them ---------------------------------------------------------------------------
-
-LOOPBACK = "127.0.0.1"
 
 
 async def start_app(app: web.Application, port: int = 0) -> tuple[web.AppRunner, str]:

@@ -37,6 +37,12 @@ FASTAPI_EXAMPLE = ROOT / "examples" / "disagg_proxy_fastapi.py"
 PROMPT = "What is an int32 token id?"
 #: the proxies in tokcore's mode: the aiohttp one and the FastAPI one
 TOKCORE = ["tokcore", "fastapi"]
+#: the aiohttp proxies of the stacks' conventions: name -> (convention, mode)
+CONVENTION_PROXIES = {f"{convention}{'' if mode == 'tokcore' else '-' + mode}": (convention, mode)
+                      for convention in ("trtllm", "trtllm-ctxbytes", "vllm")
+                      for mode in ("tokcore", "stack")}
+#: the FastAPI proxies of the stacks' conventions (tokcore's mode)
+FASTAPI_CONVENTIONS = {"fastapi-trtllm": "trtllm", "fastapi-vllm": "vllm"}
 
 
 def load_example(path: Path = EXAMPLE) -> ModuleType:
@@ -50,6 +56,7 @@ def load_example(path: Path = EXAMPLE) -> ModuleType:
 
 example = load_example()
 fastapi_example = load_example(FASTAPI_EXAMPLE)
+core = sys.modules["disagg_core"]  # the hand-offs, which both examples import
 
 
 class Stack:
@@ -66,10 +73,16 @@ class Stack:
         self.generation_url = self.serve(self.generation)
         self.proxies = {mode: example.make_proxy_app(self.context_url, self.generation_url,
                                                      mode=mode)
-                        for mode in example.MODES}
+                        for mode in example.HANDOFFS["b64"]}
+        self.proxies.update({name: example.make_proxy_app(
+            self.context_url, self.generation_url, convention=convention, mode=mode)
+            for name, (convention, mode) in CONVENTION_PROXIES.items()})
         self.urls = {mode: self.serve(app) for mode, app in self.proxies.items()}
         self.fastapi = fastapi_example.make_proxy_app(self.context_url, self.generation_url)
         self.urls["fastapi"] = self.serve(self.fastapi)
+        for name, convention in FASTAPI_CONVENTIONS.items():
+            self.urls[name] = self.serve(fastapi_example.make_proxy_app(
+                self.context_url, self.generation_url, convention=convention))
 
     def run(self, coroutine: Any) -> Any:
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(30)
@@ -267,6 +280,172 @@ def test_anthropic_messages(stack: Stack, mode: str) -> None:
         prompt - cached, cached)
 
 
+# --- the stacks' conventions: TensorRT-LLM's, vLLM's ------------------------------------------
+
+#: the body format each convention's generation request has
+WIRE = {"trtllm": "msgpack", "trtllm-ctxbytes": "msgpack", "vllm": "json"}
+
+
+@pytest.mark.parametrize("name", [*CONVENTION_PROXIES, *FASTAPI_CONVENTIONS])
+def test_each_convention_serves_the_openai_client(stack: Stack, name: str) -> None:
+    """The ids reach the generation worker (its fingerprint is theirs) in the convention's
+    body format, and the client's usage is exact: a stream of chat, a whole completion
+    (TensorRT-LLM's ids go in its ``prompt`` there)."""
+    convention = FASTAPI_CONVENTIONS.get(name) or CONVENTION_PROXIES[name][0]
+    prompt_tokens, max_tokens = 2500, 9
+    client = openai_client(stack, name)
+    before = stack.counts().get(WIRE[convention], 0)
+    chunks = list(client.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": PROMPT}], max_tokens=max_tokens,
+        stream=True, stream_options={"include_usage": True},
+        extra_body={"fake_prompt_tokens": prompt_tokens}))
+    answer = client.completions.create(model="m", prompt=PROMPT, max_tokens=max_tokens,
+                                       extra_body={"fake_prompt_tokens": prompt_tokens})
+    assert stack.counts().get(WIRE[convention], 0) == before + 2
+    fingerprint = example.ids_fingerprint(prompt_ids(prompt_tokens))
+    assert {c.system_fingerprint for c in chunks} == {fingerprint} == {
+        answer.system_fingerprint}
+    assert [c.choices[0].delta.content for c in chunks[1:-1]] == texts(max_tokens)
+    assert answer.choices[0].text == "".join(texts(max_tokens))
+    prompt, cached = counts(prompt_tokens)
+    for usage in (chunks[-1].usage, answer.usage):
+        assert usage is not None
+        assert (usage.prompt_tokens, usage.completion_tokens, usage.total_tokens) == (
+            prompt, max_tokens, prompt + max_tokens)
+        assert usage.prompt_tokens_details is not None
+        assert usage.prompt_tokens_details.cached_tokens == cached
+
+
+def context_answer(convention: str, path: str, ids: tuple[int, ...],
+                   b64: bool = False) -> bytes:
+    """The fake context worker's answer in ``convention`` (as it writes it)."""
+    fake = sys.modules["fake_workers"]
+    body = {"request_id": "r-7"}
+    if convention == "vllm":
+        answer = fake.vllm_answer(body, ids)
+    else:
+        answer = fake.trtllm_answer(path, body, ids, {"return_prompt_token_ids_b64": b64})
+    return fake.dumps(answer).encode()  # type: ignore[no-any-return]
+
+
+REQUEST = {"request_id": "r-7", "model": "m", "max_tokens": 5, "stream": True,
+           "stream_options": {"include_usage": True}}
+
+
+@pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/completions"])
+@pytest.mark.parametrize("b64", [False, True], ids=["array", "ctxbytes"])
+@pytest.mark.parametrize("convention", ["trtllm", "trtllm-ctxbytes"])
+def test_the_trtllm_generation_request_is_the_stacks_body(convention: str, b64: bool,
+                                                          path: str) -> None:
+    """tokcore's MessagePack body (the span converted, embedded with msgspec.Raw) is the
+    bytes msgspec writes for the stack's own request dict, and decodes to that dict: the
+    ids as a list (or TensorRT-LLM's ``prompt`` for completions), the context's hand-off as
+    ``generation_only`` with its usage. Whichever form the context answered in (the base64
+    string wins, as TensorRT-LLM's does), whichever the proxy asked for."""
+    import msgspec
+
+    ids = prompt_ids(3000)
+    answer = context_answer("trtllm", path, ids, b64)
+    handoffs = core.HANDOFFS[convention]
+    bodies = [handoffs[mode].write(path, REQUEST, handoffs[mode].read(answer))
+              for mode in ("tokcore", "stack")]
+    assert bodies[0] == bodies[1]
+    sent = msgspec.msgpack.decode(bodies[0])
+    message = json.loads(answer)
+    key = "prompt_token_ids_b64" if b64 else (
+        "prompt" if path == "/v1/completions" else "prompt_token_ids")
+    assert sent == {**REQUEST, key: message["prompt_token_ids_b64"] if b64 else list(ids),
+                    "disaggregated_params": {
+                        **message["choices"][0]["disaggregated_params"],
+                        "request_type": "generation_only", "ctx_usage": message["usage"]}}
+    assert handoffs["tokcore"].headers == {"Content-Type": "application/json",
+                                           "X-TRTLLM-Msgpack": "1"}
+
+
+def test_the_vllm_decode_request_is_the_stacks_body() -> None:
+    """tokcore copies the prefill answer's kv_transfer_params as bytes; the body is the one
+    json.dumps writes for the stack's own dict, the ids inside as the prefill wrote them."""
+    ids = prompt_ids(3000)
+    answer = context_answer("vllm", "/v1/chat/completions", ids)
+    handoffs = core.HANDOFFS["vllm"]
+    bodies = [handoffs[mode].write("/v1/chat/completions", REQUEST,
+                                   handoffs[mode].read(answer))
+              for mode in ("tokcore", "stack")]
+    assert bodies[0] == bodies[1]
+    sent = json.loads(bodies[0])
+    assert sent["kv_transfer_params"] == json.loads(answer)["kv_transfer_params"]
+    assert sent["kv_transfer_params"]["prompt_token_ids"] == list(ids)
+
+
+@pytest.mark.parametrize("size", [0, 31, 32, 255, 256, 65535, 65536])
+def test_a_json_string_goes_into_msgpack_as_msgspec_writes_it(size: int) -> None:
+    import msgspec
+
+    text = ("AQID" * (size // 4 + 1))[:size]
+    data = b'{"k":"' + text.encode() + b'"}'
+    assert core.msgpack_str(data, 5, len(data) - 1) == msgspec.msgpack.encode(text)
+    escaped = json.dumps({"k": "a\\b\u00e9/" + text}).encode()  # escapes: the slow way
+    assert core.msgpack_str(escaped, 6, len(escaped) - 1) == msgspec.msgpack.encode(
+        "a\\b\u00e9/" + text)
+
+
+@pytest.mark.parametrize("name", [*CONVENTION_PROXIES, "tokcore"])
+def test_a_context_answer_without_the_ids_is_a_502(stack: Stack, failing: Failing,
+                                                   name: str, no_traceback: None) -> None:
+    convention, mode = CONVENTION_PROXIES.get(name, ("b64", "tokcore"))
+    for how in ("noids", "notjson"):
+        url = edge_proxy(stack, context=f"{failing.url}/{how}", convention=convention,
+                         mode=mode)
+        with pytest.raises(openai.InternalServerError) as raised:
+            chat(url)
+        assert raised.value.status_code == 502
+        assert "the context worker's answer has no ids" in raised.value.message
+
+
+def test_a_convention_and_a_mode_must_go_together() -> None:
+    for convention, mode in (("vllm", "plain"), ("trtllm", "floor"), ("b64", "stack"),
+                             ("sglang", "tokcore")):
+        with pytest.raises(ValueError, match="convention"):
+            example.make_proxy_app("http://127.0.0.1:1", "http://127.0.0.1:2",
+                                   convention=convention, mode=mode)
+    with pytest.raises(ValueError, match="convention"):
+        fastapi_example.make_proxy_app("http://127.0.0.1:1", "http://127.0.0.1:2",
+                                       convention="sglang")
+
+
+def test_the_workers_check_the_conventions_hand_off(stack: Stack, no_traceback: None) -> None:
+    """A MessagePack body that is not one, a generation request whose hand-off is not the
+    generation phase's, a context request on an API path without a convention: 400s."""
+    import msgspec
+
+    msgpack = {"Content-Type": "application/json", "X-TRTLLM-Msgpack": "1"}
+    for url, body, headers, member in (
+            (f"{stack.generation_url}/v1/chat/completions", b"\xc1", msgpack, None),
+            (f"{stack.context_url}/v1/chat/completions", b"\x93\x01\x02\x03", msgpack, None),
+            (f"{stack.generation_url}/v1/chat/completions", msgspec.msgpack.encode(
+                {"prompt_token_ids": [1], "disaggregated_params": {
+                    "request_type": "context_only"}}), msgpack, "disaggregated_params"),
+            (f"{stack.generation_url}/v1/completions", json.dumps(
+                {"kv_transfer_params": {"do_remote_decode": True,
+                                        "prompt_token_ids": [1]}}).encode(),
+             JSON, "kv_transfer_params"),
+            (f"{stack.generation_url}/v1/completions", json.dumps(
+                {"kv_transfer_params": {"do_remote_prefill": True,
+                                        "prompt_token_ids": "x"}}).encode(),
+             JSON, "kv_transfer_params"),
+            (f"{stack.context_url}/v1/chat/completions", json.dumps(
+                {"prompt": "hi"}).encode(), JSON, None),
+            (f"{stack.context_url}/v1/chat/completions", json.dumps(
+                {"prompt": "hi", "kv_transfer_params": {"do_remote_prefill": True}}).encode(),
+             JSON, "kv_transfer_params")):
+        answer = httpx.post(url, content=body, headers=headers, timeout=30)
+        assert answer.status_code == 400, (url, body, answer.text)
+        assert answer.json()["error"]["param"] == member
+
+
+JSON = {"Content-Type": "application/json"}
+
+
 # --- httpx + httpx-sse, aiohttp, raw bodies ---------------------------------------------------
 
 def test_httpx_sse_chat(stack: Stack) -> None:
@@ -375,19 +554,29 @@ def run_example(*args: str, script: Path = EXAMPLE) -> str:
 @pytest.mark.parametrize("script", [EXAMPLE, FASTAPI_EXAMPLE], ids=["aiohttp", "fastapi"])
 def test_help(script: Path) -> None:
     out = run_example("--help", script=script)
-    assert "--role" in out and "--upstream-timeout" in out
+    assert "--role" in out and "--upstream-timeout" in out and "--convention" in out
     assert ("--mode" in out) == (script == EXAMPLE)
 
 
-@pytest.mark.parametrize(("script", "mode"), [(EXAMPLE, "tokcore"), (EXAMPLE, "plain"),
-                                              (FASTAPI_EXAMPLE, "tokcore, on FastAPI")],
-                         ids=["tokcore", "plain", "fastapi"])
-def test_demo_starts_workers_and_proxy(script: Path, mode: str) -> None:
-    out = run_example("--demo", *(["--mode", mode] if script == EXAMPLE else []),
-                      script=script)
+@pytest.mark.parametrize(("script", "mode", "convention"), [
+    (EXAMPLE, "tokcore", "b64"), (EXAMPLE, "plain", "b64"), (EXAMPLE, "tokcore", "trtllm"),
+    (FASTAPI_EXAMPLE, "tokcore, on FastAPI", "vllm")],
+    ids=["tokcore", "plain", "trtllm", "fastapi-vllm"])
+def test_demo_starts_workers_and_proxy(script: Path, mode: str, convention: str) -> None:
+    out = run_example("--demo", "--convention", convention,
+                      *(["--mode", mode] if script == EXAMPLE else []), script=script)
     assert out.startswith("READY http://127.0.0.1:")
-    assert f"mode: {mode}\n" in out
+    assert f"mode: {mode}\nconvention: {convention}\n" in out
     assert '"prompt_tokens": 40000' in out and '"cached_tokens": 19968' in out
+
+
+def test_a_mode_the_convention_has_not_is_a_usage_error() -> None:
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    done = subprocess.run([sys.executable, str(EXAMPLE), "--convention", "vllm", "--plain"],
+                          capture_output=True, text=True, timeout=60, cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": path})
+    assert done.returncode == 2
+    assert "the vllm convention's modes are ('tokcore', 'stack'), not 'plain'" in done.stderr
 
 
 def test_the_printed_curl_line_asks_for_the_usage(stack: Stack) -> None:
@@ -409,7 +598,7 @@ def test_the_printed_curl_line_asks_for_the_usage(stack: Stack) -> None:
 class Failing:
     """A worker that fails: ``/status/N/...`` answers N, ``/hang/...`` answers only when its
     client is gone, ``/abort/...`` streams two events then drops the connection,
-    ``/noids/...`` answers 200 without the ids."""
+    ``/noids/...`` answers 200 without the ids, ``/notjson/...`` 200 with HTML."""
 
     def __init__(self, stack: Stack) -> None:
         app = example.web.Application()
@@ -428,6 +617,8 @@ class Failing:
             return web.Response(status=503)
         if how == "noids":
             return web.json_response({"usage": {"prompt_tokens": 3}})
+        if how == "notjson":
+            return web.Response(body=b"<html>busy</html>", content_type="text/html")
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
         await response.write(b'data: {"choices":[{"delta":{"content":"x"}}],"usage":null}\n\n'
