@@ -56,11 +56,15 @@ README_ROWS = [
      "pickle+unpickle 40k uniform, fresh process", "tokcore-c lazy", "plain pickle",
      "plain pickle"),
 ]
-#: the README's end-to-end rows: (what, proxy, the baseline's name, baseline proxy)
+#: the README's end-to-end rows: (what, proxy, the baseline's name, baseline proxy, the
+#: figures' phase: the streams, or the conventions' short answers)
 E2E_ROWS = [
     ("the example orchestrator's CPU per request (*)", "tokcore", "`json` everywhere",
-     "plain"),
-    ("the same on FastAPI (uvicorn) (*)", "fastapi", "aiohttp forwarding untouched", "floor"),
+     "plain", "proxies"),
+    ("the same on FastAPI (uvicorn) (*)", "fastapi", "aiohttp forwarding untouched", "floor",
+     "proxies"),
+    ("TensorRT-LLM's hand-off, short answers (*)", "trtllm", "`json` + msgspec",
+     "trtllm-stack", "short answers"),
 ]
 
 
@@ -136,18 +140,50 @@ def e2e_table(results: dict[str, Any]) -> list[str]:
         lines.append(f"| {PROXY_NAMES.get(name, name)} | {fmt_time(proxy['cpu per request'])} "
                      f"| {fmt_time(proxy['cpu per token'])} | "
                      f"{proxy['requests per second']:.0f} |")
+    lines += conventions_table(figures)
     lines += ["", "| goal | ratio | goal | met |", "| --- | --- | --- | --- |"]
     for goal in figures["goals"]:
-        lines.append(f"| CPU per request, {goal['proxy']} / {goal['baseline']} | "
-                     f"{goal['ratio']:.3f} | <= {goal['goal']} | "
+        tokens = goal.get("output tokens", figures["output tokens"])
+        lines.append(f"| CPU per request, {goal['proxy']} / {goal['baseline']}, "
+                     f"{tokens}-token answers | {goal['ratio']:.3f} | <= {goal['goal']} | "
                      f"{'yes' if goal['ok'] else 'no'} |")
     return lines
 
 
+def conventions_table(figures: dict[str, Any]) -> list[str]:
+    """The stacks' conventions: each in the stack's own way and tokcore's, the streams'
+    figures and the short answers'."""
+    conventions = figures.get("conventions")
+    if not conventions:
+        return []
+    short = figures["short answers"]
+    lines = ["", "The stacks' token-id conventions, each in the stack's own way (the context "
+             "answer parsed with `json`, the ids a list, the request encoded by msgspec or "
+             "`json`) and tokcore's (`find_member`, `convert_ids`, `msgspec.Raw` or "
+             "`set_member`), the answer relayed by the same adapter in both; the proxy's CPU "
+             "per request:", "",
+             "| convention | output tokens | the stack's own way | tokcore | tokcore / stack |",
+             "| --- | --- | --- | --- | --- |"]
+    for convention, pair in conventions.items():
+        for tokens, proxies in ((figures["output tokens"], figures["proxies"]),
+                                (short["output tokens"], short["proxies"])):
+            stack = proxies[pair["stack"]]["cpu per request"]
+            tokcore = proxies[pair["tokcore"]]["cpu per request"]
+            lines.append(f"| {CONVENTION_NAMES.get(convention, convention)} | {tokens} | "
+                         f"{fmt_time(stack)} | {fmt_time(tokcore)} | {tokcore / stack:.3f} |")
+    return lines
+
+
+CONVENTION_NAMES = {"trtllm": "TensorRT-LLM (JSON ids into MessagePack)",
+                    "trtllm-ctxbytes": "TensorRT-LLM, ctx bytes (base64 into MessagePack)",
+                    "vllm": "vLLM (`kv_transfer_params`)"}
 PROXY_NAMES = {"plain": "aiohttp, plain (`json` everywhere)",
                "tokcore": "aiohttp, tokcore (zero-decode)",
                "floor": "aiohttp, floor (forwarding untouched)",
-               "fastapi": "FastAPI under uvicorn, tokcore"}
+               "fastapi": "FastAPI under uvicorn, tokcore",
+               **{f"{convention}{suffix}": f"aiohttp, {name.split(' (')[0]}, {way}"
+                  for convention, name in CONVENTION_NAMES.items()
+                  for suffix, way in (("", "tokcore"), ("-stack", "the stack's own way"))}}
 
 
 def goals_passed(results: dict[str, Any]) -> tuple[int, int]:
@@ -189,14 +225,20 @@ def readme_block(results: dict[str, Any]) -> str:
     figures = script.get("figures")
     if figures:
         proxies = figures["proxies"]
-        for what, proxy, name, baseline in E2E_ROWS:
-            mine, theirs = (proxies[proxy]["cpu per request"],
-                            proxies[baseline]["cpu per request"])
+        for what, proxy, name, baseline, phase in E2E_ROWS:
+            phased = figures if phase == "proxies" else figures.get(phase)
+            if not phased or proxy not in phased["proxies"]:  # a run before the conventions
+                continue
+            mine, theirs = (phased["proxies"][proxy]["cpu per request"],
+                            phased["proxies"][baseline]["cpu per request"])
             lines.append(f"| {what} | {fmt_time(mine)} | {name} {fmt_time(theirs)} | "
                          f"{mine / theirs:.2f} of it |")
         when = f" (run of {script['date']})" if script.get("date") else ""
+        short = (f" (TensorRT-LLM's: answers of {figures['short answers']['output tokens']} "
+                 "tokens, where the hand-off of the prompt's ids is most of the work)"
+                 if "short answers" in figures else "")
         lines += ["", f"(*) `bench/bench_e2e.py`{when}: {figures['concurrency']} concurrent "
-                  f"streams of {figures['output tokens']} tokens, "
+                  f"streams of {figures['output tokens']} tokens{short}, "
                   f"{figures['prompt tokens'] // 1000}k-token prompts, "
                   f"{figures['requests per proxy']:,} requests a proxy; the aiohttp proxy "
                   "forwarding the stream untouched cost "

@@ -52,7 +52,7 @@ from typing import Any
 import msgspec
 from aiohttp import web
 
-from tokcore import b64_to_ids, ids_to_b64, pack_ids
+from tokcore import convert_ids, ids_to_b64, ids_to_json, pack_ids, set_member
 
 VOCAB = 152_000
 MODEL = "fake-model"
@@ -107,10 +107,12 @@ def is_msgpack(request: web.Request) -> bool:
 
 
 async def json_object(request: web.Request) -> dict[str, Any]:
-    """The request's body: a JSON object, or a MessagePack map under ``X-TRTLLM-Msgpack``."""
+    """The request's body: a JSON object, or a MessagePack map under ``X-TRTLLM-Msgpack``
+    (msgspec reads both: a worker's own parsing costs the shared cores little)."""
     raw = await request.read()
     try:
-        body = msgspec.msgpack.decode(raw) if is_msgpack(request) else json.loads(raw)
+        body = (msgspec.msgpack.decode(raw) if is_msgpack(request)
+                else msgspec.json.decode(raw))
     except (ValueError, msgspec.DecodeError) as error:
         kind = "MessagePack" if is_msgpack(request) else "JSON"
         raise BadRequest(f"the body is not {kind}: {error}") from None
@@ -151,9 +153,18 @@ def cached_prompt_tokens(prompt_tokens: int) -> int:
     return prompt_tokens // 2 // 64 * 64
 
 
+@lru_cache(maxsize=64)
+def prompt_id_texts(text: str, count: int) -> tuple[bytes, str]:
+    """The fake prompt's ids as a JSON array and as base64 of int32, written once: the
+    context worker's answers cost the shared cores little."""
+    ids = fake_prompt_ids(text, count)
+    return ids_to_json(ids), ids_to_b64(ids)
+
+
 def ids_fingerprint(ids: Any) -> str:
-    """What the generation worker reports about the ids it got (the tests check it)."""
-    return f"fp_{zlib.crc32(pack_ids(ids)):08x}"
+    """What the generation worker reports about the ids it got (the tests check it): ids,
+    or their int32 bytes."""
+    return f"fp_{zlib.crc32(ids if isinstance(ids, bytes) else pack_ids(ids)):08x}"
 
 
 def prompt_text(body: dict[str, Any]) -> str:
@@ -191,66 +202,70 @@ def hand_off(body: dict[str, Any], key: str, member: str, value: Any) -> dict[st
     return params
 
 
-def trtllm_answer(path: str, body: dict[str, Any], ids: tuple[int, ...],
-                  params: dict[str, Any]) -> dict[str, Any]:
+def trtllm_answer(path: str, body: dict[str, Any], text: str, count: int,
+                  params: dict[str, Any]) -> bytes:
     """TensorRT-LLM's context answer: a completion whose first (and only) token is left to
     the generation worker, the hand-off in ``choices[0].disaggregated_params``, the ids at
     the top level as an int array or, when asked, as base64 of int32."""
     request_id = str(body.get("request_id"))
+    ids_json, ids_b64 = prompt_id_texts(text, count)
     b64 = params.get("return_prompt_token_ids_b64") is True
     chat = path != "/v1/completions"
     choice: dict[str, Any] = {"index": 0, "finish_reason": "length", "disaggregated_params": {
-        "request_type": "context_only", "first_gen_tokens": [ids[-1]],
+        "request_type": "context_only", "first_gen_tokens": [fake_prompt_ids(text, count)[-1]],
         "ctx_request_id": zlib.crc32(request_id.encode()), "encoded_opaque_state": None,
         "draft_tokens": None}}
     choice.update({"message": {"role": "assistant", "content": ""}} if chat else {"text": ""})
-    return {"id": f"{'chatcmpl' if chat else 'cmpl'}-{request_id}",
-            "object": "chat.completion" if chat else "text_completion",
-            "created": int(time.time()), "model": MODEL, "choices": [choice],
-            "usage": context_usage(len(ids)), "prompt_token_ids": None if b64 else list(ids),
-            "prompt_token_ids_b64": ids_to_b64(ids) if b64 else None}
+    answer = dumps({"id": f"{'chatcmpl' if chat else 'cmpl'}-{request_id}",
+                    "object": "chat.completion" if chat else "text_completion",
+                    "created": int(time.time()), "model": MODEL, "choices": [choice],
+                    "usage": context_usage(count), "prompt_token_ids": None,
+                    "prompt_token_ids_b64": ids_b64 if b64 else None}).encode()
+    return answer if b64 else set_member(answer, "prompt_token_ids", ids_json, trusted=True)
 
 
-def vllm_answer(body: dict[str, Any], ids: tuple[int, ...]) -> dict[str, Any]:
+def vllm_answer(body: dict[str, Any], text: str, count: int) -> bytes:
     """vLLM's prefill answer: a one-token completion whose ``kv_transfer_params`` say where
     the KV is (16-token blocks) and hold the prompt's ids."""
     request_id = str(body.get("request_id"))
-    return {"id": f"chatcmpl-{request_id}", "object": "chat.completion",
-            "created": int(time.time()), "model": MODEL,
-            "choices": [{"index": 0, "message": {"role": "assistant",
-                                                 "content": token_text(0)},
-                         "logprobs": None, "finish_reason": "length", "stop_reason": None}],
-            "usage": context_usage(len(ids), 1),
-            "kv_transfer_params": {
-                "do_remote_prefill": True, "do_remote_decode": False,
-                "remote_block_ids": list(range((len(ids) + 15) // 16)),
-                "remote_engine_id": "fake-prefill-engine", "remote_request_id": request_id,
-                "remote_host": LOOPBACK, "remote_port": 5600, "tp_size": 1,
-                "prompt_token_ids": list(ids)}}
+    answer = dumps({
+        "id": f"chatcmpl-{request_id}", "object": "chat.completion",
+        "created": int(time.time()), "model": MODEL,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": token_text(0)},
+                     "logprobs": None, "finish_reason": "length", "stop_reason": None}],
+        "usage": context_usage(count, 1),
+        "kv_transfer_params": {
+            "do_remote_prefill": True, "do_remote_decode": False,
+            "remote_block_ids": list(range((count + 15) // 16)),
+            "remote_engine_id": "fake-prefill-engine", "remote_request_id": request_id,
+            "remote_host": LOOPBACK, "remote_port": 5600, "tp_size": 1,
+            "prompt_token_ids": None}}).encode()
+    return set_member(answer, ("kv_transfer_params", "prompt_token_ids"),
+                      prompt_id_texts(text, count)[0], trusted=True)
 
 
 async def context_handler(request: web.Request) -> web.Response:
     body = await json_object(request)
     text = prompt_text(body)
     count = positive_int(body, "fake_prompt_tokens") or len(text.split()) or 1
-    ids = fake_prompt_ids(text, count)
     trtllm = hand_off(body, "disaggregated_params", "request_type", "context_only")
     vllm = hand_off(body, "kv_transfer_params", "do_remote_decode", True)
-    answer: dict[str, Any]
     if trtllm is not None:
-        answer = trtllm_answer(request.path, body, ids, trtllm)
+        answer = trtllm_answer(request.path, body, text, count, trtllm)
     elif vllm is not None:
-        answer = vllm_answer(body, ids)
+        answer = vllm_answer(body, text, count)
     elif request.path != "/context":
         raise BadRequest("a context request on an API path says its convention "
                          "(disaggregated_params or kv_transfer_params)")
     else:  # tokcore's own call
-        answer = {"request_id": body.get("request_id"), "usage": context_usage(count)}
+        ids_json, ids_b64 = prompt_id_texts(text, count)
+        head = {"request_id": body.get("request_id"), "usage": context_usage(count)}
         if body.get("ids_format") == "list":
-            answer["prompt_token_ids"] = list(ids)
+            answer = set_member(dumps(head).encode(), "prompt_token_ids", ids_json,
+                                trusted=True)
         else:
-            answer["prompt_token_ids_b64"] = ids_to_b64(ids)
-    return web.Response(body=dumps(answer).encode(), headers=JSON_HEADERS)
+            answer = dumps({**head, "prompt_token_ids_b64": ids_b64}).encode()
+    return web.Response(body=answer, headers=JSON_HEADERS)
 
 
 def make_context_app() -> web.Application:
@@ -267,9 +282,9 @@ class Generation:
 
     def __init__(self, body: dict[str, Any]) -> None:
         check_hand_off(body)
-        self.ids: Any = prompt_ids(body)
+        self.ids = prompt_ids(body)  # their int32 bytes
         self.body = body
-        self.prompt = len(self.ids)
+        self.prompt = len(self.ids) // 4
         self.count = (positive_int(body, "max_tokens") or positive_int(body, "max_output_tokens")
                       or 16)
         if not isinstance(body.get("stream", False), bool):
@@ -316,11 +331,12 @@ def check_hand_off(body: dict[str, Any]) -> None:
                              key)
 
 
-def prompt_ids(body: dict[str, Any]) -> list[int]:
-    """The prompt's ids, from any convention's form (``BadRequest`` for none of them)."""
+def prompt_ids(body: dict[str, Any]) -> bytes:
+    """The prompt's ids, as int32 bytes, from any convention's form (``BadRequest`` for
+    none of them)."""
     if "prompt_token_ids_b64" in body:
         try:
-            return b64_to_ids(body["prompt_token_ids_b64"], validate=True)
+            return convert_ids(body["prompt_token_ids_b64"], "b64", "int32")
         except (TypeError, ValueError) as error:  # binascii.Error is a ValueError
             raise BadRequest(f"prompt_token_ids_b64 is not base64 of int32 ids: {error}",
                              "prompt_token_ids_b64") from None
@@ -330,9 +346,12 @@ def prompt_ids(body: dict[str, Any]) -> list[int]:
         param, ids = "kv_transfer_params", params.get("prompt_token_ids")
     elif ids is None and isinstance(body.get("prompt"), list):  # a prompt of ids
         param, ids = "prompt", body["prompt"]
-    if not isinstance(ids, list) or not all(type(i) is int for i in ids):
-        raise BadRequest(f"{param} must be a list of integers", param)
-    return ids
+    try:
+        if not isinstance(ids, list):
+            raise TypeError(type(ids).__name__)
+        return pack_ids(ids)
+    except (TypeError, OverflowError):
+        raise BadRequest(f"{param} must be a list of int32 integers", param) from None
 
 
 def include_usage(body: dict[str, Any]) -> bool:

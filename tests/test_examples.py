@@ -316,16 +316,14 @@ def test_each_convention_serves_the_openai_client(stack: Stack, name: str) -> No
         assert usage.prompt_tokens_details.cached_tokens == cached
 
 
-def context_answer(convention: str, path: str, ids: tuple[int, ...],
-                   b64: bool = False) -> bytes:
+def context_answer(convention: str, path: str, count: int, b64: bool = False) -> bytes:
     """The fake context worker's answer in ``convention`` (as it writes it)."""
     fake = sys.modules["fake_workers"]
     body = {"request_id": "r-7"}
     if convention == "vllm":
-        answer = fake.vllm_answer(body, ids)
-    else:
-        answer = fake.trtllm_answer(path, body, ids, {"return_prompt_token_ids_b64": b64})
-    return fake.dumps(answer).encode()  # type: ignore[no-any-return]
+        return fake.vllm_answer(body, PROMPT, count)  # type: ignore[no-any-return]
+    return fake.trtllm_answer(  # type: ignore[no-any-return]
+        path, body, PROMPT, count, {"return_prompt_token_ids_b64": b64})
 
 
 REQUEST = {"request_id": "r-7", "model": "m", "max_tokens": 5, "stream": True,
@@ -345,7 +343,7 @@ def test_the_trtllm_generation_request_is_the_stacks_body(convention: str, b64: 
     import msgspec
 
     ids = prompt_ids(3000)
-    answer = context_answer("trtllm", path, ids, b64)
+    answer = context_answer("trtllm", path, 3000, b64)
     handoffs = core.HANDOFFS[convention]
     bodies = [handoffs[mode].write(path, REQUEST, handoffs[mode].read(answer))
               for mode in ("tokcore", "stack")]
@@ -366,7 +364,7 @@ def test_the_vllm_decode_request_is_the_stacks_body() -> None:
     """tokcore copies the prefill answer's kv_transfer_params as bytes; the body is the one
     json.dumps writes for the stack's own dict, the ids inside as the prefill wrote them."""
     ids = prompt_ids(3000)
-    answer = context_answer("vllm", "/v1/chat/completions", ids)
+    answer = context_answer("vllm", "/v1/chat/completions", 3000)
     handoffs = core.HANDOFFS["vllm"]
     bodies = [handoffs[mode].write("/v1/chat/completions", REQUEST,
                                    handoffs[mode].read(answer))
