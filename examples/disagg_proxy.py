@@ -11,7 +11,15 @@ token counts into it, in each API's own field names. The workers are in fake_wor
 
 The steps every orchestrator takes, and the hand-off of the ids between the workers, are in
 disagg_core.py, which disagg_proxy_fastapi.py (the same orchestrator on FastAPI) shares.
-Three ways to do the proxy's job (``--mode``):
+``--convention`` says how the workers pass the ids: ``b64`` (the default, below), or a
+serving stack's own: ``trtllm`` (TensorRT-LLM's: the context answer's ids a JSON int array,
+which the proxy converts straight into the MessagePack generation request with
+``tokcore.convert_ids`` and embeds with ``msgspec.Raw``), ``trtllm-ctxbytes`` (the same, the
+context answer's ids in base64) or ``vllm`` (the prefill answer's ``kv_transfer_params``, ids
+inside, copied into the decode request with ``find_member``/``set_member``). In those,
+``--mode stack`` does the hand-off as the stack's own orchestrator does (``json``, a list,
+msgspec), the answer relayed by the same adapter, for comparison. In the default convention,
+three ways to do the proxy's job (``--mode``):
 
 - ``tokcore`` (default), zero-decode: the ids travel as one base64 string of int32 bytes
   (``prompt_token_ids_b64``). The proxy finds that member in the context answer with
@@ -56,6 +64,7 @@ Run it:
 
     python examples/disagg_proxy.py            # workers + proxy on ephemeral loopback ports
     python examples/disagg_proxy.py --demo     # ... then send one request, print it, exit
+    python examples/disagg_proxy.py --convention trtllm --demo   # in TensorRT-LLM's convention
     python examples/disagg_proxy.py --role context   # one part alone (prints READY <url>)
 
 Everything binds to 127.0.0.1 only; worker URLs given on the command line must be loopback

@@ -3,7 +3,8 @@
 The same four endpoints (``/v1/chat/completions``, ``/v1/completions``, ``/v1/responses``,
 ``/v1/messages``), streaming or not, in front of the same fake workers (fake_workers.py),
 with the same steps (disagg_core.py): the context worker's answer read and its ids moved
-into the generation request as bytes (zero-decode: ``find_member``/``set_member``), then the
+into the generation request as bytes (zero-decode: ``find_member``/``set_member``, or
+``convert_ids`` into a MessagePack body; ``--convention`` as the aiohttp one's), then the
 generation worker's whole answer relayed by ``tokcore.adapters.starlette.relay_answer``: a
 stream through the usage relay, a whole body with its usage rewritten, an error status as it
 came, in the API's shape, and the same edges as the aiohttp one (404/405, 400, 413, 502,
@@ -21,6 +22,7 @@ Run it:
 
     python examples/disagg_proxy_fastapi.py            # workers + proxy on loopback ports
     python examples/disagg_proxy_fastapi.py --demo     # ... one request, printed, then exit
+    python examples/disagg_proxy_fastapi.py --convention vllm --demo   # in vLLM's convention
     python examples/disagg_proxy_fastapi.py --role proxy --context-url URL --generation-url URL
 
 Everything binds to 127.0.0.1 only. Needs the ``examples`` extra (FastAPI, uvicorn,
