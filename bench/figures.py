@@ -63,7 +63,7 @@ E2E_ROWS = [
      "plain", "proxies"),
     ("the same on FastAPI (uvicorn) (*)", "fastapi", "aiohttp forwarding untouched", "floor",
      "proxies"),
-    ("TensorRT-LLM's hand-off, short answers (*)", "trtllm", "`json` + msgspec",
+    ("the proxy in TensorRT-LLM's convention (*)", "trtllm", "its own `json` + msgspec",
      "trtllm-stack", "short answers"),
 ]
 

@@ -344,6 +344,24 @@ def test_the_end_to_end_figures_have_the_fastapi_orchestrator_and_its_goal() -> 
                                           "disaggregated.md").read_text(encoding="utf-8")
 
 
+def test_the_end_to_end_figures_have_each_convention_both_ways() -> None:
+    """The recorded run measured each stack's convention in the stack's own way and
+    tokcore's, with the streams and the short answers, and checked TensorRT-LLM's goal on
+    the short ones; the benchmarks page shows them."""
+    e2e = _figures().load()["scripts"]["bench_e2e"]["figures"]
+    short = e2e["short answers"]
+    for convention, pair in e2e["conventions"].items():
+        assert pair["tokcore"] == convention and pair["stack"] == f"{convention}-stack"
+        for name in (pair["tokcore"], pair["stack"]):
+            assert name in e2e["proxies"] and name in short["proxies"]
+    assert set(e2e["conventions"]) == {"trtllm", "trtllm-ctxbytes", "vllm"}
+    (goal,) = [g for g in e2e["goals"] if g["proxy"] == "trtllm"]
+    assert (goal["baseline"], goal["goal"], goal["output tokens"]) == (
+        "trtllm-stack", 0.5, short["output tokens"])
+    page = (ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8")
+    assert "| TensorRT-LLM (JSON ids into MessagePack) | 300 |" in page
+
+
 def test_make_docs_installs_only_what_the_docs_need() -> None:
     """The docs target needs the docs group alone (no build: autodoc reads the Python twins),
     and that group has every framework the documented adapters import."""
