@@ -68,7 +68,7 @@ Run it:
     python examples/disagg_proxy.py --role context   # one part alone (prints READY <url>)
 
 Everything binds to 127.0.0.1 only; worker URLs given on the command line must be loopback
-URLs too. Needs the ``examples`` extra (aiohttp).
+URLs too. Needs the ``examples`` extra (aiohttp; msgspec for TensorRT-LLM's convention).
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ Run it:
     python examples/disagg_proxy_fastapi.py --role proxy --context-url URL --generation-url URL
 
 Everything binds to 127.0.0.1 only. Needs the ``examples`` extra (FastAPI, uvicorn,
-httptools, aiohttp).
+httptools, aiohttp, msgspec).
 """
 
 from __future__ import annotations
