@@ -247,7 +247,7 @@ class TrtllmHandoff(Handoff):
     """TensorRT-LLM's convention. The context request says ``request_type: context_only``
     (and ``return_prompt_token_ids_b64`` for ``ctx_bytes``); the answer is a completion with
     the ids at its top level, ``prompt_token_ids`` (a JSON int array) or
-    ``prompt_token_ids_b64`` (a base64 string: the one present wins), and the hand-off's
+    ``prompt_token_ids_b64`` (a base64 string, which wins when both are there), and the hand-off's
     state in ``choices[0].disaggregated_params``; the generation request carries the ids
     (``prompt`` for the Completions API), and those params as ``generation_only`` with the
     context's usage (``ctx_usage``). Both requests go in MessagePack, flagged by the
@@ -303,8 +303,7 @@ class TrtllmZeroDecode(TrtllmHandoff):
     Only the small rest of the answer is parsed. The body is the stack's, byte for byte."""
 
     def read(self, answer: bytes) -> Context:
-        # the member asked for first: one scan of the answer when it is there
-        for key in (reversed(TRTLLM_IDS) if self.ctx_bytes else TRTLLM_IDS):
+        for key in reversed(TRTLLM_IDS):  # the base64 string wins, as the stack has it
             span = value_span(answer, key, b'"' if key.endswith("b64") else b"[")
             if span is not None:
                 break

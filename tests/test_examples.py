@@ -360,6 +360,24 @@ def test_the_trtllm_generation_request_is_the_stacks_body(convention: str, b64: 
                                            "X-TRTLLM-Msgpack": "1"}
 
 
+def test_the_base64_ids_win_in_both_ways() -> None:
+    """An answer with both forms (TensorRT-LLM's servers send one): the base64 string goes
+    on, in tokcore's way as in the stack's."""
+    import msgspec
+
+    ids = prompt_ids(100)
+    answer = context_answer("trtllm", "/v1/chat/completions", 100, b64=True)
+    answer = answer.replace(b'"prompt_token_ids":null', b'"prompt_token_ids":' + json.dumps(
+        list(ids), separators=(",", ":")).encode())
+    for convention in ("trtllm", "trtllm-ctxbytes"):
+        handoffs = core.HANDOFFS[convention]
+        bodies = {mode: handoffs[mode].write("/v1/chat/completions", REQUEST,
+                                             handoffs[mode].read(answer))
+                  for mode in ("tokcore", "stack")}
+        assert bodies["tokcore"] == bodies["stack"]
+        assert "prompt_token_ids" not in msgspec.msgpack.decode(bodies["stack"])
+
+
 def test_the_vllm_decode_request_is_the_stacks_body() -> None:
     """tokcore copies the prefill answer's kv_transfer_params as bytes; the body is the one
     json.dumps writes for the stack's own dict, the ids inside as the prefill wrote them."""
