@@ -365,7 +365,10 @@ static inline size_t tok_ij_window(const unsigned char *p, unsigned char *out, s
          * 32-bit lanes (pair * 100 + next) and, packed, 32-bit lanes again (* 10**4) */
         const __m128i low_byte = _mm_set1_epi16(0x00FF), ten = _mm_set1_epi16(10);
         const __m128i hundred = _mm_set1_epi32(0x00010064), myriad = _mm_set1_epi32(0x00012710);
-        while (__builtin_popcountll(comma) >= 4) {
+        /* while four commas are left (three cleared leave one): no popcount, which is a
+         * libgcc call without -mpopcnt */
+        while (comma & (comma - 1) & ((comma & (comma - 1)) - 1)
+               & (((comma & (comma - 1)) & ((comma & (comma - 1)) - 1)) - 1)) {
             uint64_t w[4];
             for (int j = 0; j < 4; j++) {
                 unsigned start = (unsigned)__builtin_ctzll(starts);
