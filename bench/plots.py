@@ -32,8 +32,7 @@ PAGE = DOCS / "benchmarks.md"
 BEGIN, END = "<!-- bench-table: begin (bench/plots.py --docs) -->", "<!-- bench-table: end -->"
 TOKCORE_COLOUR, BASELINE_COLOUR = "#1f6fb4", "#b0b0b0"
 NAMES = {"bench_ids": "Token ids", "bench_b64": "Base64", "bench_sse": "Usage relay",
-         "bench_json": "JSON members", "bench_pickle": "Pickling",
-         "bench_wire": "Ids in JSON and MessagePack"}
+         "bench_json": "JSON members", "bench_pickle": "Pickling"}
 
 
 def shown(impls: dict[str, float]) -> list[tuple[str, float]]:
