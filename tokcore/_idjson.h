@@ -54,7 +54,8 @@ enum {
  * (only whitespace may follow), done */
 enum { TOK_IJ_START = 0, TOK_IJ_AT_FIRST, TOK_IJ_AT_NEXT, TOK_IJ_AFTER, TOK_IJ_DONE };
 /* the kernels (tests run each one) */
-enum { TOK_IJ_KERNEL_SCALAR = 0, TOK_IJ_KERNEL_SWAR = 1, TOK_IJ_KERNEL_SIMD = 2 };
+enum { TOK_IJ_KERNEL_SCALAR = 0, TOK_IJ_KERNEL_SWAR = 1, TOK_IJ_KERNEL_SIMD = 2,
+       TOK_IJ_KERNEL_AVX2 = 3 /* the windows' masks 32 bytes at a time, where the CPU has it */ };
 #if TOK_IJ_SSE2
 #  define TOK_IJ_SIMD_NAME "SSE2"
 #elif TOK_IJ_NEON
@@ -334,9 +335,68 @@ static inline void tok_ij_classify(const unsigned char *p, tok_ij_masks *m) {
  * first digit: p + 72 is read at most), not after the one before it. Returns the bytes
  * taken (up to and with the last ','), and the ids in *got; 0 when the window is anything
  * else (the caller reads on id by id). */
+static inline size_t tok_ij_window_body(const unsigned char *p, tok_ij_masks m,
+                                        unsigned char *out, size_t *got);
+
 static inline size_t tok_ij_window(const unsigned char *p, unsigned char *out, size_t *got) {
     tok_ij_masks m;
     tok_ij_classify(p, &m);
+    return tok_ij_window_body(p, m, out, got);
+}
+
+#if TOK_IJ_SSE2 && (defined(__GNUC__) || defined(__clang__))
+#  define TOK_IJ_HAVE_AVX2 1
+#  include <immintrin.h>
+/* the masks of a 64-byte window, 32 bytes a compare */
+__attribute__((target("avx2")))
+static inline void tok_ij_classify_avx2(const unsigned char *p, tok_ij_masks *m) {
+    const __m256i below = _mm256_set1_epi8('0' - 1), above = _mm256_set1_epi8('9' + 1);
+    uint64_t digit = 0, comma = 0, minus = 0, space = 0, zero = 0;
+    for (int j = 0; j < 2; j++) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(p + 32 * j));
+        __m256i d = _mm256_and_si256(_mm256_cmpgt_epi8(v, below), _mm256_cmpgt_epi8(above, v));
+        __m256i w = _mm256_or_si256(
+            _mm256_or_si256(_mm256_cmpeq_epi8(v, _mm256_set1_epi8(' ')),
+                            _mm256_cmpeq_epi8(v, _mm256_set1_epi8('\n'))),
+            _mm256_or_si256(_mm256_cmpeq_epi8(v, _mm256_set1_epi8('\t')),
+                            _mm256_cmpeq_epi8(v, _mm256_set1_epi8('\r'))));
+        unsigned shift = 32u * (unsigned)j;
+        digit |= (uint64_t)(uint32_t)_mm256_movemask_epi8(d) << shift;
+        comma |= (uint64_t)(uint32_t)_mm256_movemask_epi8(
+            _mm256_cmpeq_epi8(v, _mm256_set1_epi8(','))) << shift;
+        minus |= (uint64_t)(uint32_t)_mm256_movemask_epi8(
+            _mm256_cmpeq_epi8(v, _mm256_set1_epi8('-'))) << shift;
+        zero |= (uint64_t)(uint32_t)_mm256_movemask_epi8(
+            _mm256_cmpeq_epi8(v, _mm256_set1_epi8('0'))) << shift;
+        space |= (uint64_t)(uint32_t)_mm256_movemask_epi8(w) << shift;
+    }
+    m->digit = digit; m->comma = comma; m->minus = minus; m->space = space; m->zero = zero;
+}
+
+/* a window on the AVX2 masks (a call a window: the body is the one below, inlined) */
+__attribute__((target("avx2"), noinline))
+static size_t tok_ij_window_avx2(const unsigned char *p, unsigned char *out, size_t *got) {
+    tok_ij_masks m;
+    tok_ij_classify_avx2(p, &m);
+    return tok_ij_window_body(p, m, out, got);
+}
+
+static int tok_ij_cpu_avx2 = -1;  /* -1: not asked yet */
+static inline int tok_ij_avx2(void) {
+    if (tok_ij_cpu_avx2 < 0) {
+        __builtin_cpu_init();
+        tok_ij_cpu_avx2 = __builtin_cpu_supports("avx2") ? 1 : 0;
+    }
+    return tok_ij_cpu_avx2;
+}
+#else
+#  define TOK_IJ_HAVE_AVX2 0
+static inline int tok_ij_avx2(void) { return 0; }
+#endif
+
+/* the window's ids from its masks */
+static inline size_t tok_ij_window_body(const unsigned char *p, tok_ij_masks m,
+                                        unsigned char *out, size_t *got) {
     uint64_t comma = m.comma;
     if (comma == 0) return 0;
     unsigned last = 63 - (unsigned)__builtin_clzll(comma);
@@ -365,7 +425,10 @@ static inline size_t tok_ij_window(const unsigned char *p, unsigned char *out, s
          * 32-bit lanes (pair * 100 + next) and, packed, 32-bit lanes again (* 10**4) */
         const __m128i low_byte = _mm_set1_epi16(0x00FF), ten = _mm_set1_epi16(10);
         const __m128i hundred = _mm_set1_epi32(0x00010064), myriad = _mm_set1_epi32(0x00012710);
-        while (__builtin_popcountll(comma) >= 4) {
+        /* while four commas are left (three cleared leave one): no popcount, which is a
+         * libgcc call without -mpopcnt */
+        while (comma & (comma - 1) & ((comma & (comma - 1)) - 1)
+               & (((comma & (comma - 1)) & ((comma & (comma - 1)) - 1)) - 1)) {
             uint64_t w[4];
             for (int j = 0; j < 4; j++) {
                 unsigned start = (unsigned)__builtin_ctzll(starts);
@@ -410,17 +473,24 @@ static inline size_t tok_ij_window(const unsigned char *p, unsigned char *out, s
     return last + 1;
 }
 
+#if TOK_IJ_HAVE_AVX2
+#  define TOK_IJ_WINDOW(avx2, p, out, got) \
+    ((avx2) ? tok_ij_window_avx2((p), (out), (got)) : tok_ij_window((p), (out), (got)))
+#else
+#  define TOK_IJ_WINDOW(avx2, p, out, got) ((void)(avx2), tok_ij_window((p), (out), (got)))
+#endif
+
 /* The vector kernel: windows while 80 bytes remain (the last load ends 8 bytes past the
  * window), the SWAR kernel (then the scalar one) for what a window does not take. */
 static size_t tok_ij_simd(tok_ij_reader *r, const unsigned char *s, size_t n,
-                          unsigned char *out, size_t cap) {
+                          unsigned char *out, size_t cap, int avx2) {
     size_t k = 0;
     if (cap == 0) return tok_ij_scalar(r, s, n, out, 0);
     while (k < cap && r->error == TOK_IJ_OK && r->state != TOK_IJ_DONE) {
         if (r->state == TOK_IJ_AT_FIRST || r->state == TOK_IJ_AT_NEXT) {
             size_t pos = r->pos, began = k, got = 0, took;
             while (k + 32 <= cap && pos + 80 <= n
-                   && (took = tok_ij_window(s + pos, out + 4 * k, &got)) != 0) {
+                   && (took = TOK_IJ_WINDOW(avx2, s + pos, out + 4 * k, &got)) != 0) {
                 pos += took;
                 k += got;
             }
@@ -442,7 +512,7 @@ static size_t tok_ij_read(tok_ij_reader *r, const unsigned char *s, size_t n,
                           unsigned char *out, size_t cap, int kernel) {
     if (kernel == TOK_IJ_KERNEL_SCALAR) return tok_ij_scalar(r, s, n, out, cap);
     if (kernel == TOK_IJ_KERNEL_SWAR) return tok_ij_swar(r, s, n, out, cap);
-    return tok_ij_simd(r, s, n, out, cap);
+    return tok_ij_simd(r, s, n, out, cap, kernel == TOK_IJ_KERNEL_AVX2 && tok_ij_avx2());
 }
 
 /* The number of ',' bytes in s[0:n]. */
@@ -564,8 +634,7 @@ static inline unsigned char *tok_ij_put_text(unsigned char *out, uint64_t text) 
 }
 #endif
 
-/* the writer's kernels: TOK_IJ_KERNEL_SCALAR (SWAR per id) or TOK_IJ_KERNEL_SIMD (4 ids a
- * step) */
+/* the writer's kernels: 4 ids a step with TOK_IJ_KERNEL_SIMD or _AVX2, else SWAR per id */
 
 /* ids (little-endian int32) as ",v,v..." (no ',' before the first when first is set);
  * returns the end. out holds TOK_IJ_MAX_ID * n + TOK_IJ_SLACK bytes. */
@@ -573,7 +642,7 @@ static unsigned char *tok_ij_write(const unsigned char *ids, size_t n, unsigned 
                                    int first, int kernel) {
     size_t i = 0;
 #if TOK_IJ_SSE2
-    if (kernel != TOK_IJ_KERNEL_SCALAR) {
+    if (kernel >= TOK_IJ_KERNEL_SIMD) {
         const __m128i limit = _mm_set1_epi32(99999999);
         for (; i + 4 <= n; i += 4) {
             __m128i v = _mm_loadu_si128((const __m128i *)(ids + 4 * i));

@@ -82,6 +82,7 @@ cdef extern from "_idjson.h" nogil:
     size_t tok_ij_read(tok_ij_reader *r, const unsigned char *s, size_t n, unsigned char *out,
                        size_t cap, int kernel)
     size_t tok_ij_commas(const unsigned char *s, size_t n)
+    int tok_ij_avx2()
     unsigned char *tok_ij_write(const unsigned char *ids, size_t n, unsigned char *out,
                                 int first, int kernel)
 
@@ -118,18 +119,20 @@ cdef enum:
     NOGIL_MIN_BYTES = 64 * 1024  # below this, dropping the GIL costs more than it frees
 
 cdef PyObject **_id_objects = shared_id_objects()
-# the kernels: the JSON reader's; with "simd" the JSON writer's 4-id steps (SSE2) and the
-# MessagePack writer's (AVX2 where the CPU has it), else one id at a time (tests switch
-# them: _use_kernel)
-cdef int _json_kernel = TOK_IJ_KERNEL_SIMD
+# the kernels: the JSON reader's; with "simd" or "avx2" the JSON writer's 4-id steps (SSE2)
+# and the MessagePack writer's (AVX2 where the CPU has it), else one id at a time (tests
+# switch them: _use_kernel)
 #: the JSON reader's kernels, as _use_kernel names them (the vector one: SSE2, NEON or
-#: portable masks, as the build has it)
-_KERNELS = ("scalar", "swar", "simd")
+#: portable masks, as the build has it; "avx2": its windows' masks on AVX2, where the CPU
+#: has it)
+_KERNELS = ("scalar", "swar", "simd", "avx2") if tok_ij_avx2() else ("scalar", "swar", "simd")
+cdef int _json_kernel = len(_KERNELS) - 1  # the best
 _SIMD_NAME = TOK_IJ_SIMD_NAME.decode()
+_READ_NAMES = ("scalar", "SWAR", f"{_SIMD_NAME} windows", "AVX2 windows")
 
 _MSGPACK_WRITE = "AVX2" if tok_mp_avx2() else "scalar"
 
-BUILD_INFO = {"json read": f"{_SIMD_NAME} windows", "msgpack write": _MSGPACK_WRITE}
+BUILD_INFO = {"json read": _READ_NAMES[_json_kernel], "msgpack write": _MSGPACK_WRITE}
 
 
 def _kernels():
@@ -146,8 +149,8 @@ def _use_kernel(name):
         raise ValueError(f"kernel {name!r} is not one of {_KERNELS}")
     before = _KERNELS[_json_kernel]
     _json_kernel = _KERNELS.index(name)
-    BUILD_INFO["json read"] = ("scalar", "SWAR", f"{_SIMD_NAME} windows")[_json_kernel]
-    BUILD_INFO["msgpack write"] = _MSGPACK_WRITE if _json_kernel == TOK_IJ_KERNEL_SIMD else "scalar"
+    BUILD_INFO["json read"] = _READ_NAMES[_json_kernel]
+    BUILD_INFO["msgpack write"] = _MSGPACK_WRITE if _json_kernel >= TOK_IJ_KERNEL_SIMD else "scalar"
     return before
 
 
@@ -387,7 +390,7 @@ cdef size_t _pump(Reader *r, int dst, unsigned char *out, size_t *k) noexcept no
         elif dst == 1:
             at = tok_ij_write(block, got, at, k[0] == 0, r.kernel)
         else:
-            at = tok_mp_write(block, got, at, r.kernel == TOK_IJ_KERNEL_SIMD)
+            at = tok_mp_write(block, got, at, r.kernel >= TOK_IJ_KERNEL_SIMD)
         k[0] += got
     return <size_t>(at - out)
 
@@ -474,7 +477,7 @@ cdef object _from_ids(object ids, int dst):
                 return _take(call, <size_t>(at + 1 - out))
             out = _new_out(call, TOK_MP_MAX_HEADER + <size_t>size * TOK_MP_MAX_ID + TOK_MP_SLACK)
             at = tok_mp_write(raw, <size_t>size, tok_mp_write_header(out, <size_t>size),
-                              _json_kernel == TOK_IJ_KERNEL_SIMD)
+                              _json_kernel >= TOK_IJ_KERNEL_SIMD)
             return _take(call, <size_t>(at - out))
         ids = seq
     tok_cs_begin(&cs, ids)
@@ -493,7 +496,7 @@ cdef object _from_ids(object ids, int dst):
         if dst == 1:
             at = tok_ij_write(block, <size_t>count, at, start == 0, _json_kernel)
         else:
-            at = tok_mp_write(block, <size_t>count, at, _json_kernel == TOK_IJ_KERNEL_SIMD)
+            at = tok_mp_write(block, <size_t>count, at, _json_kernel >= TOK_IJ_KERNEL_SIMD)
         start += count
     if dst == 1:
         at[0] = b']'
