@@ -167,10 +167,10 @@ bench-icount: $(VENV)/.deps-test
 	$(BIN)/python bench/instructions.py $(ICOUNT_ARGS)
 
 # The documentation site (docs/): Sphinx + MyST + furo into build/docs, warnings as errors and
-# nitpicky references; autodoc reads the typed Python twins (TOKCORE_NO_EXTENSIONS=1) and
-# imports the adapters, hence the test extra (their frameworks).
+# nitpicky references; autodoc reads the typed Python twins (TOKCORE_NO_EXTENSIONS=1: no
+# build) and imports the adapters: the docs group is Sphinx's and their frameworks, nothing more.
 .PHONY: docs
-docs: $(VENV)/.deps-test $(VENV)/.deps-docs
+docs: $(VENV)/.deps-docs
 	TOKCORE_NO_EXTENSIONS=1 $(BIN)/python -m sphinx -W --keep-going -n -q -b html docs build/docs
 
 # The performance guard: instructions per event, byte, id or call of each hot path, counted

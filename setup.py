@@ -16,6 +16,7 @@ import sys
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
+from setuptools.command.build_py import build_py
 
 HERE = pathlib.Path(__file__).parent
 
@@ -111,6 +112,26 @@ class BuildExt(build_ext):
             raise SystemExit(_refusal("the extensions", exc)) from None
 
 
+class BuildPy(build_py):
+    """build_py that records a pure build's choice in the package: the marker file makes its
+    import quiet (tokcore/_backend.py). A compiled build has none, so its import warns if its
+    extensions are ever missing."""
+
+    def run(self):
+        super().run()
+        target = pathlib.Path(self.build_lib, "tokcore", backend.PURE_BUILD_MARKER)
+        if NO_EXTENSIONS:
+            target.write_text(backend.PURE_BUILD_TEXT, encoding="utf-8")
+        else:  # a build folder a pure build used before: its marker must not ship
+            target.unlink(missing_ok=True)
+
+    def get_outputs(self, include_bytecode=1):
+        outputs = super().get_outputs(include_bytecode)
+        if NO_EXTENSIONS:
+            outputs.append(os.path.join(self.build_lib, "tokcore", backend.PURE_BUILD_MARKER))
+        return outputs
+
+
 def extensions():
     if NO_EXTENSIONS:
         return []
@@ -125,4 +146,4 @@ def extensions():
     ]
 
 
-setup(ext_modules=extensions(), cmdclass={"build_ext": BuildExt})
+setup(ext_modules=extensions(), cmdclass={"build_ext": BuildExt, "build_py": BuildPy})

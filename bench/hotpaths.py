@@ -162,6 +162,26 @@ def _b64decode(pool: int) -> Work:
     return tokcore.b64decode, (text, None, True), len(text)
 
 
+def _wire(kind: str) -> Callable[[int], Work]:
+    """A wire-format case on 40k uniform ids (the context answer's JSON array is 250 KB)."""
+    def make(pool: int) -> Work:
+        ids = _ids("uniform")
+        text = tokcore.ids_to_json(ids)
+        packed = tokcore.ids_to_msgpack(ids)
+        if kind == "json_to_ids":
+            return tokcore.json_to_ids, (text,), N_IDS
+        if kind == "ids_to_json":
+            return tokcore.ids_to_json, (ids,), N_IDS
+        if kind == "ids_to_msgpack":
+            return tokcore.ids_to_msgpack, (ids,), N_IDS
+        if kind == "msgpack_to_ids":
+            return tokcore.msgpack_to_ids, (packed,), N_IDS
+        if kind == "json->int32":  # the JSON parse alone: per byte of the text
+            return tokcore.convert_ids, (text, "json", "int32"), len(text)
+        return tokcore.convert_ids, (text, "json", "msgpack"), N_IDS
+    return make
+
+
 class LazyRequest:  # decorated by the case (builds before the lazy descriptors lack them)
     def __init__(self, prompt_token_ids: list[int]) -> None:
         self.request_id = "req-1"
@@ -227,6 +247,14 @@ CASES = [
     Case("UsageRelay(40000, 32000)", "call", _new_relay, 20_000),
     Case("EventDecoder()", "call", _new_decoder, 20_000),
     Case("a big-event scan started", "call", _new_big_event, 20_000, ("_bigevent_c",)),
+    Case("json_to_ids 40k uniform", "id", _wire("json_to_ids"), 20, ("json_to_ids",)),
+    Case("ids_to_json 40k uniform", "id", _wire("ids_to_json"), 20, ("ids_to_json",)),
+    Case("ids_to_msgpack 40k uniform", "id", _wire("ids_to_msgpack"), 20, ("ids_to_msgpack",)),
+    Case("msgpack_to_ids 40k uniform", "id", _wire("msgpack_to_ids"), 20, ("msgpack_to_ids",)),
+    Case("convert_ids json->int32 40k uniform", "byte", _wire("json->int32"), 20,
+         ("convert_ids",)),
+    Case("convert_ids json->msgpack 40k uniform", "id", _wire("json->msgpack"), 20,
+         ("convert_ids",)),
 ]
 
 

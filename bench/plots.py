@@ -4,8 +4,8 @@ baselines of each case, all from the same run (results.json).
 Usage: python bench/plots.py [RESULTS_JSON] [--docs]
 
 ``--docs`` also copies the charts into docs/_static/bench/ with the run's results.json and
-rewrites the table of docs/benchmarks.md (between its ``bench-table`` markers) from the same
-figures, so that the page's numbers are the charts' numbers.
+rewrites the table of docs/benchmarks.md and the README's figures from it (bench/figures.py),
+so that the page's, the README's and the charts' numbers are the same run's.
 """
 
 from __future__ import annotations
@@ -24,40 +24,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from _common import FAST, REFERENCE  # noqa: E402
+import figures  # noqa: E402
+from figures import NAMES, fmt_time, rows  # noqa: E402
 
-DOCS = HERE.parent / "docs"
-STATIC = DOCS / "_static" / "bench"
-PAGE = DOCS / "benchmarks.md"
-BEGIN, END = "<!-- bench-table: begin (bench/plots.py --docs) -->", "<!-- bench-table: end -->"
+STATIC = figures.RECORDED.parent
 TOKCORE_COLOUR, BASELINE_COLOUR = "#1f6fb4", "#b0b0b0"
-NAMES = {"bench_ids": "Token ids", "bench_b64": "Base64", "bench_sse": "Usage relay",
-         "bench_json": "JSON members", "bench_pickle": "Pickling"}
-
-
-def shown(impls: dict[str, float]) -> list[tuple[str, float]]:
-    """The implementations a chart shows: tokcore's fast twin and every baseline (the Python
-    reference twins are for checking, not for comparing), fastest first."""
-    rows = [(impl, t) for impl, t in impls.items() if not impl.startswith(REFERENCE)]
-    return sorted(rows, key=lambda row: row[1])
-
-
-def fmt_time(seconds: float) -> str:
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)):
-        if seconds >= scale:
-            return f"{seconds / scale:.3g} {unit}"
-    return f"{seconds * 1e9:.3g} ns"
-
-
-def rows(script: dict[str, Any]) -> list[tuple[str, str, float, float | None]]:
-    """(case, impl, seconds, how many times faster tokcore-c is) of one script."""
-    out = []
-    for case, impls in script["seconds"].items():
-        fast = impls.get(FAST)
-        for impl, seconds in shown(impls):
-            ratio = fast and seconds / fast if "tokcore" not in impl else None
-            out.append((case, impl, seconds, ratio))
-    return out
 
 
 def draw(results: dict[str, Any], out: Path) -> list[Path]:
@@ -108,44 +79,19 @@ def draw(results: dict[str, Any], out: Path) -> list[Path]:
     return charts
 
 
-def verdict(ratio: float | None) -> str:
-    if not ratio:
-        return ""
-    return f"{ratio:.1f}x faster" if ratio >= 1 else f"{1 / ratio:.1f}x slower"
-
-
 def ratio_note(ratio: float | None) -> str:
     if not ratio:
         return ""
     return f"  ({ratio:.1f}x)" if ratio >= 1 else f"  ({ratio:.2f}x: tokcore-c slower)"
 
 
-def table(results: dict[str, Any]) -> str:
-    machine = results["machine"]
-    lines = [f"Run of {results['date']} on {machine['cpu']} ({machine['cores']} cores, "
-             f"{machine['system']}, Python {machine['python']}, base64 kernels "
-             f"{machine['b64 kernels']}); {results['timer']}.", "",
-             "| hot path | case | implementation | time per call | tokcore-c is |",
-             "| --- | --- | --- | --- | --- |"]
-    for stem, script in results["scripts"].items():
-        if "seconds" not in script:
-            continue
-        for case, impl, seconds, ratio in rows(script):
-            lines.append(f"| {NAMES.get(stem, stem)} | {case} | {impl.replace('|', '/')} | "
-                         f"{fmt_time(seconds)} | {verdict(ratio)} |")
-    return "\n".join(lines)
-
-
 def to_docs(results_path: Path, charts: list[Path]) -> None:
     STATIC.mkdir(parents=True, exist_ok=True)
     for chart in charts:
         shutil.copy(chart, STATIC / chart.name)
-    shutil.copy(results_path, STATIC / "results.json")
-    page = PAGE.read_text()
-    head, _, rest = page.partition(BEGIN)
-    _, _, tail = rest.partition(END)
-    results = json.loads(results_path.read_text())
-    PAGE.write_text(f"{head}{BEGIN}\n{table(results)}\n{END}{tail}")
+    shutil.copy(results_path, figures.RECORDED)
+    for path, text in figures.pages(figures.load()).items():
+        path.write_text(text, encoding="utf-8")
 
 
 def main() -> None:
@@ -160,7 +106,7 @@ def main() -> None:
         print(chart)
     if args.docs:
         to_docs(args.results, charts)
-        print(f"docs: {STATIC} and the table of {PAGE}")
+        print(f"docs: {STATIC}, the table of {figures.PAGE} and the README's figures")
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 Usage: python bench/report.py [-k SUBSTRING] [--out DIR] [pyperf options...]
 
 A script that sets ``RUNNER = "plain"`` is not a pyperf script: it is run as it is and
-what it prints goes into the report. The figures of the run go to DIR/results.json
+what it prints goes into the report (and the JSON it writes where ``BENCH_RECORD`` says into
+results.json, as its ``figures``). The figures of the run go to DIR/results.json
 (build/bench by default) and bench/plots.py draws them there, one chart per script. The
 exit status is 1 when a goal was missed (a ``MISS`` or ``MISSING`` line), after the whole
 report. ``BENCH_FULL=1`` in the environment runs every size (bench/_common.py).
@@ -88,6 +89,30 @@ def check(targets: list[Target], means: dict[str, float],
     return lines
 
 
+def rates(module: ModuleType, means: dict[str, float],
+          record: list[dict[str, object]]) -> list[str]:
+    """The fast twin's GB/s of input in each case a script gives the input size of
+    (``input_bytes()``), and its ``RATE_TARGETS`` (case: GB/s) checked."""
+    sizes = module.input_bytes() if hasattr(module, "input_bytes") else {}
+    goals: dict[str, float] = getattr(module, "RATE_TARGETS", {})
+    lines = []
+    for case, size in sizes.items():
+        fast = means.get(f"{case}{SEP}{FAST}")
+        if fast is None:
+            continue
+        rate = size / fast / 1e9
+        goal = goals.get(case)
+        verdict = "" if goal is None else ("  ok  " if rate >= goal else "  MISS") + \
+            f" (goal {goal:g} GB/s)"
+        lines.append(f"  {case:<44} {size / 1e3:9.1f} KB {rate:7.2f} GB/s{verdict}")
+        if goal is not None:
+            record.append({"case": case, "impl": FAST, "gbps": rate, "goal": goal,
+                           "ok": rate >= goal})
+    lines += [f"  MISSING {case}: no {FAST} figure" for case in goals if case not in sizes
+              or f"{case}{SEP}{FAST}" not in means]
+    return ["  throughput of the input:", *lines] if lines else []
+
+
 def machine() -> dict[str, str]:
     cpu = platform.processor()
     try:
@@ -121,12 +146,19 @@ def main() -> int:
         began = time.monotonic()
         module = load(script)
         if getattr(module, "RUNNER", "pyperf") == "plain":  # prints its own figures
+            # and may write them as JSON where BENCH_RECORD says (bench_e2e.py does)
+            record = RESULTS / f"{script.stem}.json"
+            record.unlink(missing_ok=True)
             done = subprocess.run([sys.executable, str(script)], check=True,
-                                  capture_output=True, text=True)
+                                  capture_output=True, text=True,
+                                  env={**os.environ, "BENCH_RECORD": str(record)})
             out = done.stdout.rstrip()
             missed += sum(line.lstrip().startswith("MISS") for line in out.splitlines())
             report += [f"\n== {script.stem} ({time.monotonic() - began:.0f} s) ==", out]
             results["scripts"][script.stem] = {"text": out}  # type: ignore[index]
+            if record.exists():
+                results["scripts"][script.stem]["figures"] = json.loads(  # type: ignore[index]
+                    record.read_text())
             continue
         means = run(script, pyperf_args)
         record: list[dict[str, object]] = []
@@ -135,6 +167,10 @@ def main() -> int:
         report += [f"\n== {script.stem} ({time.monotonic() - began:.0f} s) ==", *table(means)]
         if goals:
             report += ["  goals:", *goals]
+        throughput = rates(module, means, record)
+        missed += sum(line.endswith("GB/s)") and " MISS " in line or
+                      line.lstrip().startswith("MISSING") for line in throughput)
+        report += throughput
         cases: dict[str, dict[str, float]] = {}
         for full, mean in means.items():
             case, _, impl = full.partition(SEP)

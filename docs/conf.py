@@ -31,6 +31,9 @@ myst_heading_anchors = 3
 
 html_theme = "furo"
 html_title = f"tokcore {release}"
+# the examples' long output lines wrap (_static/wrap.css); _static also holds the charts
+html_static_path = ["_static"]
+html_css_files = ["wrap.css"]
 
 # The signatures as written in the code (the aliases by name, documented on the API page).
 autodoc_typehints = "signature"
@@ -38,7 +41,8 @@ autodoc_typehints_format = "short"
 autodoc_member_order = "bysource"
 autodoc_preserve_defaults = True
 autodoc_type_aliases = {name: f"tokcore.{name}"
-                        for name in ("BytesLike", "TextOrBytes", "IdsArg", "Api", "Span")}
+                        for name in ("BytesLike", "TextOrBytes", "IdsArg", "Api", "Span",
+                                     "IdFormat")}
 autodoc_default_options = {"exclude-members": "__init__, __new__"}
 
 # Nitpicky: every reference must resolve, except to other projects' names (no intersphinx:
@@ -50,7 +54,9 @@ nitpick_ignore_regex = [
     (r"py:.*", r"(Iterable|Iterator|AsyncIterable|AsyncIterator|AsyncGenerator|Generator"
                r"|Callable|Mapping|Coroutine|Any|TracebackType|SupportsIndex|_T|T)"),
     (r"py:.*", r"(ClientResponse|BaseRequest|StreamResponse|BackgroundTask|Receive|Scope"
-               r"|Send|Response|AsyncClient|Client|URL)"),
+               r"|Send|Response|AsyncClient|Client|URL|ClientSession|web\..*)"),
+    # the answer classes' type variables (the stream type of an answer, the answer class)
+    (r"py:.*", r"tokcore\.adapters\.answer\.[SA]"),
 ]
 nitpick_ignore_regex.append((r"py:.*", r".*\._T"))  # compact_ids' class type variable
 

@@ -7,15 +7,26 @@ mid-stream); ``quiet=1`` sends nothing more (a worker that is slow to answer); e
 event every 10 ms, for ``lifetime`` seconds at most. ``status=N`` answers N with a JSON
 error body instead. Until its lifetime ends, it watches its client's connection and records
 when it is closed, and when it is done with the request (``served``).
+
+``/answer?id=X&api=A`` (or the members of the request's ``"x_answer"`` object) answers as a
+worker of API ``A`` (``chat``, ``completions``,
+``responses``, ``messages``) with the worker's wrong usage (the whole prompt, 1 token,
+counted as cached): an event stream when the request's body says ``"stream": true``, one
+JSON body otherwise (``answers``); ``status=N&shape=S`` answers N with an error body of
+shape S (``ERROR_SHAPES``), ``retry_after=S`` adds the header; ``hang=1`` answers only when
+its client is gone; ``fail=1`` drops the connection mid-stream; ``linger=1`` stops before the
+stream's end and sends comments until its client is gone; ``ctype=T`` sets another content
+type on a 2xx body.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import threading
 import time
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Mapping
 from typing import Any, TypeVar
 
 from aiohttp import web
@@ -53,6 +64,7 @@ class Server:
         self._ids = itertools.count()
         app = web.Application()
         app.router.add_route("*", "/stream", self.stream)
+        app.router.add_post("/answer", self.answer)
         self.runner = web.AppRunner(app, access_log=None)
         self.url = self.run(self.start())
 
@@ -121,6 +133,63 @@ class Server:
         upstream.released.set()
         return response
 
+    async def answer(self, request: web.Request) -> web.StreamResponse:
+        query: Mapping[str, str] = request.query
+        upstream = self.requests.setdefault(query.get("id", ""), Upstream())
+        upstream.started.set()
+        body = json.loads(await request.read() or b"{}")
+        # the request's own "x_answer" may set the query's members (tests/test_docs.py:
+        # an app forwards the client's body, not its query)
+        query = {**query, **{k: str(v) for k, v in (body.get("x_answer") or {}).items()}}
+        try:
+            if "status" in query:
+                upstream.finished.set()
+                headers = {"Retry-After": query["retry_after"]} if "retry_after" in query \
+                    else {}
+                text, ctype = ERROR_SHAPES[query.get("shape", "vllm")]
+                return web.Response(status=int(query["status"]), body=text,
+                                    headers={"Content-Type": ctype, **headers})
+            if query.get("hang"):
+                while request.transport is not None and not request.transport.is_closing():
+                    await asyncio.sleep(0.02)
+                upstream.released.set()
+                return web.Response(status=503)
+            api = query.get("api", "chat")
+            if body.get("stream") is not True:
+                upstream.finished.set()
+                return web.Response(body=answers(api, whole=True)[0], headers={
+                    "Content-Type": query.get("ctype", "application/json")})
+            response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+            await response.prepare(request)
+            events = answers(api, whole=False)
+            for event in events[:-2] if query.get("fail") or query.get("linger") else events:
+                await response.write(event)
+            if query.get("linger"):  # a comment every 10 ms until the client is gone
+                try:
+                    deadline = time.monotonic() + UPSTREAM_LIFETIME
+                    while time.monotonic() < deadline:
+                        transport = request.transport
+                        if transport is None or transport.is_closing():
+                            break
+                        await response.write(b": ping\n\n")
+                        await asyncio.sleep(0.01)
+                    else:
+                        return response
+                except ConnectionError:
+                    pass
+                upstream.released.set()
+                return response
+            if query.get("fail"):
+                await asyncio.sleep(0.05)  # let the events reach the client first
+                assert request.transport is not None
+                request.transport.abort()
+            else:
+                await response.write_eof()
+            upstream.finished.set()
+            return response
+        finally:
+            upstream.served.set()
+
     def close(self) -> None:
         self.run(self.runner.cleanup())
         self.loop.call_soon_threadsafe(self.loop.stop)
@@ -148,3 +217,97 @@ async def released_soon(upstream: Upstream) -> bool:
     while not upstream.released.is_set() and time.monotonic() < deadline:
         await asyncio.sleep(0.01)
     return upstream.released.is_set()
+
+
+# --- /answer: each API's answers, as a generation worker gives them --------------------------
+
+#: the tokens of an /answer stream or body
+TOKENS = 3
+#: error bodies as servers write them: (body, content type)
+ERROR_SHAPES = {
+    "vllm": (b'{"error":{"message":"max_tokens must be at least 1, got -1.",'
+             b'"type":"BadRequestError","param":"max_tokens","code":400}}', "application/json"),
+    "sglang": (b'{"object":"error","message":"The server is overloaded.","type":"Service'
+               b'Unavailable","param":null,"code":503}', "application/json"),
+    "anthropic": (b'{"type":"error","error":{"type":"overloaded_error","message":'
+                  b'"Overloaded"}}', "application/json"),
+    "detail": (b'{"detail":[{"loc":["body","messages"],"msg":"Input should be a valid list",'
+               b'"type":"list_type"}]}', "application/json"),
+    "text": (b"Internal Server Error", "text/plain; charset=utf-8"),
+    "empty": (b"", "application/json"),
+}
+#: the message each shape's error reaches the client with (None: the proxy's own)
+ERROR_MESSAGES = {"vllm": "max_tokens must be at least 1, got -1.",
+                  "sglang": "The server is overloaded.", "anthropic": "Overloaded",
+                  "detail": "body.messages: Input should be a valid list",
+                  "text": "Internal Server Error", "empty": None}
+
+
+def _chat_chunk(choices: str, usage: str = "null") -> bytes:
+    return (b'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m",'
+            b'"choices":[' + choices.encode() + b'],"usage":' + usage.encode() + b"}\n\n")
+
+
+def _event(kind: str, data: dict[str, Any]) -> bytes:
+    return f"event: {kind}\ndata: {json.dumps({'type': kind, **data})}\n\n".encode()
+
+
+def answers(api: str, whole: bool) -> list[bytes]:
+    """The worker's answer in ``api``: the events of a stream, or ``[body]``."""
+    n = TOKENS
+    openai_usage = (f'{{"prompt_tokens":1,"completion_tokens":{n},"total_tokens":{n + 1},'
+                    '"prompt_tokens_details":{"cached_tokens":1}}')
+    if api in ("chat", "completions"):
+        if whole:
+            choice = ('{"index":0,"message":{"role":"assistant","content":"' + "x" * n
+                      + '"},"finish_reason":"length"}' if api == "chat" else
+                      '{"index":0,"text":"' + "x" * n + '","finish_reason":"length"}')
+            kind = "chat.completion" if api == "chat" else "text_completion"
+            return [(f'{{"id":"c1","object":"{kind}","created":1,"model":"m","choices":'
+                     f'[{choice}],"usage":{openai_usage}}}').encode()]
+        if api == "chat":
+            events = [_chat_chunk('{"index":0,"delta":{"role":"assistant","content":""},'
+                                  '"finish_reason":null}')]
+            events += [_chat_chunk('{"index":0,"delta":{"content":"x"},"finish_reason":null}')
+                       for _ in range(n)]
+        else:
+            events = [_chat_chunk('{"index":0,"text":"x","finish_reason":null}')
+                      for _ in range(n)]
+        return [*events, _chat_chunk("", openai_usage), b"data: [DONE]\n\n"]
+    if api == "responses":
+        usage = {"input_tokens": 1, "input_tokens_details": {"cached_tokens": 1},
+                 "output_tokens": n, "output_tokens_details": {"reasoning_tokens": 0},
+                 "total_tokens": n + 1}
+        message = {"id": "msg_1", "type": "message", "role": "assistant", "status": "completed",
+                   "content": [{"type": "output_text", "text": "x" * n, "annotations": []}]}
+        done = {"id": "resp_1", "object": "response", "created_at": 1, "model": "m",
+                "status": "completed", "output": [message], "usage": usage,
+                "parallel_tool_calls": True, "tool_choice": "auto", "tools": []}
+        if whole:
+            return [json.dumps(done).encode()]
+        started = {**done, "status": "in_progress", "output": [], "usage": None}
+        return [_event("response.created", {"response": started, "sequence_number": 0}),
+                *[_event("response.output_text.delta",
+                         {"item_id": "msg_1", "output_index": 0, "content_index": 0,
+                          "delta": "x", "sequence_number": i + 1}) for i in range(n)],
+                _event("response.completed", {"response": done, "sequence_number": n + 1})]
+    message = {"id": "msg_1", "type": "message", "role": "assistant", "model": "m",
+               "content": [{"type": "text", "text": "x" * n}], "stop_reason": "max_tokens",
+               "stop_sequence": None,
+               "usage": {"input_tokens": 0, "cache_creation_input_tokens": 0,
+                         "cache_read_input_tokens": 1, "output_tokens": n}}
+    if whole:
+        return [json.dumps(message).encode()]
+    start = {**message, "content": [], "stop_reason": None,
+             "usage": {**message["usage"], "output_tokens": 1}}  # type: ignore[dict-item]
+    return [_event("message_start", {"message": start}),
+            _event("content_block_start", {"index": 0, "content_block": {"type": "text",
+                                                                          "text": ""}}),
+            *[_event("content_block_delta", {"index": 0, "delta": {"type": "text_delta",
+                                                                   "text": "x"}})
+              for _ in range(n)],
+            _event("content_block_stop", {"index": 0}),
+            _event("message_delta", {"delta": {"stop_reason": "max_tokens",
+                                               "stop_sequence": None},
+                                     "usage": {"output_tokens": n}}),
+            _event("message_stop", {})]

@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, settings
 
 # A shared 2-core machine makes per-example timings meaningless: no deadline, and no
 # too_slow health check (data generation timed on a loaded machine). The profile is
-# TOKCORE_TEST_PROFILE's (tests/_budget.py): quick by default, full in make test-full (CI: make test-draw);
-# every test runs in both. Tests that set their own max_examples take them through
+# TOKCORE_TEST_PROFILE's (tests/_budget.py): quick by default, full in make test-full (CI:
+# make test-draw); every test runs in both. Tests that set their own max_examples take them through
 # _budget.examples, which applies the same cap.
 _UNTIMED = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
 settings.register_profile("full", max_examples=FULL_EXAMPLES, **_UNTIMED)
@@ -47,6 +47,7 @@ usage_twin = twin_fixture("usage")  # find_usage, rewrite_usage
 sse_twin = twin_fixture("sse")  # UsageRelay
 events_twin = twin_fixture("events")  # EventDecoder, iter_events
 stream_twin = twin_fixture("stream")  # the last three of one kind together
+wire_twin = twin_fixture("wire")  # ids_to_json, json_to_ids, ids_to_msgpack, ...
 
 
 @pytest.fixture(scope="session")

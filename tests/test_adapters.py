@@ -227,8 +227,10 @@ def test_a_client_that_goes_away_closes_the_upstream(
                 break  # the client goes away mid-stream
     assert seen.startswith(RELAYED_USAGE)
     assert released(upstream) and served(upstream)
-    if front == "aiohttp":  # (elsewhere the stream is cancelled, which logs nothing)
-        assert any("went away" in r.getMessage() for r in quiet_logs.records)
+    # one DEBUG line, under uvicorn's ASGI 2.3 too (the stream cancelled by Starlette); a
+    # cancelled handler (aiohttp's handler_cancellation) logs nothing: the cancellation goes on
+    assert [r.levelname for r in quiet_logs.records if "went away" in r.getMessage()] == \
+        ([] if front == "aiohttp-cancel" else ["DEBUG"])
 
 
 @pytest.mark.parametrize("front", FRONTS)
@@ -561,9 +563,9 @@ def test_error_shapes() -> None:
         "type": "error", "error": {"type": "request_too_large", "message": "too big"}}
     assert [error_type("chat", s) for s in (400, 500, 502, 503, 504)] == [
         "invalid_request_error", "api_error", "server_error", "server_error", "server_error"]
-    assert [error_type("messages", s) for s in (400, 500, 502, 503, 504, 529)] == [
-        "invalid_request_error", "api_error", "api_error", "overloaded_error", "api_error",
-        "overloaded_error"]
+    assert [error_type("messages", s) for s in (400, 402, 500, 502, 503, 504, 529)] == [
+        "invalid_request_error", "billing_error", "api_error", "api_error", "overloaded_error",
+        "timeout_error", "overloaded_error"]
     assert stream_error_event("responses").startswith(b'data: {"error": {')
     assert stream_error_event("messages").startswith(b"event: error\ndata: {")
 

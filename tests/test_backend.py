@@ -99,6 +99,7 @@ def _import_copy(copy: Path, **env: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_missing_extensions_are_said_once(tmp_path: Path) -> None:
+    """A compiled build (no pure marker) that lost its extensions warns, once."""
     done = _import_copy(_pure_copy(tmp_path))
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "python"
@@ -111,6 +112,50 @@ def test_missing_extensions_are_said_once(tmp_path: Path) -> None:
 def test_pure_twins_on_purpose_are_quiet(tmp_path: Path) -> None:
     done = _import_copy(_pure_copy(tmp_path), TOKCORE_NO_EXTENSIONS="1")
     assert (done.returncode, done.stdout.strip(), done.stderr) == (0, "python", "")
+
+
+def _pure_build(tmp_path: Path) -> Path:
+    """The package as a pure build installs it: the Python twins and the build's marker."""
+    copy = _pure_copy(tmp_path)
+    (copy / "tokcore" / _backend.PURE_BUILD_MARKER).write_text(_backend.PURE_BUILD_TEXT)
+    return copy
+
+
+def test_a_pure_build_is_quiet_without_the_variable(tmp_path: Path) -> None:
+    """TOKCORE_NO_EXTENSIONS=1 at build time is the choice: no warning at every import."""
+    copy = _pure_build(tmp_path)
+    done = _import_copy(copy)
+    assert (done.returncode, done.stdout.strip(), done.stderr) == (0, "python", "")
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("TOKCORE_")}
+    said = subprocess.run([sys.executable, "-W", "error", "-m", "tokcore"], cwd=copy,
+                          env={**environ, "PYTHONPATH": str(copy)}, capture_output=True,
+                          text=True, check=True).stdout
+    assert "backend: python (a pure build: TOKCORE_NO_EXTENSIONS=1 at build time)" in said
+
+
+def test_a_pure_build_is_refused_when_extensions_are_required(tmp_path: Path) -> None:
+    done = _import_copy(_pure_build(tmp_path), TOKCORE_REQUIRE_EXTENSIONS="1")
+    assert done.returncode == 1 and _backend.RECOVERY in done.stderr
+
+
+@pytest.mark.parametrize("pure", [True, False], ids=["pure", "compiled"])
+def test_the_build_records_a_pure_choice_only(tmp_path: Path, pure: bool) -> None:
+    """setup.py's build_py puts the marker into a pure build's package, and takes a stale
+    one out of a compiled build's (a build folder reused after a pure build)."""
+    if PACKAGE_PARENT != ROOT:  # an unpacked sdist's suite against an installed wheel
+        pytest.skip("the suite runs against an installed tokcore, not its build")
+    marker = tmp_path / "tokcore" / _backend.PURE_BUILD_MARKER
+    marker.parent.mkdir()
+    marker.write_text("stale")
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("TOKCORE_")}
+    if pure:
+        environ["TOKCORE_NO_EXTENSIONS"] = "1"
+    subprocess.run([sys.executable, "setup.py", "-q", "build_py", "-d", str(tmp_path)],
+                   cwd=ROOT, env=environ, capture_output=True, check=True)
+    assert (tmp_path / "tokcore" / "_ids_py.py").exists()
+    assert marker.exists() == pure
+    if pure:
+        assert marker.read_text() == _backend.PURE_BUILD_TEXT
 
 
 def test_required_extensions_missing_fail_the_import(tmp_path: Path) -> None:

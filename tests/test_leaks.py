@@ -24,6 +24,7 @@ import ctypes
 import gc
 import importlib
 import itertools
+import json
 import os
 import pickle
 import sys
@@ -383,6 +384,30 @@ def test_b64_memory_is_flat(record: list[str], kind: str, label: str,
                             call: Callable[[ModuleType], Any], error: Any) -> None:
     b64 = twin("b64", kind)
     check(record, b64, label, lambda: call(b64), error)
+
+
+WIRE_JSON = json.dumps(IDS).encode()
+WIRE_MSGPACK = bytes([0xDC, 0, len(IDS)]) + b"".join(b"\xce" + v.to_bytes(4, "big") for v in IDS)
+WIRE_CASES = [
+    ("ids_to_json(list)", lambda m: m.ids_to_json(IDS), None),
+    ("ids_to_msgpack(numpy)", lambda m: m.ids_to_msgpack(np.array(IDS)[::-1]), None),
+    ("json_to_ids(bytes)", lambda m: m.json_to_ids(WIRE_JSON), None),
+    ("json_to_ids(memoryview)", lambda m: m.json_to_ids(memoryview(WIRE_JSON)[1:-1]), ValueError),
+    ("json_to_ids overflow", lambda m: m.json_to_ids(b"[1,99999999999]"), OverflowError),
+    ("json_to_ids(None)", lambda m: m.json_to_ids(None), TypeError),
+    ("msgpack_to_ids(bytes)", lambda m: m.msgpack_to_ids(WIRE_MSGPACK), None),
+    ("msgpack_to_ids cut", lambda m: m.msgpack_to_ids(WIRE_MSGPACK[:-1]), ValueError),
+    ("convert json->msgpack", lambda m: m.convert_ids(WIRE_JSON, "json", "msgpack"), None),
+    ("convert b64 garbage", lambda m: m.convert_ids("AA*A", "b64", "json"), ValueError),
+]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("label, call, error", WIRE_CASES, ids=[c[0] for c in WIRE_CASES])
+def test_wire_memory_is_flat(record: list[str], kind: str, label: str,
+                             call: Callable[[ModuleType], Any], error: Any) -> None:
+    wire = twin("wire", kind)
+    check(record, wire, label, lambda: call(wire), error)
 
 
 # --- the stream helpers (on the live backend) ----------------------------------------------

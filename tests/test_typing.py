@@ -42,7 +42,7 @@ PACKAGE = Path(tokcore.__file__).resolve().parent
 PUBLIC_API = ROOT / "tests" / "typing" / "public_api.py"
 #: twin name -> its dispatcher (None: no dispatcher, the relay twins import it directly)
 TWINS = {"ids": "_ids", "b64": "_b64", "json": "_json", "usage": "_usage", "sse": "_sse",
-         "events": "_events", "lazy": "_lazy", "bigevent": None}
+         "events": "_events", "lazy": "_lazy", "bigevent": None, "wire": "_wire"}
 #: stub decorators that say something about the compiled class only (PEP 800)
 STUB_ONLY_DECORATORS = {"disjoint_base"}
 

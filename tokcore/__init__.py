@@ -24,6 +24,7 @@ from ._ids import pack_ids, unpack_ids
 from ._json import del_member, find_member, set_member
 from ._sse import RelayCounts, UsageRelay
 from ._usage import find_usage, rewrite_usage
+from ._wire import convert_ids, ids_to_json, ids_to_msgpack, json_to_ids, msgpack_to_ids
 from .pickling import compact_ids, ids_buffer
 from .relay import arelay_usage, relay_usage
 
@@ -46,12 +47,17 @@ __all__ = [
     "b64decode",
     "b64encode",
     "compact_ids",
+    "convert_ids",
     "del_member",
     "find_member",
     "find_usage",
     "ids_buffer",
     "ids_to_b64",
+    "ids_to_json",
+    "ids_to_msgpack",
     "iter_events",
+    "json_to_ids",
+    "msgpack_to_ids",
     "pack_ids",
     "relay_usage",
     "rewrite_usage",

@@ -6,7 +6,7 @@ import platform
 import sys
 
 from . import BACKEND, __version__
-from ._backend import LOADED, MODULES, NO_EXTENSIONS, REQUIRE_EXTENSIONS
+from ._backend import BUILD, LOADED, MODULES, NO_EXTENSIONS, REQUIRE_EXTENSIONS
 
 
 def describe() -> str:
@@ -15,7 +15,9 @@ def describe() -> str:
         f"{platform.python_version()} ({platform.machine()}, {sys.byteorder}-endian)",
         f"backend: {BACKEND}"
         + (" (TOKCORE_NO_EXTENSIONS)" if NO_EXTENSIONS else "")
-        + (" (TOKCORE_REQUIRE_EXTENSIONS)" if REQUIRE_EXTENSIONS else ""),
+        + (" (TOKCORE_REQUIRE_EXTENSIONS)" if REQUIRE_EXTENSIONS else "")
+        + (" (a pure build: TOKCORE_NO_EXTENSIONS=1 at build time)" if BUILD == "pure"
+           else ""),
     ]
     for name, kind in sorted(LOADED.items()):
         info = getattr(MODULES[name], "BUILD_INFO", {})

@@ -14,6 +14,13 @@ from types import ModuleType
 
 NO_EXTENSIONS_VAR = "TOKCORE_NO_EXTENSIONS"
 REQUIRE_EXTENSIONS_VAR = "TOKCORE_REQUIRE_EXTENSIONS"
+#: the file a pure build (``TOKCORE_NO_EXTENSIONS=1`` at build time) puts in the package
+#: (setup.py's build_py): the pure twins were chosen, so their import says nothing
+PURE_BUILD_MARKER = "_pure_build.txt"
+PURE_BUILD_TEXT = (
+    "tokcore was built with TOKCORE_NO_EXTENSIONS=1: the pure-Python twins, on purpose.\n"
+    "tokcore._backend reads this file: their import is quiet.\n"
+)
 
 
 def env_flag(name: str) -> bool:
@@ -21,6 +28,16 @@ def env_flag(name: str) -> bool:
     return os.environ.get(name, "") not in ("", "0")
 
 
+def _pure_build() -> bool:
+    """The package was built pure: its marker is beside this file (never in a source tree,
+    whose in-place build is a compiled one, nor in a compiled wheel)."""
+    return os.path.exists(os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                       PURE_BUILD_MARKER))
+
+
+#: the build's choice: "pure" (built with TOKCORE_NO_EXTENSIONS=1) or "compiled" (a compiled
+#: wheel, or a source tree)
+BUILD = "pure" if _pure_build() else "compiled"
 NO_EXTENSIONS = env_flag(NO_EXTENSIONS_VAR)
 REQUIRE_EXTENSIONS = env_flag(REQUIRE_EXTENSIONS_VAR) and not NO_EXTENSIONS
 
@@ -45,10 +62,11 @@ _warned = False
 
 
 def _missing(module: str, error: ImportError) -> None:
-    """A slow install never goes unnoticed: an install with no compiler and no
-    TOKCORE_NO_EXTENSIONS fails, and a pure wheel reused from pip's cache is said here."""
+    """A compiled build that lost its extensions never goes unnoticed (an install with no
+    compiler and no TOKCORE_NO_EXTENSIONS fails; a copy without its ``.so`` files is said
+    here). A pure build chose its twins: it says nothing."""
     global _warned
-    if not _warned:
+    if not _warned and BUILD == "compiled":
         _warned = True
         warnings.warn(MISSING_WARNING.format(module=module, error=error), RuntimeWarning,
                       stacklevel=4)
@@ -67,7 +85,7 @@ def load_twin(name: str) -> ModuleType:
     with the GIL off (``PYTHON_GIL=0`` or not). One that turns the GIL back on is a build
     from older sources; CPython warns, and ``TOKCORE_REQUIRE_EXTENSIONS`` makes it an error.
     """
-    if not NO_EXTENSIONS:
+    if not NO_EXTENSIONS and (BUILD == "compiled" or REQUIRE_EXTENSIONS):
         gil_before = _gil_enabled()
         try:
             module = importlib.import_module(f"tokcore._{name}_c")

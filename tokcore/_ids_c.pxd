@@ -1,6 +1,8 @@
-# The pieces of _ids_c that _b64_c reuses (cimported, so calls go straight to C).
+# The pieces of _ids_c that _b64_c and _wire_c reuse (cimported, so calls go straight to C).
 from cpython.object cimport PyObject
 
 
 cdef long _slow_value(object seq, Py_ssize_t size, Py_ssize_t i, object item) except? -1
+cdef int pack_block(object seq, Py_ssize_t size, Py_ssize_t start, Py_ssize_t count,
+                    unsigned char *block) except -1
 cdef PyObject **shared_id_objects() noexcept

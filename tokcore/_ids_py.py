@@ -45,7 +45,8 @@ def type_error(position: int, item: object) -> TypeError:
     )
 
 
-def overflow_error(position: int, value: int) -> OverflowError:
+def overflow_error(position: int, value: int | str) -> OverflowError:
+    """``value``: the int, or its decimal text (as a JSON text wrote it)."""
     return OverflowError(
         f"ids[{position}] = {value} is outside the int32 range [{INT32_MIN}, {INT32_MAX}]"
     )

@@ -15,7 +15,8 @@
 # interpreter-bound), so there are three selections, with hypothesis drawing fewer examples
 # (TOKCORE_TEST_PROFILE=quick) in the first two:
 #   default  CI's: the kernel tests (tests/test_ssescan.py, tests/test_b64.py whole,
-#            tests/test_object_kernel.py but C_DESELECT), and the Cython twins' ids, relay
+#            tests/test_object_kernel.py but C_DESELECT, tests/test_wire.py: the JSON
+#            reader's NEON windows), and the Cython twins' ids, relay
 #            (but C_DESELECT), event, pickling and fuzz-corpus tests; the Python twins'
 #            base64 and ids tests. About 8 minutes on a free machine with the root and venv
 #            made.
@@ -35,6 +36,7 @@ esac
 C_FILES=(
     tests/test_ssescan.py tests/test_b64.py tests/test_object_kernel.py tests/test_ids.py
     tests/test_relay.py tests/test_events.py tests/test_pickling.py tests/test_fuzz_corpus.py
+    tests/test_wire.py
 )
 # random streams through the relay against json: 2 minutes here, the Python oracle's time;
 # generated objects through the object check: 160 s for 20 drawn under emulation (the NEON

@@ -207,6 +207,20 @@ def accepted_pickling_and_module() -> None:
     assert_type(tokcore.__version__, str)
 
 
+def accepted_wire() -> None:
+    assert_type(tokcore.ids_to_json([1, 2]), bytes)
+    assert_type(tokcore.ids_to_json(np.arange(3, dtype=np.int64)), bytes)
+    assert_type(tokcore.ids_to_msgpack((1, 2)), bytes)
+    assert_type(tokcore.json_to_ids(b"[1,2]"), list[int])
+    assert_type(tokcore.json_to_ids("[1, 2]"), list[int])
+    assert_type(tokcore.json_to_ids(memoryview(b"[1]")), list[int])
+    assert_type(tokcore.msgpack_to_ids(b"\x92\x01\x02"), list[int])
+    assert_type(tokcore.msgpack_to_ids(bytearray(b"\x90")), list[int])
+    assert_type(tokcore.convert_ids(b"[1,2]", "json", "msgpack"), bytes)
+    assert_type(tokcore.convert_ids("AQAAAA==", "b64", "msgpack_bin"), bytes)
+    assert_type(tokcore.convert_ids(memoryview(b"\x01\x00\x00\x00"), "int32", "json"), bytes)
+
+
 # --- wrong uses: each a checker error (and an error at run time) -----------------------------
 
 def rejected() -> None:
@@ -321,6 +335,17 @@ def rejected() -> None:
         tokcore.compact_ids("ids")(accepted_ids)  # type: ignore[type-var]
     with pytest.raises(TypeError):
         tokcore.ids_buffer(Request([1]), 1)  # type: ignore[arg-type]
+    # token ids in the wire formats
+    with pytest.raises(TypeError):
+        tokcore.json_to_ids(123)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        tokcore.msgpack_to_ids("\x90")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        tokcore.ids_to_json("123")  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        tokcore.convert_ids(b"[1]", "xml", "json")  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        tokcore.convert_ids(b"[1]", "json", "base64")  # type: ignore[arg-type]
     compiled = tokcore.BACKEND == "c"  # type: ignore[comparison-overlap]  # (no error at run time)
     assert not compiled
 
@@ -335,4 +360,5 @@ def run_all() -> None:
     asyncio.run(accepted_async())
     accepted_events()
     accepted_pickling_and_module()
+    accepted_wire()
     rejected()

@@ -1,16 +1,23 @@
-"""aiohttp: stream an upstream response to a client through the relay.
+"""aiohttp: relay an upstream's whole answer to a client, as a server and as a client.
 
 ::
 
-    from tokcore.adapters.aiohttp import relay_response
+    from tokcore.adapters.aiohttp import relay_answer
 
     async def chat(request: web.Request) -> web.StreamResponse:
-        async with session.post(GENERATION_URL, json=body) as upstream:
-            return await relay_response(request, upstream, prompt_tokens, cached_tokens)
+        body = await request.read()
+        return await relay_answer(request, session, "POST", GENERATION_URL, prompt_tokens,
+                                  cached_tokens, upstream="the generation worker", data=body)
 
-The ``ClientSession`` is the caller's (one for the application, not one per request).
-However the stream ends, the upstream response is released or closed before
-``relay_response`` returns, and nothing is logged with a traceback:
+``relay_answer`` sends the request with the application's ``ClientSession`` (or an
+``httpx.AsyncClient``) and relays whatever comes back (:mod:`tokcore.adapters.answer`): an
+event stream through the relay, a whole JSON body with its usage rewritten, an error status
+in the API's shape, an upstream that cannot be reached or does not answer in time as a 502
+or a 504. ``aopen_answer`` is its client half (for Starlette and FastAPI on aiohttp's
+client); ``relay_response`` streams a ``ClientResponse`` the caller opened.
+
+However a stream ends, the upstream response is released or closed before the call
+returns, and nothing is logged with a traceback:
 
 - the upstream's end: the relay's rest written, the response ended, the upstream released;
 - the client goes away: the upstream is closed at once (its worker sees the connection go
@@ -24,50 +31,209 @@ However the stream ends, the upstream response is released or closed before
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
 
-from aiohttp import ClientError, ClientResponse, web
+from aiohttp import ClientError, ClientResponse, ClientSession, web
+from yarl import URL
 
 from .._args import Api
 from .._sse import UsageRelay
 from .._sse_py import DEFAULT_MAX_EVENT_BYTES
-from ..relay import _relay, arelay_usage
-from .errors import stream_error_event
+from ..relay import _relay
+from .answer import (
+    SSE_HEADERS,
+    AnswerStream,
+    AsyncAnswer,
+    Completion,
+    CompletionHook,
+    body_answer,
+    check_hook,
+    error_headers,
+    is_event_stream,
+    is_success,
+    report,
+    upstream_name,
+)
+from .answer import aopen_answer as _open_any
+from .errors import ERROR_BODY_LIMIT, failed_upstream, stream_error_event
 
-__all__ = ["SSE_HEADERS", "relay_response"]
+__all__ = ["SSE_HEADERS", "aopen_answer", "relay_answer", "relay_response", "send_answer"]
 
-#: the headers of a relayed stream unless the caller gives its own
-SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
 log = logging.getLogger("tokcore.adapters")
+
+
+class _Body:
+    """An upstream ``ClientResponse``'s body as the relay's source: its chunks as they
+    arrive; closing it releases the connection when the body was read to its end and closes
+    it otherwise (unread data: the worker sees its client go)."""
+
+    __slots__ = ("upstream",)
+
+    def __init__(self, upstream: ClientResponse) -> None:
+        self.upstream = upstream
+
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return self.upstream.content.iter_any().__aiter__()
+
+    async def aclose(self) -> None:
+        if self.upstream.content.at_eof():
+            self.upstream.release()
+        else:
+            self.upstream.close()
+
+
+async def _read_error_body(upstream: ClientResponse) -> bytes:
+    """At most ``ERROR_BODY_LIMIT`` bytes of an error answer's body (the rest is dropped)."""
+    parts, size = [], 0
+    async for chunk in upstream.content.iter_any():
+        parts.append(chunk)
+        size += len(chunk)
+        if size >= ERROR_BODY_LIMIT:
+            break
+    return b"".join(parts)[:ERROR_BODY_LIMIT]
+
+
+async def aopen_answer(session: ClientSession, method: str, url: str | URL,
+                       prompt_tokens: int, cached_tokens: int | None = None, *,
+                       api: Api = "chat", upstream: str | None = None,
+                       answer_timeout: float | None = None,
+                       on_complete: CompletionHook | None = None,
+                       max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+                       **request: Any) -> AsyncAnswer:
+    """Send ``method url`` with ``session`` (``request``: ``session.request``'s arguments:
+    ``data=``, ``json=``, ``headers=``, ``timeout=`` ...) and make its answer ready for the
+    client (:class:`~tokcore.adapters.answer.AsyncAnswer`, the rules in
+    :mod:`tokcore.adapters.answer`). ``upstream`` names the upstream in the client's error
+    messages (default: its scheme, host and port); ``answer_timeout``: seconds for the answer
+    to begin (a whole body: to arrive), a 504 beyond, on top of the session's own timeouts.
+    The arguments are checked before the request is sent; nothing the upstream does raises.
+    ``on_complete`` is called once the answer is relayed: a body's at once (it is whole),
+    a stream's when it ends or is closed."""
+    relay = UsageRelay(prompt_tokens, cached_tokens, api=api, max_event_bytes=max_event_bytes)
+    check_hook(on_complete)
+    name = upstream or upstream_name(url)
+    response: ClientResponse | None = None
+    body: bytes | None = None
+    try:
+        async with asyncio.timeout(answer_timeout):
+            response = await session.request(method, url, **request)
+            if not (is_success(response.status)
+                    and is_event_stream(response.headers.get("Content-Type"))):
+                body = (await response.read() if is_success(response.status)
+                        else await _read_error_body(response))
+                await _Body(response).aclose()
+    except (TimeoutError, ClientError, OSError) as error:
+        if response is not None:
+            response.close()
+        log.warning("%s (%s %s) gave no answer: %s: %s", name, method, url,
+                    type(error).__name__, error)
+        status, error_body = failed_upstream(api, error, name)
+        answer = AsyncAnswer(api, status, error_headers(None), body=error_body,
+                             upstream_error=type(error).__name__)
+    except BaseException:
+        if response is not None:
+            response.close()
+        raise
+    else:
+        status = response.status
+        if body is None:  # a 2xx event stream
+            return AsyncAnswer(api, status, SSE_HEADERS, upstream_status=status,
+                               stream=AnswerStream(_Body(response), relay, api=api,
+                                                   status=status, upstream=name,
+                                                   on_complete=on_complete))
+        answer = body_answer(AsyncAnswer, api, status, body, upstream=name,
+                             content_type=response.headers.get("Content-Type"),
+                             retry_after=response.headers.get("Retry-After"),
+                             prompt_tokens=prompt_tokens, cached_tokens=cached_tokens)
+    await report(on_complete, answer.completion())
+    return answer
+
+
+async def relay_answer(request: web.BaseRequest, client: Any, method: str, url: str | URL,
+                       prompt_tokens: int, cached_tokens: int | None = None, *,
+                       api: Api = "chat", upstream: str | None = None,
+                       answer_timeout: float | None = None,
+                       on_complete: CompletionHook | None = None,
+                       max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+                       response_headers: Mapping[str, str] | None = None,
+                       **options: Any) -> web.StreamResponse:
+    """Send ``method url`` with ``client`` (the application's ``aiohttp.ClientSession``, or
+    an ``httpx.AsyncClient``; ``options``: its request arguments) and relay the whole answer
+    to the client of ``request`` (the rules in :mod:`tokcore.adapters.answer`); return the
+    response, sent. ``upstream``, ``answer_timeout``: as :func:`aopen_answer`;
+    ``response_headers`` are added to the answer's; ``on_complete`` is called once the
+    answer is sent, however it ended."""
+    check_hook(on_complete)
+    answer = await _open_any(client, method, url, prompt_tokens, cached_tokens, api=api,
+                             upstream=upstream, answer_timeout=answer_timeout,
+                             max_event_bytes=max_event_bytes, **options)
+    return await send_answer(request, answer, on_complete=on_complete,
+                             response_headers=response_headers)
+
+
+async def send_answer(request: web.BaseRequest, answer: AsyncAnswer, *,
+                      on_complete: CompletionHook | None = None,
+                      response_headers: Mapping[str, str] | None = None) -> web.StreamResponse:
+    """Send ``answer`` (from an ``aopen_answer``) to the client of ``request``; return the
+    response, sent. The stream is closed however it ends."""
+    headers = {**answer.headers, **(response_headers or {})}
+    if answer.stream is not None:
+        return await _send_stream(request, answer.stream, answer.status, headers, on_complete)
+    response = web.Response(status=answer.status, body=answer.body, headers=headers)
+    gone = False
+    try:
+        await response.prepare(request)
+        await response.write_eof()
+    except ConnectionResetError:
+        gone = True
+        log.debug("the client of %s went away before its answer", request.path)
+    await report(on_complete, answer.completion(gone))
+    return response
 
 
 async def relay_response(request: web.BaseRequest, upstream: ClientResponse,
                          prompt_tokens: int | None = None, cached_tokens: int | None = None,
                          *, api: Api = "chat", max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
                          relay: UsageRelay | None = None, status: int = 200,
-                         headers: Mapping[str, str] | None = None) -> web.StreamResponse:
-    """Relay ``upstream``'s body to the client of ``request`` with usage rewritten, and
-    return the prepared ``StreamResponse``. Give the counts or ``relay=`` (as
-    ``arelay_usage``); the arguments are checked before anything is sent."""
+                         headers: Mapping[str, str] | None = None,
+                         on_complete: CompletionHook | None = None) -> web.StreamResponse:
+    """Relay ``upstream``'s body, an event stream the caller opened and checked, to the
+    client of ``request`` with usage rewritten, and return the prepared
+    ``StreamResponse``. Give the counts or ``relay=`` (as ``arelay_usage``); the arguments
+    are checked before anything is sent. :func:`relay_answer` relays any answer."""
     usage_relay = _relay(prompt_tokens, cached_tokens, api, max_event_bytes, relay)
-    stream = arelay_usage(upstream.content.iter_any(), relay=usage_relay)
-    response = web.StreamResponse(status=status, headers=SSE_HEADERS if headers is None
-                                  else headers)
-    finished = False
+    check_hook(on_complete)
+    stream = AnswerStream(_Body(upstream), usage_relay, api=api, status=status,
+                          upstream=f"upstream {upstream.url}")
+    return await _send_stream(request, stream, status,
+                              SSE_HEADERS if headers is None else headers, on_complete)
+
+
+async def _send_stream(request: web.BaseRequest, stream: AnswerStream, status: int,
+                       headers: Mapping[str, str],
+                       on_complete: CompletionHook | None) -> web.StreamResponse:
+    response = web.StreamResponse(status=status, headers=headers)
+    chunks = stream.chunks  # the relay itself: no wrapper between the reads and the writes
+    sent, finished, failed = 0, False, None
     try:
         await response.prepare(request)
         while True:
             try:
-                out = await stream.__anext__()
+                out = await chunks.__anext__()
             except StopAsyncIteration:
                 break
-            except (TimeoutError, ClientError, OSError) as error:
-                log.warning("upstream %s failed mid-stream: %s: %s", upstream.url,
-                            type(error).__name__, error)
-                await response.write(stream_error_event(api))
+            except Exception as error:  # the source's: the relay never raises on data
+                failed = type(error).__name__
+                log.warning("%s failed mid-stream: %s: %s", stream.upstream, failed, error)
+                event = stream_error_event(stream.api)
+                await response.write(event)
+                sent += len(event)
                 break
             await response.write(out)
+            sent += len(out)
         await response.write_eof()
         finished = True
     except ConnectionResetError:  # aiohttp's ClientConnectionResetError: the client is gone
@@ -76,8 +242,6 @@ async def relay_response(request: web.BaseRequest, upstream: ClientResponse,
         try:
             await stream.aclose()
         finally:
-            if finished and upstream.content.at_eof():
-                upstream.release()
-            else:
-                upstream.close()  # unread data: the connection cannot be reused
+            await report(on_complete, Completion(stream.api, status, stream.relay.counts,
+                                                 not finished, sent, True, failed))
     return response

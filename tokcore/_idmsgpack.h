@@ -1,0 +1,330 @@
+/* MessagePack arrays of int32 token ids for _wire_c, and bins of int32 bytes.
+ *
+ * The reader takes one array (fixarray, array16, array32) whose items are integers in any
+ * encoding (fixints, uint8-64, int8-64, minimal or not) and writes them as little-endian
+ * int32; an error names the kind (_wire_py's M_* numbers) and the offset of the first byte
+ * no valid data could have there (the end, for data cut short), or the index and value of
+ * an integer outside int32. The writer gives each id its smallest encoding, the bytes
+ * msgpack.packb and msgspec write, without a branch on the value: the form is picked by
+ * compares, and the tag with the big-endian payload stored as one 8-byte word (the output
+ * keeps TOK_MP_SLACK bytes past its bound). GIL-free: only the memory given is touched.
+ */
+#ifndef TOKCORE_IDMSGPACK_H
+#define TOKCORE_IDMSGPACK_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+/* error kinds: _wire_py's M_* */
+enum {
+    TOK_MP_OK = 0, TOK_MP_ARRAY, TOK_MP_ARRAY_REST, TOK_MP_INT, TOK_MP_INT_REST,
+    TOK_MP_TRAILING, TOK_MP_BIN, TOK_MP_BIN_REST, TOK_MP_BIN_TRAILING, TOK_MP_OVERFLOW
+};
+
+typedef struct {
+    size_t pos;        /* the next byte to read */
+    size_t count;      /* items read so far */
+    size_t total;      /* items the header announces */
+    int error;         /* TOK_MP_OK, or the error kind (the reader stops) */
+    size_t offset;     /* the error's offset */
+    int is_unsigned;   /* TOK_MP_OVERFLOW: the value is uvalue (a uint64), else value */
+    int64_t value;
+    uint64_t uvalue;
+} tok_mp_reader;
+
+static inline uint64_t tok_mp_be(const unsigned char *p, unsigned size) {
+    uint64_t v = 0;
+    for (unsigned i = 0; i < size; i++) v = (v << 8) | p[i];
+    return v;
+}
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#  define TOK_MP_LE32(u) __builtin_bswap32(u)
+#  define TOK_MP_LE64(u) __builtin_bswap64(u)
+#else
+#  define TOK_MP_LE32(u) (u)
+#  define TOK_MP_LE64(u) (u)
+#endif
+
+/* a little-endian int32 stored and loaded (one move on a little-endian host) */
+static inline void tok_mp_store(unsigned char *out, int32_t v) {
+    uint32_t u = TOK_MP_LE32((uint32_t)v);
+    memcpy(out, &u, 4);
+}
+
+static inline uint32_t tok_mp_load(const unsigned char *p) {
+    uint32_t u;
+    memcpy(&u, p, 4);
+    return TOK_MP_LE32(u);
+}
+
+/* Reads the array's header; returns TOK_MP_OK or the error (also in r). */
+static int tok_mp_header(tok_mp_reader *r, const unsigned char *s, size_t n) {
+    memset(r, 0, sizeof(*r));
+    if (n == 0 || !((s[0] & 0xF0) == 0x90 || s[0] == 0xDC || s[0] == 0xDD)) {
+        r->error = TOK_MP_ARRAY;
+        return r->error;
+    }
+    if ((s[0] & 0xF0) == 0x90) {
+        r->total = s[0] & 0x0F;
+        r->pos = 1;
+    } else {
+        unsigned size = s[0] == 0xDC ? 2 : 4;
+        if (n < 1 + size) {
+            r->error = TOK_MP_ARRAY_REST;
+            r->offset = n;
+            return r->error;
+        }
+        r->total = (size_t)tok_mp_be(s + 1, size);
+        r->pos = 1 + size;
+    }
+    return TOK_MP_OK;
+}
+
+/* the payload size of an integer's tag, or -1 for a tag that is not an integer's */
+static inline int tok_mp_int_size(unsigned char tag) {
+    if (tag <= 0x7F || tag >= 0xE0) return 0;
+    switch (tag) {
+    case 0xCC: case 0xD0: return 1;
+    case 0xCD: case 0xD1: return 2;
+    case 0xCE: case 0xD2: return 4;
+    case 0xCF: case 0xD3: return 8;
+    default: return -1;
+    }
+}
+
+/* One item while 9 bytes remain from it, without a branch on its encoding (random ids mix
+ * uint16 and uint32 about evenly, which a branch would mispredict half the time): the
+ * payload size from the tag's low bits, the 8 bytes after the tag loaded big-endian and
+ * shifted down to it, sign-extended for the int tags. Returns the bytes taken, or 0 for what
+ * is not an integer within int32 (the exact reader names it). */
+static inline unsigned tok_mp_item_fast(const unsigned char *p, int32_t *out) {
+    unsigned tag = p[0];
+    unsigned is_fix = tag <= 0x7F || tag >= 0xE0;
+    unsigned is_uint = tag - 0xCCu < 4u, is_int = tag - 0xD0u < 4u;
+    unsigned size = is_fix ? 0u : 1u << (tag & 3u);  /* cc..cf and d0..d3: 1, 2, 4, 8 */
+    uint64_t raw;
+    memcpy(&raw, p + 1, 8);
+#if !(defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__)
+    raw = __builtin_bswap64(raw);
+#endif
+    unsigned shift = (64u - 8u * size) & 63u;  /* a fixint's (size 0) payload is unused */
+    uint64_t u = raw >> shift;
+    int64_t v = is_fix ? (int64_t)(int8_t)tag
+                : is_int ? (int64_t)(u << shift) >> shift : (int64_t)u;
+    unsigned ok = (is_fix | is_uint | is_int)
+                  & (is_uint ? u <= (uint64_t)INT32_MAX : v >= INT32_MIN && v <= INT32_MAX);
+    *out = (int32_t)v;
+    return ok ? 1u + size : 0u;
+}
+
+/* Reads up to cap items into out (4 little-endian bytes each); after the last one checks
+ * that the data ends there. Returns how many it read. */
+static size_t tok_mp_read(tok_mp_reader *r, const unsigned char *s, size_t n,
+                          unsigned char *out, size_t cap) {
+    size_t k = 0, pos = r->pos;
+    size_t left = r->total - r->count < cap ? r->total - r->count : cap;
+    if (r->error != TOK_MP_OK) return 0;  /* a reader that failed stays where it failed */
+    /* the fast steps: 9 bytes readable from each item */
+    while (k < left && n - pos >= 9) {
+        int32_t v;
+        unsigned took = tok_mp_item_fast(s + pos, &v);
+        if (took == 0) break;
+        tok_mp_store(out + 4 * k, v);
+        pos += took;
+        k++;
+    }
+    while (k < left) {
+        if (pos == n) { r->error = TOK_MP_INT; r->offset = pos; break; }
+        unsigned char tag = s[pos];
+        int32_t v;
+        if (tag <= 0x7F || tag >= 0xE0) {
+            v = tag <= 0x7F ? (int32_t)tag : (int32_t)(int8_t)tag;
+            pos += 1;
+        } else {
+            int size = tok_mp_int_size(tag);
+            if (size < 0) { r->error = TOK_MP_INT; r->offset = pos; break; }
+            if ((size_t)size >= n - pos) { r->error = TOK_MP_INT_REST; r->offset = n; break; }
+            uint64_t raw = tok_mp_be(s + pos + 1, (unsigned)size);
+            int64_t value;
+            if (tag <= 0xCF) {  /* unsigned */
+                if (raw > (uint64_t)INT32_MAX) {
+                    r->error = TOK_MP_OVERFLOW;
+                    r->is_unsigned = 1;
+                    r->uvalue = raw;
+                    r->offset = pos;
+                    break;
+                }
+                value = (int64_t)raw;
+            } else {  /* signed: sign-extend the payload */
+                unsigned shift = 64 - 8 * (unsigned)size;
+                value = (int64_t)(raw << shift) >> shift;
+                if (value < INT32_MIN || value > INT32_MAX) {
+                    r->error = TOK_MP_OVERFLOW;
+                    r->value = value;
+                    r->offset = pos;
+                    break;
+                }
+            }
+            v = (int32_t)value;
+            pos += 1 + (size_t)size;
+        }
+        tok_mp_store(out + 4 * k, v);
+        k++;
+    }
+    r->count += k;
+    r->pos = pos;
+    if (r->error == TOK_MP_OK && r->count == r->total && pos != n) {
+        r->error = TOK_MP_TRAILING;
+        r->offset = pos;
+    }
+    return k;
+}
+
+/* One bin (bin8, bin16, bin32) that is the whole of s: its payload's start and length, or
+ * the error kind (the offset in *start). */
+static int tok_mp_bin(const unsigned char *s, size_t n, size_t *start, size_t *length) {
+    if (n == 0 || s[0] < 0xC4 || s[0] > 0xC6) { *start = 0; return TOK_MP_BIN; }
+    unsigned size = 1u << (s[0] - 0xC4);
+    if (n < 1 + size) { *start = n; return TOK_MP_BIN_REST; }
+    uint64_t len = tok_mp_be(s + 1, size);
+    if (len > n - 1 - size) { *start = n; return TOK_MP_BIN_REST; }
+    *start = 1 + size;
+    *length = (size_t)len;
+    if (1 + size + len != n) { *start = 1 + size + (size_t)len; return TOK_MP_BIN_TRAILING; }
+    return TOK_MP_OK;
+}
+
+/* --- the writer --------------------------------------------------------------------------- */
+
+#define TOK_MP_MAX_ID 5   /* 0xd2 and four bytes */
+#define TOK_MP_MAX_HEADER 5
+#define TOK_MP_SLACK 8
+
+/* the smallest array header for count items; returns the end */
+static unsigned char *tok_mp_write_header(unsigned char *out, size_t count) {
+    if (count <= 15) {
+        *out++ = (unsigned char)(0x90 | count);
+    } else if (count <= 0xFFFF) {
+        *out++ = 0xDC;
+        *out++ = (unsigned char)(count >> 8);
+        *out++ = (unsigned char)count;
+    } else {
+        uint32_t c = (uint32_t)count;
+        *out++ = 0xDD;
+        *out++ = (unsigned char)(c >> 24); *out++ = (unsigned char)(c >> 16);
+        *out++ = (unsigned char)(c >> 8); *out++ = (unsigned char)c;
+    }
+    return out;
+}
+
+/* the smallest bin header for length bytes; returns the end */
+static unsigned char *tok_mp_write_bin_header(unsigned char *out, size_t length) {
+    uint32_t len = (uint32_t)length;
+    if (length <= 0xFF) {
+        *out++ = 0xC4;
+    } else if (length <= 0xFFFF) {
+        *out++ = 0xC5;
+        *out++ = (unsigned char)(len >> 8);
+    } else {
+        *out++ = 0xC6;
+        *out++ = (unsigned char)(len >> 24); *out++ = (unsigned char)(len >> 16);
+        *out++ = (unsigned char)(len >> 8);
+    }
+    *out++ = (unsigned char)len;
+    return out;
+}
+
+/* One id in its smallest encoding, stored as an 8-byte word; returns its length. */
+static inline unsigned tok_mp_put(unsigned char *out, int32_t v) {
+    uint32_t u = (uint32_t)v;
+    unsigned neg = v < 0;
+    unsigned fix = v >= -32 && v <= 127;
+    /* the payload's size: a uint for v >= 0 (cc, cd, ce), an int below (d0, d1, d2) */
+    uint32_t mag = neg ? ~u : u;          /* -v - 1 below zero: int8 holds mag <= 127 */
+    uint32_t one = neg ? 0x80u : 0x100u, two = neg ? 0x8000u : 0x10000u;
+    unsigned size = mag < one ? 1u : mag < two ? 2u : 4u;
+    unsigned tag = (neg ? 0xD0u : 0xCCu) + (size >> 1);
+    /* the payload's bytes, most significant first: the low `size` bytes of u, swapped */
+    uint64_t be = (uint64_t)__builtin_bswap32(u) >> (8 * (4 - size));
+    uint64_t word = TOK_MP_LE64(fix ? (uint64_t)(u & 0xFFu) : ((uint64_t)tag | (be << 8)));
+    memcpy(out, &word, 8);
+    return fix ? 1u : 1u + size;
+}
+
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#  define TOK_MP_HAVE_AVX2 1
+#  include <immintrin.h>
+/* Four ids a step in 64-bit lanes: the same compares as tok_mp_put, the payload's bytes
+ * swapped by a shuffle and shifted down by a per-lane shift, the form chosen by a blend;
+ * the four words are then stored one after the other, each advanced by its length. */
+__attribute__((target("avx2")))
+static size_t tok_mp_write_avx2(const unsigned char *ids, size_t n, unsigned char **at) {
+    const __m256i swap = _mm256_setr_epi8(3, 2, 1, 0, -1, -1, -1, -1, 11, 10, 9, 8, -1, -1, -1, -1,
+                                          3, 2, 1, 0, -1, -1, -1, -1, 11, 10, 9, 8, -1, -1, -1, -1);
+    const __m256i one = _mm256_set1_epi64x(1), low = _mm256_set1_epi64x(0xFF);
+    unsigned char *out = *at;
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        __m128i raw = _mm_loadu_si128((const __m128i *)(ids + 4 * i));
+        __m256i v = _mm256_cvtepi32_epi64(raw);   /* the ids, sign-extended */
+        __m256i u = _mm256_cvtepu32_epi64(raw);   /* their 32 bits */
+        __m256i neg = _mm256_cmpgt_epi64(_mm256_setzero_si256(), v);
+        __m256i fix = _mm256_and_si256(_mm256_cmpgt_epi64(v, _mm256_set1_epi64x(-33)),
+                                       _mm256_cmpgt_epi64(_mm256_set1_epi64x(128), v));
+        /* -v - 1 below zero, doubled there: an int's bounds are half a uint's */
+        __m256i mag = _mm256_sllv_epi64(_mm256_xor_si256(v, neg), _mm256_and_si256(neg, one));
+        __m256i wide1 = _mm256_cmpgt_epi64(mag, low);
+        __m256i wide2 = _mm256_cmpgt_epi64(mag, _mm256_set1_epi64x(0xFFFF));
+        /* size 1, 2 or 4: 1 - wide1 - 2 * wide2 (the compares are 0 or -1) */
+        __m256i size = _mm256_sub_epi64(_mm256_sub_epi64(one, wide1), _mm256_add_epi64(wide2, wide2));
+        __m256i tag = _mm256_add_epi64(_mm256_set1_epi64x(0xCC),
+                                       _mm256_add_epi64(_mm256_and_si256(neg, _mm256_set1_epi64x(4)),
+                                                        _mm256_srli_epi64(size, 1)));
+        __m256i be = _mm256_srlv_epi64(_mm256_shuffle_epi8(u, swap),
+                                       _mm256_sub_epi64(_mm256_set1_epi64x(32), _mm256_slli_epi64(size, 3)));
+        __m256i word = _mm256_blendv_epi8(_mm256_or_si256(tag, _mm256_slli_epi64(be, 8)),
+                                          _mm256_and_si256(u, low), fix);
+        __m256i len = _mm256_blendv_epi8(_mm256_add_epi64(size, one), one, fix);
+        uint64_t words[4], lens[4];
+        _mm256_storeu_si256((__m256i *)words, word);
+        _mm256_storeu_si256((__m256i *)lens, len);
+        memcpy(out, &words[0], 8); out += lens[0];
+        memcpy(out, &words[1], 8); out += lens[1];
+        memcpy(out, &words[2], 8); out += lens[2];
+        memcpy(out, &words[3], 8); out += lens[3];
+    }
+    *at = out;
+    return i;
+}
+
+static int tok_mp_cpu_avx2 = -1;  /* -1: not asked yet */
+static inline int tok_mp_avx2(void) {
+    if (tok_mp_cpu_avx2 < 0) {
+        __builtin_cpu_init();
+        tok_mp_cpu_avx2 = __builtin_cpu_supports("avx2") ? 1 : 0;
+    }
+    return tok_mp_cpu_avx2;
+}
+#else
+#  define TOK_MP_HAVE_AVX2 0
+static inline int tok_mp_avx2(void) { return 0; }
+#endif
+
+/* ids (little-endian int32) in their smallest encodings; returns the end. out holds
+ * TOK_MP_MAX_ID * n + TOK_MP_SLACK bytes. `simd`: four ids a step on AVX2, where the CPU
+ * has it. */
+static unsigned char *tok_mp_write(const unsigned char *ids, size_t n, unsigned char *out,
+                                   int simd) {
+    size_t i = 0;
+#if TOK_MP_HAVE_AVX2
+    if (simd && tok_mp_avx2()) i = tok_mp_write_avx2(ids, n, &out);
+#else
+    (void)simd;
+#endif
+    for (; i < n; i++) out += tok_mp_put(out, (int32_t)tok_mp_load(ids + 4 * i));
+    return out;
+}
+
+#endif

@@ -1,0 +1,540 @@
+# cython: language_level=3
+# cython: freethreading_compatible=True
+"""Token ids in the wire formats the serving stacks speak: the Cython twin of ``_wire_py``.
+
+Every conversion streams the ids through a small block of little-endian int32 on the stack:
+a reader fills it (raw int32, a JSON array: ``_idjson.h``, a MessagePack array:
+``_idmsgpack.h``) and a writer empties it (into ints of the shared id cache for a list, or
+into the output bytes), so no Python int or list is made unless the caller asked for a
+list. The output is allocated once at its bound and shrunk in place. The grammar's error
+kinds and messages, and the argument checks, are ``_wire_py``'s.
+"""
+
+from cpython.buffer cimport (
+    PyBUF_RECORDS_RO, PyBuffer_IsContiguous, PyBuffer_Release, PyObject_GetBuffer,
+)
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
+from cpython.list cimport PyList_New
+from cpython.object cimport PyObject
+from cpython.ref cimport Py_XDECREF
+from libc.stdint cimport int64_t, uint64_t
+from libc.string cimport memcpy, memmove
+
+from tokcore._freethreading cimport tok_cs, tok_cs_begin, tok_cs_end
+from tokcore._ids_c cimport pack_block, shared_id_objects
+
+from tokcore._b64_c import b64decode as _b64decode
+from tokcore._b64_c import b64encode as _b64encode
+from tokcore._ids_c import pack_ids
+from tokcore._ids_py import coerce_ids, length_error, overflow_error, unexportable_error
+from tokcore._wire_py import (
+    JSON_WHAT, MSGPACK_WHAT, check_format, found, json_error_found, json_overflow,
+    msgpack_error_found, text_bytes,
+)
+
+cdef extern from "Python.h":
+    PyObject **PySequence_Fast_ITEMS_PTR "PySequence_Fast_ITEMS"(object o)
+    Py_ssize_t PySequence_Fast_GET_SIZE(object o)
+    int PyUnicode_READY(object o) except -1
+    bint PyUnicode_IS_ASCII(object o)
+    void *PyUnicode_DATA(object o)
+    Py_ssize_t PyUnicode_GET_LENGTH(object o)
+
+cdef extern from *:
+    """
+    /* a new bytes object of `size` bytes to write, or NULL with an exception */
+    static PyObject *tok_new_bytes(Py_ssize_t size) {
+        return PyBytes_FromStringAndSize(NULL, size);
+    }
+    /* `bytes` (a reference the caller gives up, held by nobody else) cut to `size` bytes in
+     * place: the reference to the result, or NULL with an exception (the bytes freed) */
+    static PyObject *tok_shrink_bytes(PyObject *bytes, Py_ssize_t size) {
+        if (PyBytes_GET_SIZE(bytes) != size && _PyBytes_Resize(&bytes, size) < 0) return NULL;
+        return bytes;
+    }
+    """
+    PyObject *tok_new_bytes(Py_ssize_t size) except NULL
+    object tok_shrink_bytes(PyObject *bytes, Py_ssize_t size)
+
+cdef extern from "_intfast.h":
+    int tok_fill_ids(PyObject **table, const unsigned char *src, Py_ssize_t n,
+                     PyObject **items) except -1
+
+cdef extern from "_idjson.h" nogil:
+    ctypedef struct tok_ij_reader:
+        size_t pos
+        size_t count
+        int state
+        int error
+        size_t offset
+        size_t end
+    enum:
+        TOK_IJ_OK
+        TOK_IJ_OVERFLOW
+        TOK_IJ_DONE
+        TOK_IJ_KERNEL_SCALAR
+        TOK_IJ_KERNEL_SWAR
+        TOK_IJ_KERNEL_SIMD
+        TOK_IJ_MAX_ID
+        TOK_IJ_SLACK
+    const char *TOK_IJ_SIMD_NAME
+    void tok_ij_init(tok_ij_reader *r)
+    size_t tok_ij_read(tok_ij_reader *r, const unsigned char *s, size_t n, unsigned char *out,
+                       size_t cap, int kernel)
+    size_t tok_ij_commas(const unsigned char *s, size_t n)
+    int tok_ij_avx2()
+    unsigned char *tok_ij_write(const unsigned char *ids, size_t n, unsigned char *out,
+                                int first, int kernel)
+
+cdef extern from "_idmsgpack.h" nogil:
+    ctypedef struct tok_mp_reader:
+        size_t pos
+        size_t count
+        size_t total
+        int error
+        size_t offset
+        int is_unsigned
+        int64_t value
+        uint64_t uvalue
+    enum:
+        TOK_MP_OK
+        TOK_MP_OVERFLOW
+        TOK_MP_BIN_TRAILING
+        TOK_MP_MAX_ID
+        TOK_MP_MAX_HEADER
+        TOK_MP_SLACK
+    int tok_mp_header(tok_mp_reader *r, const unsigned char *s, size_t n)
+    size_t tok_mp_read(tok_mp_reader *r, const unsigned char *s, size_t n, unsigned char *out,
+                       size_t cap)
+    int tok_mp_bin(const unsigned char *s, size_t n, size_t *start, size_t *length)
+    unsigned char *tok_mp_write_header(unsigned char *out, size_t count)
+    unsigned char *tok_mp_write_bin_header(unsigned char *out, size_t length)
+    unsigned char *tok_mp_write(const unsigned char *ids, size_t n, unsigned char *out,
+                                int simd)
+    int tok_mp_avx2()
+
+cdef enum:
+    ID_BYTES = 4
+    BLOCK_IDS = 1024  # ids a block holds: 4 KiB on the stack, in L1 between reader and writer
+    NOGIL_MIN_BYTES = 64 * 1024  # below this, dropping the GIL costs more than it frees
+
+cdef PyObject **_id_objects = shared_id_objects()
+# the kernels: the JSON reader's; with "simd" or "avx2" the JSON writer's 4-id steps (SSE2)
+# and the MessagePack writer's (AVX2 where the CPU has it), else one id at a time (tests
+# switch them: _use_kernel)
+#: the JSON reader's kernels, as _use_kernel names them (the vector one: SSE2, NEON or
+#: portable masks, as the build has it; "avx2": its windows' masks on AVX2, where the CPU
+#: has it)
+_KERNELS = ("scalar", "swar", "simd", "avx2") if tok_ij_avx2() else ("scalar", "swar", "simd")
+cdef int _json_kernel = len(_KERNELS) - 1  # the best
+_SIMD_NAME = TOK_IJ_SIMD_NAME.decode()
+_READ_NAMES = ("scalar", "SWAR", f"{_SIMD_NAME} windows", "AVX2 windows")
+
+_MSGPACK_WRITE = "AVX2" if tok_mp_avx2() else "scalar"
+
+BUILD_INFO = {"json read": _READ_NAMES[_json_kernel], "msgpack write": _MSGPACK_WRITE}
+
+
+def _kernels():
+    """The kernels' names, the reference first: the JSON reader's (scalar, SWAR, vector);
+    with the last, the writers' vector steps too."""
+    return _KERNELS
+
+
+def _use_kernel(name):
+    """Read (and write) with the kernels ``name`` (one of ``_kernels()``; for the tests);
+    returns the name of those in use before."""
+    global _json_kernel
+    if name not in _KERNELS:
+        raise ValueError(f"kernel {name!r} is not one of {_KERNELS}")
+    before = _KERNELS[_json_kernel]
+    _json_kernel = _KERNELS.index(name)
+    BUILD_INFO["json read"] = _READ_NAMES[_json_kernel]
+    BUILD_INFO["msgpack write"] = _MSGPACK_WRITE if _json_kernel >= TOK_IJ_KERNEL_SIMD else "scalar"
+    return before
+
+
+def _commas(data):
+    """The number of ',' in ``data`` as the vector count has it (for the tests)."""
+    cdef const unsigned char[::1] view = data
+    return tok_ij_commas(&view[0] if view.shape[0] else NULL, view.shape[0])
+
+
+# --- the source: a contiguous run of bytes -------------------------------------------------
+
+cdef struct Data:
+    const unsigned char *ptr
+    size_t n
+    bint held  # buf is a buffer to release
+    Py_buffer buf
+
+
+cdef object _open(Data *d, object data, object what, bint text):
+    """``data``'s bytes into ``d`` (the caller calls ``_close``); returns the object that
+    keeps them alive. The checks and messages are ``_wire_py.data_view``'s."""
+    d.held = False
+    if type(data) is bytes:
+        d.ptr = <const unsigned char *>PyBytes_AS_STRING(data)
+        d.n = <size_t>len(<bytes>data)
+        return data
+    if isinstance(data, str):
+        if not text:
+            raise TypeError(f"{what} must be a bytes-like object, not str")
+        PyUnicode_READY(data)
+        if not PyUnicode_IS_ASCII(data):
+            data = text_bytes(data)  # the first character past ASCII is an error anyway
+            d.ptr = <const unsigned char *>PyBytes_AS_STRING(data)
+            d.n = <size_t>len(<bytes>data)
+            return data
+        d.ptr = <const unsigned char *>PyUnicode_DATA(data)
+        d.n = <size_t>PyUnicode_GET_LENGTH(data)
+        return data
+    try:
+        PyObject_GetBuffer(data, &d.buf, PyBUF_RECORDS_RO)
+    except TypeError:
+        kinds = "a bytes-like object or str" if text else "a bytes-like object"
+        raise TypeError(f"{what} must be {kinds}, not {type(data).__name__}") from None
+    except ValueError as exc:  # a buffer exporter that cannot export (datetime64 arrays)
+        raise unexportable_error(f"{what} must be a bytes-like object", data, exc) from None
+    if not PyBuffer_IsContiguous(&d.buf, b'C'):
+        PyBuffer_Release(&d.buf)
+        raise TypeError(f"{what} must be a contiguous bytes-like object")
+    d.held = True
+    d.ptr = <const unsigned char *>d.buf.buf
+    d.n = <size_t>d.buf.len
+    return data
+
+
+cdef inline void _close(Data *d) noexcept:
+    if d.held:
+        d.held = False
+        PyBuffer_Release(&d.buf)
+
+
+cdef str _found(Data *d, size_t offset, bint text):
+    """``_wire_py.found`` of the byte at ``offset`` (the byte alone, not a copy of all)."""
+    piece = PyBytes_FromStringAndSize(<const char *>d.ptr + offset, 1) if offset < d.n else b""
+    return found(piece, 0, text)
+
+
+# --- readers: a source of little-endian int32 blocks ---------------------------------------
+
+cdef enum Kind:
+    K_INT32
+    K_JSON
+    K_MSGPACK
+
+cdef struct Reader:
+    Kind kind
+    Data data
+    size_t total       # the ids it will give (JSON: at most; exactly unless the array is empty)
+    size_t done        # int32: ids given so far
+    const unsigned char *raw  # int32: the ids' bytes
+    int kernel
+    tok_ij_reader json
+    tok_mp_reader msgpack
+
+
+cdef inline size_t _read(Reader *r, unsigned char *block, size_t cap) noexcept nogil:
+    """Up to ``cap`` ids into ``block``; 0 at the end or at an error (``_raise_read``)."""
+    cdef size_t got
+    if r.kind == K_JSON:
+        return tok_ij_read(&r.json, r.data.ptr, r.data.n, block, cap, r.kernel)
+    if r.kind == K_MSGPACK:
+        return tok_mp_read(&r.msgpack, r.data.ptr, r.data.n, block, cap)
+    got = r.total - r.done
+    if got > cap:
+        got = cap
+    memcpy(block, r.raw + r.done * ID_BYTES, got * ID_BYTES)
+    r.done += got
+    return got
+
+
+cdef int _raise_read(Reader *r) except -1:
+    """The reader's error, if it has one; a reader stopped short of the end without one
+    read a buffer that another thread changed during the call."""
+    cdef size_t offset
+    if r.kind == K_JSON and r.json.error == TOK_IJ_OK and r.json.state != TOK_IJ_DONE:
+        raise RuntimeError("the JSON data changed while it was read")
+    if r.kind == K_MSGPACK and r.msgpack.error == TOK_MP_OK and r.msgpack.count != r.msgpack.total:
+        raise RuntimeError("the MessagePack data changed while it was read")
+    if r.kind == K_JSON:
+        if r.json.error == TOK_IJ_OVERFLOW:
+            raise json_overflow(r.json.count, PyBytes_FromStringAndSize(
+                <const char *>r.data.ptr + r.json.offset, r.json.end - r.json.offset))
+        if r.json.error != TOK_IJ_OK:
+            offset = r.json.offset
+            raise json_error_found(r.json.error, offset, _found(&r.data, offset, True))
+    elif r.kind == K_MSGPACK:
+        if r.msgpack.error == TOK_MP_OVERFLOW:
+            raise overflow_error(r.msgpack.count, r.msgpack.uvalue if r.msgpack.is_unsigned
+                                 else r.msgpack.value)
+        if r.msgpack.error != TOK_MP_OK:
+            offset = r.msgpack.offset
+            raise msgpack_error_found(r.msgpack.error, offset, _found(&r.data, offset, False))
+    return 0
+
+
+cdef object _open_reader(Reader *r, object data, object src):
+    """A reader of ``data`` in format ``src``; returns what keeps its bytes alive (the
+    caller calls ``_close(&r.data)``)."""
+    cdef size_t start = 0, length = 0
+    cdef int status
+    r.data.held = False
+    r.done = 0
+    r.kernel = _json_kernel
+    if src == "json":
+        keep = _open(&r.data, data, JSON_WHAT, True)
+        r.kind = K_JSON
+        tok_ij_init(&r.json)
+        r.total = tok_ij_commas(r.data.ptr, r.data.n) + 1
+        return keep
+    if src == "msgpack":
+        keep = _open(&r.data, data, MSGPACK_WHAT, False)
+        r.kind = K_MSGPACK
+        if tok_mp_header(&r.msgpack, r.data.ptr, r.data.n) != TOK_MP_OK:
+            _raise_read(r)
+        # every item takes a byte at least: a header that says more is cut short (the
+        # reader names where), and the bound keeps the output's size to the data's
+        r.total = r.msgpack.total
+        if r.total > r.data.n:
+            r.total = r.data.n
+        return keep
+    r.kind = K_INT32
+    if src == "b64":  # as b64_to_ids(data, validate=True) reads it
+        keep = _b64decode(data, None, True)
+        _open(&r.data, keep, "int32 data", False)
+    elif src == "msgpack_bin":
+        keep = _open(&r.data, data, MSGPACK_WHAT, False)
+        status = tok_mp_bin(r.data.ptr, r.data.n, &start, &length)
+        if status != TOK_MP_OK:
+            raise msgpack_error_found(status, start, _found(&r.data, start, False))
+        r.raw = r.data.ptr + start
+        if length % ID_BYTES:
+            raise length_error(length)
+        r.total = length // ID_BYTES
+        return keep
+    else:
+        keep = _open(&r.data, data, "int32 data", False)
+    if r.data.n % ID_BYTES:
+        raise length_error(r.data.n)
+    r.raw = r.data.ptr
+    r.total = r.data.n // ID_BYTES
+    return keep
+
+
+# --- writers -------------------------------------------------------------------------------
+
+cdef class _Call:
+    """What one call holds: the reader with its source's bytes and the output being written,
+    both released however the call ends."""
+    cdef Reader r
+    cdef object keep  # what keeps the source's bytes alive
+    cdef PyObject *out  # the output bytes, ours alone until _take hands it over
+
+    def __cinit__(self):
+        self.r.data.held = False
+        self.out = NULL
+
+    def __dealloc__(self):
+        _close(&self.r.data)
+        Py_XDECREF(self.out)
+
+
+cdef unsigned char *_new_out(_Call call, size_t size) except NULL:
+    """A bytes object of ``size`` bytes for the call to write; where to write it."""
+    call.out = tok_new_bytes(<Py_ssize_t>size)
+    return <unsigned char *>PyBytes_AS_STRING(<object>call.out)
+
+
+cdef object _take(_Call call, size_t size):
+    """The call's output, cut to ``size`` bytes in place (it was never shared)."""
+    cdef PyObject *out = call.out
+    call.out = NULL
+    return tok_shrink_bytes(out, <Py_ssize_t>size)
+
+
+cdef list _read_list(Reader *r):
+    """The ids as a list: blocks through the shared int cache, as unpack_ids makes them."""
+    cdef unsigned char block[BLOCK_IDS * ID_BYTES]
+    cdef size_t k = 0, got
+    cdef list result = PyList_New(<Py_ssize_t>r.total)
+    cdef PyObject **items = PySequence_Fast_ITEMS_PTR(result)
+    while True:
+        got = _read(r, block, min(<size_t>BLOCK_IDS, r.total - k))
+        if got == 0:
+            break
+        tok_fill_ids(_id_objects, block, <Py_ssize_t>got, items + k)
+        k += got
+    _raise_read(r)
+    if k != r.total:  # only an empty JSON array reads fewer than its bound
+        return []
+    return result
+
+
+cdef size_t _pump(Reader *r, int dst, unsigned char *out, size_t *k) noexcept nogil:
+    """Every id of ``r`` written after ``out`` in format ``dst`` (0: int32, 1: JSON
+    without its brackets, 2: MessagePack items); returns the bytes written."""
+    cdef unsigned char block[BLOCK_IDS * ID_BYTES]
+    cdef unsigned char *at = out
+    cdef size_t got
+    while True:
+        # never more than the output was sized for: the ids the text can hold when it was
+        # counted (a buffer another thread writes to meanwhile cannot make it overflow)
+        got = _read(r, block, min(<size_t>BLOCK_IDS, r.total - k[0]))
+        if got == 0:
+            break
+        if dst == 0:
+            memcpy(at, block, got * ID_BYTES)
+            at += got * ID_BYTES
+        elif dst == 1:
+            at = tok_ij_write(block, got, at, k[0] == 0, r.kernel)
+        else:
+            at = tok_mp_write(block, got, at, r.kernel >= TOK_IJ_KERNEL_SIMD)
+        k[0] += got
+    return <size_t>(at - out)
+
+
+cdef size_t _run(Reader *r, int dst, unsigned char *out, size_t *k) noexcept:
+    """``_pump``, without the GIL for a large input."""
+    cdef size_t written
+    if r.data.n >= NOGIL_MIN_BYTES:
+        with nogil:
+            written = _pump(r, dst, out, k)
+    else:
+        written = _pump(r, dst, out, k)
+    return written
+
+
+cdef object _write(_Call call, object dst):
+    """All the ids of the call's reader in format ``dst``."""
+    cdef Reader *r = &call.r
+    cdef unsigned char *out
+    cdef unsigned char *body
+    cdef size_t k = 0, written, header
+    cdef unsigned char head[TOK_MP_MAX_HEADER]
+    if dst == "json":
+        out = _new_out(call, r.total * TOK_IJ_MAX_ID + 2 + TOK_IJ_SLACK)
+        out[0] = b'['
+        written = 1 + _run(r, 1, out + 1, &k)
+        _raise_read(r)
+        out[written] = b']'
+        return _take(call, written + 1)
+    if dst == "msgpack":
+        out = _new_out(call, TOK_MP_MAX_HEADER + r.total * TOK_MP_MAX_ID + TOK_MP_SLACK)
+        body = tok_mp_write_header(out, r.total)
+        header = <size_t>(body - out)
+        written = _run(r, 2, body, &k)
+        _raise_read(r)
+        if k != r.total:  # an empty JSON array, read as fewer ids than its bound
+            body = tok_mp_write_header(head, k)
+            memmove(out + (body - head), out + header, written)
+            memcpy(out, head, <size_t>(body - head))
+            header = <size_t>(body - head)
+        return _take(call, header + written)
+    if dst == "msgpack_bin":
+        out = _new_out(call, TOK_MP_MAX_HEADER + r.total * ID_BYTES)
+        body = tok_mp_write_bin_header(out, r.total * ID_BYTES)
+        written = _run(r, 0, body, &k)
+        _raise_read(r)
+        if k != r.total:  # the empty array again
+            body = tok_mp_write_bin_header(out, 0)
+            written = 0
+        return _take(call, <size_t>(body - out) + written)
+    # int32 and b64: the int32 bytes first
+    out = _new_out(call, r.total * ID_BYTES)
+    written = _run(r, 0, out, &k)
+    _raise_read(r)
+    raw = _take(call, written)
+    if dst == "b64":
+        return _b64encode(raw)
+    return raw
+
+
+# --- ids in (a list or a buffer: pack_ids' rules and errors) -------------------------------
+
+cdef object _from_ids(object ids, int dst):
+    """Token ids as a JSON (1) or MessagePack (2) array: a list or a tuple packed a block at
+    a time (pack_ids' reading of each int), any other argument through pack_ids."""
+    cdef tok_cs cs
+    cdef Py_ssize_t size, start = 0, count
+    cdef unsigned char block[BLOCK_IDS * ID_BYTES]
+    cdef unsigned char *out
+    cdef unsigned char *at
+    cdef const unsigned char *raw
+    cdef _Call call = _Call.__new__(_Call)
+    if type(ids) is not list and type(ids) is not tuple:
+        seq = coerce_ids(ids)
+        if isinstance(seq, memoryview):  # a buffer of any integer type: packed (checked) first
+            packed = pack_ids(seq)
+            raw = <const unsigned char *>PyBytes_AS_STRING(packed)
+            size = len(<bytes>packed) // ID_BYTES
+            if dst == 1:
+                out = _new_out(call, <size_t>size * TOK_IJ_MAX_ID + 2 + TOK_IJ_SLACK)
+                out[0] = b'['
+                at = tok_ij_write(raw, <size_t>size, out + 1, 1, _json_kernel)
+                at[0] = b']'
+                return _take(call, <size_t>(at + 1 - out))
+            out = _new_out(call, TOK_MP_MAX_HEADER + <size_t>size * TOK_MP_MAX_ID + TOK_MP_SLACK)
+            at = tok_mp_write(raw, <size_t>size, tok_mp_write_header(out, <size_t>size),
+                              _json_kernel >= TOK_IJ_KERNEL_SIMD)
+            return _take(call, <size_t>(at - out))
+        ids = seq
+    tok_cs_begin(&cs, ids)
+    size = PySequence_Fast_GET_SIZE(ids)
+    tok_cs_end(&cs)
+    if dst == 1:
+        out = _new_out(call, <size_t>size * TOK_IJ_MAX_ID + 2 + TOK_IJ_SLACK)
+        out[0] = b'['
+        at = out + 1
+    else:
+        out = _new_out(call, TOK_MP_MAX_HEADER + <size_t>size * TOK_MP_MAX_ID + TOK_MP_SLACK)
+        at = tok_mp_write_header(out, <size_t>size)
+    while start < size:
+        count = min(<Py_ssize_t>BLOCK_IDS, size - start)
+        pack_block(ids, size, start, count, block)
+        if dst == 1:
+            at = tok_ij_write(block, <size_t>count, at, start == 0, _json_kernel)
+        else:
+            at = tok_mp_write(block, <size_t>count, at, _json_kernel >= TOK_IJ_KERNEL_SIMD)
+        start += count
+    if dst == 1:
+        at[0] = b']'
+        at += 1
+    return _take(call, <size_t>(at - out))
+
+
+# --- the public functions ------------------------------------------------------------------
+
+def ids_to_json(ids):
+    """Token ids -> the compact JSON array, ``json.dumps(ids, separators=(",", ":"))``."""
+    return _from_ids(ids, 1)
+
+
+def json_to_ids(data):
+    """One JSON array of integers (bytes-like or str) -> the token ids."""
+    cdef _Call call = _Call.__new__(_Call)
+    call.keep = _open_reader(&call.r, data, "json")
+    return _read_list(&call.r)
+
+
+def ids_to_msgpack(ids):
+    """Token ids -> a MessagePack array, each int in its smallest encoding."""
+    return _from_ids(ids, 2)
+
+
+def msgpack_to_ids(data):
+    """One MessagePack array of ints (bytes-like) -> the token ids."""
+    cdef _Call call = _Call.__new__(_Call)
+    call.keep = _open_reader(&call.r, data, "msgpack")
+    return _read_list(&call.r)
+
+
+def convert_ids(data, src, dst):
+    """Token ids in format ``src`` -> the same ids in format ``dst`` (``"int32"``, ``"b64"``,
+    ``"json"``, ``"msgpack"``, ``"msgpack_bin"``)."""
+    src = check_format(src, "src")
+    dst = check_format(dst, "dst")
+    cdef _Call call = _Call.__new__(_Call)
+    call.keep = _open_reader(&call.r, data, src)
+    return _write(call, dst)

@@ -1,0 +1,493 @@
+"""Token ids in the wire formats the serving stacks speak: the pure-Python reference twin.
+
+JSON int arrays (``[1,-2,151644]``), MessagePack arrays of ints, MessagePack ``bin`` of
+int32, base64 of int32 and raw int32, each to and from token ids, and from any one to any
+other (``convert_ids``). The grammar, the error kinds and their messages, and the argument
+checks are defined here once; the Cython twin imports them, and its kernels
+(``_idjson.h``, ``_idmsgpack.h``) return the same error kinds at the same offsets.
+
+Speed here comes from the standard library's C loops (``re``, ``json``, ``array``,
+``base64``) on the well-formed path; the byte-by-byte readers below run only to name the
+exact problem of an input that is not.
+"""
+
+from __future__ import annotations
+
+import binascii
+import json
+import re
+import struct
+from array import array
+from typing import Literal
+
+from . import _b64_py
+from ._args import BytesLike, TextOrBytes
+from ._ids_py import (
+    INT32_MAX,
+    INT32_MIN,
+    LITTLE_ENDIAN_HOST,
+    IdsArg,
+    length_error,
+    overflow_error,
+    pack_ids,
+    unexportable_error,
+)
+
+#: the formats of ``convert_ids``: raw little-endian int32, its base64 text (standard
+#: alphabet, padded), a JSON array of ints, a MessagePack array of ints, a MessagePack
+#: ``bin`` holding the raw int32
+IdFormat = Literal["int32", "b64", "json", "msgpack", "msgpack_bin"]
+FORMATS: tuple[IdFormat, ...] = ("int32", "b64", "json", "msgpack", "msgpack_bin")
+#: the formats a ``str`` may carry
+TEXT_FORMATS = frozenset({"b64", "json"})
+
+
+# --- argument checks, shared by both twins -------------------------------------------------
+
+def check_format(value: object, name: str) -> IdFormat:
+    """``value`` as one of :data:`FORMATS`: a ``TypeError`` for a non-str, ``ValueError``
+    for an unknown name."""
+    if type(value) is not str:
+        raise TypeError(f"{name} must be a format name (str), not {type(value).__name__}")
+    if value not in FORMATS:
+        names = ", ".join(repr(f) for f in FORMATS)
+        raise ValueError(f"{name}={value!r} is not a format of token ids: expected one of "
+                         f"{names}")
+    return value
+
+
+def text_bytes(text: str) -> bytes:
+    """A ``str`` source as the bytes the readers scan (UTF-8; a lone surrogate as its three
+    bytes, which no format accepts: the offsets name the first character that is not
+    ASCII, the same in characters and bytes)."""
+    return text.encode("utf-8", "surrogatepass")
+
+
+def data_view(data: object, what: str, text: bool) -> memoryview | bytes:
+    """The bytes of a source: ``data`` itself or a flat byte view of it; a ``str`` encoded
+    where ``text`` (else a ``TypeError``); anything without the buffer protocol, or
+    strided, a ``TypeError``."""
+    if isinstance(data, str):
+        if text:
+            return text_bytes(data)
+        raise TypeError(f"{what} must be a bytes-like object, not str")
+    try:
+        view = memoryview(data)  # type: ignore[arg-type]
+    except TypeError:
+        kinds = "a bytes-like object or str" if text else "a bytes-like object"
+        raise TypeError(f"{what} must be {kinds}, not {type(data).__name__}") from None
+    except ValueError as exc:  # a buffer exporter that cannot export (datetime64 arrays)
+        raise unexportable_error(f"{what} must be a bytes-like object", data, exc) from None
+    if not view.nbytes:  # empty is contiguous (PyBuffer_IsContiguous, the Cython twin's)
+        return b""
+    if not view.c_contiguous:
+        raise TypeError(f"{what} must be a contiguous bytes-like object")
+    return view.cast("B") if view.format != "B" or view.ndim != 1 else view
+
+
+def found(data: memoryview | bytes, offset: int, text: bool = True) -> str:
+    """What is at ``offset``, for an error message: a printable character of a text format
+    as itself, any other byte in hex."""
+    if offset >= len(data):
+        return "the end of the data"
+    byte = data[offset]
+    return repr(chr(byte)) if text and 0x21 <= byte <= 0x7E else f"byte 0x{byte:02x}"
+
+
+# --- JSON arrays of integers ---------------------------------------------------------------
+
+JSON_WHAT = "JSON data"
+JSON_PREFIX = "not a JSON array of int32 ids"
+# The error kinds, numbered as _idjson.h numbers them (TOK_IJ_*): each is the reason at
+# the offset of the first byte that no valid text could have there.
+J_OPEN, J_FIRST, J_INT, J_DIGIT, J_SEP, J_ZERO, J_FRACTION, J_TRAILING = range(1, 9)
+JSON_REASONS = {
+    J_OPEN: "expected '['",
+    J_FIRST: "expected an integer or ']'",
+    J_INT: "expected an integer",
+    J_DIGIT: "expected a digit after '-'",
+    J_SEP: "expected ',' or ']'",
+    J_ZERO: "expected no digit after a leading 0",
+    J_FRACTION: "expected an integer, not a fraction or an exponent",
+    J_TRAILING: "expected nothing after the array",
+}
+
+
+def json_error(kind: int, data: memoryview | bytes, offset: int) -> ValueError:
+    return json_error_found(kind, offset, found(data, offset))
+
+
+def json_error_found(kind: int, offset: int, what: str) -> ValueError:
+    """The error of kind ``kind`` at ``offset``, where ``what`` was found (the Cython twin
+    passes :func:`found` of the byte there, not the whole data)."""
+    return ValueError(f"{JSON_PREFIX}: {JSON_REASONS[kind]} at offset {offset}, found {what}")
+
+
+def json_overflow(index: int, text: bytes) -> OverflowError:
+    """``pack_ids``' error for the ``index``-th id, its value as the JSON text wrote it (an
+    integer without leading zeros reads the same as its value: no int is made of it)."""
+    return overflow_error(index, text.decode("ascii"))
+
+
+_WS = b" \t\n\r"
+_DIGITS = b"0123456789"
+_INT = r"-?(?:0|[1-9][0-9]{0,9})"  # at most 10 digits: json.loads never meets its digit limit
+_WELL_FORMED = re.compile(
+    rf"[ \t\n\r]*\[[ \t\n\r]*(?:{_INT}(?:[ \t\n\r]*,[ \t\n\r]*{_INT})*[ \t\n\r]*)?\][ \t\n\r]*"
+    .encode())
+
+
+def _skip_ws(data: memoryview | bytes, pos: int) -> int:
+    end = len(data)
+    while pos < end and data[pos] in _WS:
+        pos += 1
+    return pos
+
+
+def _json_read_int(data: memoryview | bytes, pos: int, index: int, first: bool) -> \
+        tuple[int, int]:
+    """The integer at ``pos`` (JSON whitespace skipped already): ``(value, end)``, or the
+    contract's error."""
+    end = len(data)
+    start = pos
+    if pos < end and data[pos] == 0x2D:  # '-'
+        pos += 1
+    if pos == end or data[pos] not in _DIGITS:
+        kind = J_DIGIT if pos > start else J_FIRST if first else J_INT
+        raise json_error(kind, data, pos)
+    digits = pos
+    if data[pos] == 0x30:  # '0'
+        pos += 1
+        if pos < end and data[pos] in _DIGITS:
+            raise json_error(J_ZERO, data, pos)
+    else:
+        while pos < end and data[pos] in _DIGITS:
+            pos += 1
+    if pos < end and data[pos] in b".eE":
+        raise json_error(J_FRACTION, data, pos)
+    text = bytes(data[start:pos])
+    if pos - digits > 10 or not INT32_MIN <= int(text) <= INT32_MAX:
+        raise json_overflow(index, text)
+    return int(text), pos
+
+
+def json_scan(data: memoryview | bytes) -> list[int]:
+    """The reference reader, byte by byte: the ids, or the error at the first byte (or
+    integer) no valid text could have there. The same steps as ``tok_ij_scalar``."""
+    ids: list[int] = []
+    end = len(data)
+    pos = _skip_ws(data, 0)
+    if pos == end or data[pos] != 0x5B:  # '['
+        raise json_error(J_OPEN, data, pos)
+    pos = _skip_ws(data, pos + 1)
+    if pos < end and data[pos] == 0x5D:  # ']': the empty array
+        pos += 1
+    else:
+        while True:
+            value, pos = _json_read_int(data, pos, len(ids), not ids)
+            ids.append(value)
+            pos = _skip_ws(data, pos)
+            if pos < end and data[pos] == 0x2C:  # ','
+                pos = _skip_ws(data, pos + 1)
+                continue
+            if pos < end and data[pos] == 0x5D:
+                pos += 1
+                break
+            raise json_error(J_SEP, data, pos)
+    pos = _skip_ws(data, pos)
+    if pos != end:
+        raise json_error(J_TRAILING, data, pos)
+    return ids
+
+
+def json_ids(data: memoryview | bytes) -> list[int]:
+    """The ids of a JSON array: ``json.loads`` where the text is well formed (a regular
+    expression of the grammar says so first), the reference reader otherwise."""
+    if _WELL_FORMED.fullmatch(data) is not None:
+        ids: list[int] = json.loads(bytes(data))
+        try:
+            array("i", ids)
+        except OverflowError:
+            for index, value in enumerate(ids):
+                if not INT32_MIN <= value <= INT32_MAX:
+                    raise overflow_error(index, value) from None
+            raise  # not reached: one of them is out of range
+        return ids
+    return json_scan(data)
+
+
+def json_text(values: list[int]) -> bytes:
+    """The compact JSON array of ``values``: ``json.dumps(values, separators=(",", ":"))``."""
+    return ("[" + ",".join(map(str, values)) + "]").encode("ascii")
+
+
+# --- MessagePack ---------------------------------------------------------------------------
+
+MSGPACK_WHAT = "MessagePack data"
+MSGPACK_PREFIX = "not a MessagePack array of int32 ids"
+BIN_PREFIX = "not a MessagePack bin of int32 ids"
+# The error kinds, numbered as _idmsgpack.h numbers them (TOK_MP_*)
+M_ARRAY, M_ARRAY_REST, M_INT, M_INT_REST, M_TRAILING, M_BIN, M_BIN_REST, M_BIN_TRAILING = \
+    range(1, 9)
+MSGPACK_REASONS = {
+    M_ARRAY: "expected an array (a byte 0x90-0x9f, 0xdc or 0xdd)",
+    M_ARRAY_REST: "expected the rest of the array's header",
+    M_INT: "expected an integer",
+    M_INT_REST: "expected the rest of the integer",
+    M_TRAILING: "expected nothing after the array",
+    M_BIN: "expected a bin (a byte 0xc4, 0xc5 or 0xc6)",
+    M_BIN_REST: "expected the rest of the bin",
+    M_BIN_TRAILING: "expected nothing after the bin",
+}
+
+
+def msgpack_error(kind: int, data: memoryview | bytes, offset: int) -> ValueError:
+    return msgpack_error_found(kind, offset, found(data, offset, False))
+
+
+def msgpack_error_found(kind: int, offset: int, what: str) -> ValueError:
+    prefix = BIN_PREFIX if kind >= M_BIN else MSGPACK_PREFIX
+    return ValueError(f"{prefix}: {MSGPACK_REASONS[kind]} at offset {offset}, found {what}")
+
+
+#: the payload of each integer type: (struct format, size); fixints have none
+_MSGPACK_INTS = {0xCC: (">B", 1), 0xCD: (">H", 2), 0xCE: (">I", 4), 0xCF: (">Q", 8),
+                 0xD0: (">b", 1), 0xD1: (">h", 2), 0xD2: (">i", 4), 0xD3: (">q", 8)}
+
+
+def _msgpack_length(data: memoryview | bytes, pos: int, size: int, rest: int) -> int:
+    """The big-endian length of ``size`` bytes at ``pos``, or the error of a cut header."""
+    if pos + size > len(data):
+        raise msgpack_error(rest, data, len(data))
+    return int.from_bytes(data[pos:pos + size], "big")
+
+
+def msgpack_ids(data: memoryview | bytes) -> list[int]:
+    """The ids of one MessagePack array of ints (any encoding of each), or the error."""
+    end = len(data)
+    if not end:
+        raise msgpack_error(M_ARRAY, data, 0)
+    tag = data[0]
+    if 0x90 <= tag <= 0x9F:
+        count, pos = tag & 0x0F, 1
+    elif tag in (0xDC, 0xDD):
+        size = 2 if tag == 0xDC else 4
+        count, pos = _msgpack_length(data, 1, size, M_ARRAY_REST), 1 + size
+    else:
+        raise msgpack_error(M_ARRAY, data, 0)
+    ids: list[int] = []
+    for index in range(count):
+        if pos == end:
+            raise msgpack_error(M_INT, data, pos)
+        tag = data[pos]
+        if tag <= 0x7F or tag >= 0xE0:  # positive and negative fixints
+            value = tag if tag <= 0x7F else tag - 0x100
+            pos += 1
+        elif tag in _MSGPACK_INTS:
+            fmt, size = _MSGPACK_INTS[tag]
+            if pos + 1 + size > end:
+                raise msgpack_error(M_INT_REST, data, end)
+            value = struct.unpack_from(fmt, data, pos + 1)[0]
+            pos += 1 + size
+        else:
+            raise msgpack_error(M_INT, data, pos)
+        if not INT32_MIN <= value <= INT32_MAX:
+            raise overflow_error(index, value)
+        ids.append(value)
+    if pos != end:
+        raise msgpack_error(M_TRAILING, data, pos)
+    return ids
+
+
+def _msgpack_int(value: int) -> bytes:
+    """One int in its smallest MessagePack encoding (msgpack.packb's, msgspec's)."""
+    if value >= 0:
+        if value <= 0x7F:
+            return bytes((value,))
+        if value <= 0xFF:
+            return b"\xcc" + bytes((value,))
+        if value <= 0xFFFF:
+            return b"\xcd" + value.to_bytes(2, "big")
+        return b"\xce" + value.to_bytes(4, "big")
+    if value >= -32:
+        return bytes((value & 0xFF,))
+    if value >= -128:
+        return b"\xd0" + value.to_bytes(1, "big", signed=True)
+    if value >= -32768:
+        return b"\xd1" + value.to_bytes(2, "big", signed=True)
+    return b"\xd2" + value.to_bytes(4, "big", signed=True)
+
+
+def msgpack_text(values: list[int]) -> bytes:
+    """The MessagePack array of ``values`` (the smallest header: fixarray, array16, array32),
+    each int in its smallest encoding."""
+    count = len(values)
+    if count <= 15:
+        header = bytes((0x90 | count,))
+    elif count <= 0xFFFF:
+        header = b"\xdc" + count.to_bytes(2, "big")
+    else:
+        header = b"\xdd" + count.to_bytes(4, "big")
+    return header + b"".join(map(_msgpack_int, values))
+
+
+def bin_payload(data: memoryview | bytes) -> memoryview | bytes:
+    """The int32 bytes of one MessagePack bin (bin8, bin16 or bin32), or the error."""
+    end = len(data)
+    if not end or data[0] not in (0xC4, 0xC5, 0xC6):
+        raise msgpack_error(M_BIN, data, 0)
+    size = 1 << (data[0] - 0xC4)
+    length = _msgpack_length(data, 1, size, M_BIN_REST)
+    start = 1 + size
+    if start + length > end:
+        raise msgpack_error(M_BIN_REST, data, end)
+    if start + length != end:
+        raise msgpack_error(M_BIN_TRAILING, data, start + length)
+    if length % 4:
+        raise length_error(length)
+    return data[start:]
+
+
+def bin_text(raw: bytes) -> bytes:
+    """A MessagePack bin of ``raw`` (msgpack.packb's, msgspec's encoding of bytes)."""
+    size = len(raw)
+    if size <= 0xFF:
+        return b"\xc4" + size.to_bytes(1, "big") + raw
+    if size <= 0xFFFF:
+        return b"\xc5" + size.to_bytes(2, "big") + raw
+    return b"\xc6" + size.to_bytes(4, "big") + raw
+
+
+# --- int32 and base64 ----------------------------------------------------------------------
+
+def int32_values(raw: memoryview | bytes) -> list[int]:
+    if len(raw) % 4:
+        raise length_error(len(raw))
+    values = array("i")
+    values.frombytes(raw)
+    if not LITTLE_ENDIAN_HOST:
+        values.byteswap()
+    return values.tolist()
+
+
+def int32_bytes(values: list[int]) -> bytes:
+    packed = array("i", values)
+    if not LITTLE_ENDIAN_HOST:
+        packed.byteswap()
+    return packed.tobytes()
+
+
+def b64_raw(data: object) -> bytes:
+    """The int32 bytes of base64 text, as ``b64_to_ids(data, validate=True)`` reads it."""
+    raw = _b64_py.b64decode(data, validate=True)  # type: ignore[arg-type]
+    if len(raw) % 4:
+        raise length_error(len(raw))
+    return raw
+
+
+def b64_text(raw: bytes) -> bytes:
+    return binascii.b2a_base64(raw, newline=False)
+
+
+# --- the public functions ------------------------------------------------------------------
+
+def ids_to_json(ids: IdsArg) -> bytes:
+    """Token ids -> their compact JSON array: the bytes of
+    ``json.dumps(ids, separators=(",", ":"))`` and of ``orjson.dumps(ids)``
+    (``b"[151644,872,198]"``). ``ids`` is what :func:`pack_ids` takes.
+
+    Raises what :func:`pack_ids` raises.
+    """
+    return json_text(int32_values(pack_ids(ids)))
+
+
+def json_to_ids(data: TextOrBytes) -> list[int]:
+    """One JSON array of integers -> the token ids, as ``json.loads`` reads them.
+
+    ``data`` is bytes-like (a ``memoryview`` of a :func:`find_member` span: no copy) or
+    ``str``. The grammar is RFC 8259's for an array of integers: whitespace (space, tab, LF,
+    CR) around any token, ``-0`` read as 0; a fraction, an exponent, a leading zero, ``+``,
+    ``NaN``, nesting, a byte order mark or anything after the array is an error.
+
+    Raises ``ValueError`` (``not a JSON array of int32 ids: expected ... at offset N, found
+    ...``) for malformed text, at the first byte no valid text could have there (the end of
+    the data for a text cut short); ``OverflowError`` (``ids[i] = v is outside the int32
+    range ...``) for an integer outside int32, ``v`` as the text wrote it (the first problem
+    in reading order wins); ``TypeError`` for an argument that is neither bytes-like nor
+    ``str``, or a strided buffer.
+    """
+    return json_ids(data_view(data, JSON_WHAT, True))
+
+
+def ids_to_msgpack(ids: IdsArg) -> bytes:
+    """Token ids -> a MessagePack array of ints, each in its smallest encoding: the bytes of
+    ``msgpack.packb(ids)`` and of ``msgspec.msgpack.encode(ids)``. ``ids`` is what
+    :func:`pack_ids` takes.
+
+    Raises what :func:`pack_ids` raises.
+    """
+    return msgpack_text(int32_values(pack_ids(ids)))
+
+
+def msgpack_to_ids(data: BytesLike) -> list[int]:
+    """One MessagePack array (fixarray, array16 or array32) of ints -> the token ids.
+
+    Each item may be in any integer encoding (fixints, uint8-64, int8-64, smallest or not);
+    ``data`` is bytes-like and holds exactly the array.
+
+    Raises ``ValueError`` (``not a MessagePack array of int32 ids: expected ... at offset N,
+    found ...``) for data that is not one array of ints (not an array, a cut header or item,
+    another type of item, bytes after the array); ``OverflowError`` naming the index and
+    value of an integer outside int32; ``TypeError`` for ``str`` or another type.
+    """
+    return msgpack_ids(data_view(data, MSGPACK_WHAT, False))
+
+
+def read_ids(data: object, src: IdFormat) -> list[int]:
+    """The ids of ``data`` in format ``src``."""
+    if src == "json":
+        return json_ids(data_view(data, JSON_WHAT, True))
+    if src == "msgpack":
+        return msgpack_ids(data_view(data, MSGPACK_WHAT, False))
+    if src == "b64":
+        return int32_values(b64_raw(data))
+    if src == "msgpack_bin":
+        return int32_values(bin_payload(data_view(data, MSGPACK_WHAT, False)))
+    return int32_values(data_view(data, "int32 data", False))
+
+
+def write_ids(values: list[int], dst: IdFormat) -> bytes:
+    """``values`` (int32 already) in format ``dst``."""
+    if dst == "json":
+        return json_text(values)
+    if dst == "msgpack":
+        return msgpack_text(values)
+    raw = int32_bytes(values)
+    if dst == "b64":
+        return b64_text(raw)
+    if dst == "msgpack_bin":
+        return bin_text(raw)
+    return raw
+
+
+def convert_ids(data: TextOrBytes, src: IdFormat, dst: IdFormat) -> bytes:
+    """Token ids in format ``src`` -> the same ids in format ``dst``, without a Python int or
+    list in between (on the compiled twin).
+
+    The formats: ``"int32"`` (little-endian int32), ``"b64"`` (the base64 text of those,
+    standard alphabet, padded; read as ``b64_to_ids(data, validate=True)`` reads it),
+    ``"json"`` and ``"msgpack"`` (the arrays of :func:`json_to_ids` and
+    :func:`ids_to_msgpack`), ``"msgpack_bin"`` (one MessagePack bin holding the int32
+    bytes). ``str`` is taken for the text formats (``"b64"``, ``"json"``). ``src == dst``
+    gives the normalised form (compact JSON, smallest MessagePack, canonical base64).
+
+    Raises what reading ``src`` raises (the functions above; for ``"int32"`` what
+    :func:`unpack_ids` raises, for ``"b64"`` what ``b64_to_ids(validate=True)`` raises, for
+    ``"msgpack_bin"`` a ``ValueError`` naming the offset of what is not one bin, and
+    :func:`unpack_ids`' length error); ``ValueError`` for an unknown format name;
+    ``TypeError`` for a format that is not a ``str``, and for a ``str`` given for
+    ``"int32"``, ``"msgpack"`` or ``"msgpack_bin"``.
+    """
+    src = check_format(src, "src")
+    dst = check_format(dst, "dst")
+    return write_ids(read_ids(data, src), dst)
