@@ -38,9 +38,9 @@ import pytest
 from _index_objects import Resizer
 from _twins import KINDS, report, twin
 
-pytestmark = pytest.mark.memory
-
 from tokcore import compact_ids
+
+pytestmark = pytest.mark.memory
 
 CALLS = 6_000                  # per case; ~65 cases a twin: ~400k calls a twin in all
 WARM_UP = 600
