@@ -403,6 +403,7 @@ def test_comma_count() -> None:
         assert c._commas(data) == data.count(b",")
 
 
+@pytest.mark.thread_unsafe(reason="reads the kernel in use, which the other tests switch")
 def test_kernel_names() -> None:
     c = twin("wire", "c")
     # (/proc/cpuinfo under qemu-user is the x86 host's: the build's architecture decides)
