@@ -357,8 +357,9 @@ static Py_ssize_t tok_scan_events_avx2(const char *p, Py_ssize_t n, int with_cr,
 #  define TOK_SCAN_AVX2 0
 #endif
 
-/* whether tok_scan_events takes the AVX2 loop: the CPU has AVX2 (tok_scan_init, at import) */
-static int tok_scan_use_avx2 = 0;
+/* whether tok_scan_events takes the AVX2 loop: the CPU has AVX2 (tok_scan_init, at import);
+ * unused where no AVX2 loop is built (aarch64) but by _sse_c's BUILD_INFO */
+static int tok_scan_use_avx2 __attribute__((unused)) = 0;
 
 static inline void tok_scan_init(void) {
 #if TOK_SCAN_AVX2
