@@ -356,6 +356,7 @@ def test_kernel_property(ids: list[int], seps: list[str]) -> None:
             assert c.json_to_ids(text.encode()) == ids == json.loads(text), name
 
 
+@pytest.mark.draw
 def test_kernels_on_long_texts() -> None:
     """Texts of many windows, as the servers write them and less tidy: token ids of 1 to 7
     digits, compact or with whitespace after (or before) a separator, a negative id or an
@@ -503,6 +504,24 @@ def test_msgpack_every_cut_is_an_error(wire_twin: ModuleType) -> None:
     for cut in range(len(data)):
         with pytest.raises(ValueError, match="found the end of the data$"):
             wire_twin.msgpack_to_ids(data[:cut])
+
+
+@pytest.mark.draw
+def test_msgpack_damaged_arrays() -> None:
+    """One byte of an array of every encoding changed at every place (a tag the fast steps
+    take, one they leave, a payload byte): the Cython twin reads or refuses it as the
+    Python one does."""
+    py, c = twin("wire", "py"), twin("wire", "c")
+    ids = [(i * 7919) % 200_000 for i in range(30)] + [5, 200, -5, -200, 70_000, -70_000]
+    base = msgpack.packb(ids)
+    base += b"".join(non_minimal(v, t) for v, t in ((9, 0xCF), (-9, 0xD3), (9, 0xD2)))
+    base = b"\xdc" + struct.pack(">H", len(ids) + 3) + base[3:]
+    swaps = b"\x00\x7f\x80\xcc\xcd\xce\xcf\xd0\xd2\xe0\xff"
+    step = 3 if QUICK else 1
+    for at in range(0, len(base), step):
+        for b in swaps:
+            data = base[:at] + bytes([b]) + base[at + 1:]
+            assert outcome(c.msgpack_to_ids, data) == outcome(py.msgpack_to_ids, data), data
 
 
 def test_msgpack_to_ids_refuses_text(wire_twin: ModuleType) -> None:

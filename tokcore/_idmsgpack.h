@@ -53,6 +53,13 @@ static inline void tok_mp_store(unsigned char *out, int32_t v) {
     memcpy(out, &u, 4);
 }
 
+/* 8 bytes as they are in memory */
+static inline uint64_t tok_mp_word(const unsigned char *p) {
+    uint64_t u;
+    memcpy(&u, p, 8);
+    return u;
+}
+
 static inline uint32_t tok_mp_load(const unsigned char *p) {
     uint32_t u;
     memcpy(&u, p, 4);
@@ -94,29 +101,52 @@ static inline int tok_mp_int_size(unsigned char tag) {
     }
 }
 
-/* One item while 9 bytes remain from it, without a branch on its encoding (random ids mix
- * uint16 and uint32 about evenly, which a branch would mispredict half the time): the
- * payload size from the tag's low bits, the 8 bytes after the tag loaded big-endian and
- * shifted down to it, sign-extended for the int tags. Returns the bytes taken, or 0 for what
- * is not an integer within int32 (the exact reader names it). */
-static inline unsigned tok_mp_item_fast(const unsigned char *p, int32_t *out) {
-    unsigned tag = p[0];
-    unsigned is_fix = tag <= 0x7F || tag >= 0xE0;
-    unsigned is_uint = tag - 0xCCu < 4u, is_int = tag - 0xD0u < 4u;
-    unsigned size = is_fix ? 0u : 1u << (tag & 3u);  /* cc..cf and d0..d3: 1, 2, 4, 8 */
-    uint64_t raw;
-    memcpy(&raw, p + 1, 8);
-#if !(defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__)
-    raw = __builtin_bswap64(raw);
-#endif
-    unsigned shift = (64u - 8u * size) & 63u;  /* a fixint's (size 0) payload is unused */
-    uint64_t u = raw >> shift;
-    int64_t v = is_fix ? (int64_t)(int8_t)tag
-                : is_int ? (int64_t)(u << shift) >> shift : (int64_t)u;
-    unsigned ok = (is_fix | is_uint | is_int)
-                  & (is_uint ? u <= (uint64_t)INT32_MAX : v >= INT32_MIN && v <= INT32_MAX);
-    *out = (int32_t)v;
-    return ok ? 1u + size : 0u;
+/* The fast steps' tables, by tag: 8 * the item's length and the mask of its value's bits,
+ * for the items a non-negative int32 is written as (positive fixints, cc, cd, ce: what
+ * msgspec and msgpack write for token ids); 0 for every other tag (the exact reader's) */
+#define TOK_MP_R8(x) x, x, x, x, x, x, x, x
+#define TOK_MP_R32(x) TOK_MP_R8(x), TOK_MP_R8(x), TOK_MP_R8(x), TOK_MP_R8(x)
+static const unsigned char tok_mp_fast_bits[256] = {
+    TOK_MP_R32(8), TOK_MP_R32(8), TOK_MP_R32(8), TOK_MP_R32(8),  /* 00..7f */
+    TOK_MP_R32(0), TOK_MP_R32(0),                                /* 80..bf */
+    TOK_MP_R8(0), 0, 0, 0, 0, 16, 24, 40, 0,                     /* c0..cf */
+    TOK_MP_R8(0), TOK_MP_R8(0), TOK_MP_R32(0)                    /* d0..ff */
+};
+static const uint64_t tok_mp_fast_mask[256] = {
+    TOK_MP_R32(0xFF), TOK_MP_R32(0xFF), TOK_MP_R32(0xFF), TOK_MP_R32(0xFF),
+    TOK_MP_R32(0), TOK_MP_R32(0),
+    TOK_MP_R8(0), 0, 0, 0, 0, 0xFF, 0xFFFF, 0xFFFFFFFF, 0,
+    TOK_MP_R8(0), TOK_MP_R8(0), TOK_MP_R32(0)
+};
+
+/* The fast steps: the items of a non-negative int32 (a positive fixint, cc, cd, ce) while 8
+ * bytes can be loaded at the item, without a branch on the encoding (random ids mix uint16
+ * and uint32 about evenly, which a branch would mispredict half the time). The item's 8
+ * bytes are one word, the tag its low byte: swapped, the tag and payload are its top bytes,
+ * shifted down by 64 - 8 * the item's length and masked to the payload (the tag itself for
+ * a fixint). One item's tag is where the one before it ends, so that wait is kept short:
+ * the next tag is this word shifted by the item's length, not a load. Stops at any other
+ * tag or a uint32 past int32 (the exact reader's), at `left` items and 8 bytes before the
+ * end. Returns the items read; *at is where it stopped. */
+static inline size_t tok_mp_read_fast(const unsigned char *s, size_t n, size_t *at,
+                                      unsigned char *out, size_t left) {
+    size_t k = 0, pos = *at;
+    if (left == 0 || n - pos < 8) return 0;
+    uint64_t word = TOK_MP_LE64(tok_mp_word(s + pos));
+    unsigned tag = (unsigned)word & 0xFF;
+    for (;;) {
+        unsigned bits = tok_mp_fast_bits[tag];
+        uint64_t value = (__builtin_bswap64(word) >> ((0u - bits) & 63u)) & tok_mp_fast_mask[tag];
+        if (bits == 0 || value > (uint64_t)INT32_MAX) break;
+        tok_mp_store(out + 4 * k, (int32_t)value);
+        k++;
+        pos += bits >> 3;
+        if (k == left || n - pos < 8) break;
+        tag = (unsigned)(word >> bits) & 0xFF;  /* the next item's tag, from this word */
+        word = TOK_MP_LE64(tok_mp_word(s + pos));
+    }
+    *at = pos;
+    return k;
 }
 
 /* Reads up to cap items into out (4 little-endian bytes each); after the last one checks
@@ -126,16 +156,10 @@ static size_t tok_mp_read(tok_mp_reader *r, const unsigned char *s, size_t n,
     size_t k = 0, pos = r->pos;
     size_t left = r->total - r->count < cap ? r->total - r->count : cap;
     if (r->error != TOK_MP_OK) return 0;  /* a reader that failed stays where it failed */
-    /* the fast steps: 9 bytes readable from each item */
-    while (k < left && n - pos >= 9) {
-        int32_t v;
-        unsigned took = tok_mp_item_fast(s + pos, &v);
-        if (took == 0) break;
-        tok_mp_store(out + 4 * k, v);
-        pos += took;
-        k++;
-    }
     while (k < left) {
+        /* the fast steps, then the item they stopped at exactly */
+        k += tok_mp_read_fast(s, n, &pos, out + 4 * k, left - k);
+        if (k == left) break;
         if (pos == n) { r->error = TOK_MP_INT; r->offset = pos; break; }
         unsigned char tag = s[pos];
         int32_t v;
