@@ -282,18 +282,80 @@ static inline unsigned tok_mp_put(unsigned char *out, int32_t v) {
 #  include <immintrin.h>
 /* Four ids a step in 64-bit lanes: the same compares as tok_mp_put, the payload's bytes
  * swapped by a shuffle and shifted down by a per-lane shift, the form chosen by a blend;
- * the four words are then stored one after the other, each advanced by its length. */
+ * the four words are then stored one after the other, each advanced by its length. Four
+ * ids none of which is negative (token ids) take fewer steps: their tags are cc, cd, ce,
+ * their lengths 5, 3 or 2 (1 for a fixint) by three compares. */
+#define TOK_MP_STORE4(out, words, lens) do { \
+        memcpy(out, &(words)[0], 8); out += (lens)[0]; \
+        memcpy(out, &(words)[1], 8); out += (lens)[1]; \
+        memcpy(out, &(words)[2], 8); out += (lens)[2]; \
+        memcpy(out, &(words)[3], 8); out += (lens)[3]; \
+    } while (0)
+
+/* Eight ids a step from ids[i] while none of them is negative (token ids), in 32-bit lanes:
+ * each id's word is its first four bytes (the tag, then the payload swapped, shifted down
+ * to its size and up by a byte: a uint32's last byte is cut off) and the id itself, whose
+ * low byte is that last byte (the bytes after it are written over by the next id). Returns
+ * where it stopped: 8 ids before the end, or 8 ids with a negative one. */
+__attribute__((target("avx2"), noinline))
+static size_t tok_mp_write_unsigned_avx2(const unsigned char *ids, size_t i, size_t n,
+                                         unsigned char **at) {
+    const __m256i swap32 = _mm256_setr_epi8(3, 2, 1, 0, 7, 6, 5, 4, 11, 10, 9, 8, 15, 14, 13, 12,
+                                            3, 2, 1, 0, 7, 6, 5, 4, 11, 10, 9, 8, 15, 14, 13, 12);
+    unsigned char *out = *at;
+    for (; i + 8 <= n; i += 8) {
+        __m256i v8 = _mm256_loadu_si256((const __m256i *)(ids + 4 * i));
+        if (_mm256_movemask_ps(_mm256_castsi256_ps(v8)) != 0) break;
+        __m256i wide0 = _mm256_cmpgt_epi32(v8, _mm256_set1_epi32(127));    /* not a fixint */
+        __m256i wide1 = _mm256_cmpgt_epi32(v8, _mm256_set1_epi32(0xFF));   /* cd or ce */
+        __m256i wide2 = _mm256_cmpgt_epi32(v8, _mm256_set1_epi32(0xFFFF)); /* ce */
+        /* down by 24 (cc), 16 (cd) or 0 (ce) bits: the compares are 0 or -1 */
+        __m256i down = _mm256_add_epi32(_mm256_set1_epi32(24),
+                                        _mm256_add_epi32(_mm256_slli_epi32(wide1, 3),
+                                                         _mm256_slli_epi32(wide2, 4)));
+        __m256i tag = _mm256_sub_epi32(_mm256_sub_epi32(_mm256_set1_epi32(0xCC), wide1), wide2);
+        __m256i first = _mm256_or_si256(
+            tag, _mm256_slli_epi32(_mm256_srlv_epi32(_mm256_shuffle_epi8(v8, swap32), down), 8));
+        first = _mm256_blendv_epi8(v8, first, wide0);
+        /* 1 byte, or 5, 3, 2: 1 - wide0 - wide1 - 2 * wide2 */
+        __m256i len8 = _mm256_sub_epi32(_mm256_set1_epi32(1),
+                                        _mm256_add_epi32(_mm256_add_epi32(wide0, wide1),
+                                                         _mm256_add_epi32(wide2, wide2)));
+        /* the words of ids 0, 1, 4, 5 and 2, 3, 6, 7 */
+        __m256i w01 = _mm256_unpacklo_epi32(first, v8), w23 = _mm256_unpackhi_epi32(first, v8);
+        uint64_t a[4], b[4];
+        uint32_t l[8];
+        _mm256_storeu_si256((__m256i *)l, len8);
+        _mm256_storeu_si256((__m256i *)a, w01);
+        _mm256_storeu_si256((__m256i *)b, w23);
+        memcpy(out, &a[0], 8); out += l[0];
+        memcpy(out, &a[1], 8); out += l[1];
+        memcpy(out, &b[0], 8); out += l[2];
+        memcpy(out, &b[1], 8); out += l[3];
+        memcpy(out, &a[2], 8); out += l[4];
+        memcpy(out, &a[3], 8); out += l[5];
+        memcpy(out, &b[2], 8); out += l[6];
+        memcpy(out, &b[3], 8); out += l[7];
+    }
+    *at = out;
+    return i;
+}
+
 __attribute__((target("avx2")))
 static size_t tok_mp_write_avx2(const unsigned char *ids, size_t n, unsigned char **at) {
     const __m256i swap = _mm256_setr_epi8(3, 2, 1, 0, -1, -1, -1, -1, 11, 10, 9, 8, -1, -1, -1, -1,
                                           3, 2, 1, 0, -1, -1, -1, -1, 11, 10, 9, 8, -1, -1, -1, -1);
     const __m256i one = _mm256_set1_epi64x(1), low = _mm256_set1_epi64x(0xFF);
     unsigned char *out = *at;
+    uint64_t words[4], lens[4];
     size_t i = 0;
-    for (; i + 4 <= n; i += 4) {
+    for (;;) {
+        i = tok_mp_write_unsigned_avx2(ids, i, n, &out);  /* eight non-negative ids a step */
+        if (i + 4 > n) break;
         __m128i raw = _mm_loadu_si128((const __m128i *)(ids + 4 * i));
-        __m256i v = _mm256_cvtepi32_epi64(raw);   /* the ids, sign-extended */
         __m256i u = _mm256_cvtepu32_epi64(raw);   /* their 32 bits */
+        __m256i word, len;
+        __m256i v = _mm256_cvtepi32_epi64(raw);   /* the ids, sign-extended */
         __m256i neg = _mm256_cmpgt_epi64(_mm256_setzero_si256(), v);
         __m256i fix = _mm256_and_si256(_mm256_cmpgt_epi64(v, _mm256_set1_epi64x(-33)),
                                        _mm256_cmpgt_epi64(_mm256_set1_epi64x(128), v));
@@ -308,16 +370,13 @@ static size_t tok_mp_write_avx2(const unsigned char *ids, size_t n, unsigned cha
                                                         _mm256_srli_epi64(size, 1)));
         __m256i be = _mm256_srlv_epi64(_mm256_shuffle_epi8(u, swap),
                                        _mm256_sub_epi64(_mm256_set1_epi64x(32), _mm256_slli_epi64(size, 3)));
-        __m256i word = _mm256_blendv_epi8(_mm256_or_si256(tag, _mm256_slli_epi64(be, 8)),
-                                          _mm256_and_si256(u, low), fix);
-        __m256i len = _mm256_blendv_epi8(_mm256_add_epi64(size, one), one, fix);
-        uint64_t words[4], lens[4];
+        word = _mm256_blendv_epi8(_mm256_or_si256(tag, _mm256_slli_epi64(be, 8)),
+                                  _mm256_and_si256(u, low), fix);
+        len = _mm256_blendv_epi8(_mm256_add_epi64(size, one), one, fix);
         _mm256_storeu_si256((__m256i *)words, word);
         _mm256_storeu_si256((__m256i *)lens, len);
-        memcpy(out, &words[0], 8); out += lens[0];
-        memcpy(out, &words[1], 8); out += lens[1];
-        memcpy(out, &words[2], 8); out += lens[2];
-        memcpy(out, &words[3], 8); out += lens[3];
+        TOK_MP_STORE4(out, words, lens);
+        i += 4;
     }
     *at = out;
     return i;
