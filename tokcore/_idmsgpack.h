@@ -16,6 +16,15 @@
 #include <stdint.h>
 #include <string.h>
 
+#if defined(__GNUC__) || defined(__clang__)
+#  define TOK_MP_INLINE inline __attribute__((always_inline))
+#else
+#  define TOK_MP_INLINE inline
+#endif
+
+/* what a reader's caller does with the items as they are stored (see tok_mp_read_with) */
+typedef void (*tok_mp_each)(void *ctx, const unsigned char *out, size_t k);
+
 /* error kinds: _wire_py's M_* */
 enum {
     TOK_MP_OK = 0, TOK_MP_ARRAY, TOK_MP_ARRAY_REST, TOK_MP_INT, TOK_MP_INT_REST,
@@ -127,11 +136,13 @@ static const uint64_t tok_mp_fast_mask[256] = {
  * a fixint). One item's tag is where the one before it ends, so that wait is kept short:
  * the next tag is this word shifted by the item's length, not a load. Stops at any other
  * tag or a uint32 past int32 (the exact reader's), at `left` items and 8 bytes before the
- * end. Returns the items read; *at is where it stopped. */
-static inline size_t tok_mp_read_fast(const unsigned char *s, size_t n, size_t *at,
-                                      unsigned char *out, size_t left) {
-    size_t k = 0, pos = *at;
-    if (left == 0 || n - pos < 8) return 0;
+ * end. Stores out[k:], calling each(ctx, out, k) after item k (when given); returns the
+ * index it reached; *at is where it stopped. */
+static TOK_MP_INLINE size_t tok_mp_read_fast(const unsigned char *s, size_t n, size_t *at,
+                                             unsigned char *out, size_t k, size_t left,
+                                             tok_mp_each each, void *ctx) {
+    size_t pos = *at;
+    if (k == left || n - pos < 8) return k;
     uint64_t word = TOK_MP_LE64(tok_mp_word(s + pos));
     unsigned tag = (unsigned)word & 0xFF;
     for (;;) {
@@ -139,6 +150,7 @@ static inline size_t tok_mp_read_fast(const unsigned char *s, size_t n, size_t *
         uint64_t value = (__builtin_bswap64(word) >> ((0u - bits) & 63u)) & tok_mp_fast_mask[tag];
         if (bits == 0 || value > (uint64_t)INT32_MAX) break;
         tok_mp_store(out + 4 * k, (int32_t)value);
+        if (each) each(ctx, out, k);
         k++;
         pos += bits >> 3;
         if (k == left || n - pos < 8) break;
@@ -150,15 +162,19 @@ static inline size_t tok_mp_read_fast(const unsigned char *s, size_t n, size_t *
 }
 
 /* Reads up to cap items into out (4 little-endian bytes each); after the last one checks
- * that the data ends there. Returns how many it read. */
-static size_t tok_mp_read(tok_mp_reader *r, const unsigned char *s, size_t n,
-                          unsigned char *out, size_t cap) {
+ * that the data ends there. Returns how many it read. With `each` and `done` given, calls
+ * each(ctx, out, k) after item k of the fast steps and done(ctx, out, k) when they stop
+ * and after an item read exactly (items below k all stored). */
+static TOK_MP_INLINE size_t tok_mp_read_with(tok_mp_reader *r, const unsigned char *s, size_t n,
+                                             unsigned char *out, size_t cap, tok_mp_each each,
+                                             tok_mp_each done, void *ctx) {
     size_t k = 0, pos = r->pos;
     size_t left = r->total - r->count < cap ? r->total - r->count : cap;
     if (r->error != TOK_MP_OK) return 0;  /* a reader that failed stays where it failed */
     while (k < left) {
         /* the fast steps, then the item they stopped at exactly */
-        k += tok_mp_read_fast(s, n, &pos, out + 4 * k, left - k);
+        k = tok_mp_read_fast(s, n, &pos, out, k, left, each, ctx);
+        if (done) done(ctx, out, k);
         if (k == left) break;
         if (pos == n) { r->error = TOK_MP_INT; r->offset = pos; break; }
         unsigned char tag = s[pos];
@@ -196,6 +212,7 @@ static size_t tok_mp_read(tok_mp_reader *r, const unsigned char *s, size_t n,
         }
         tok_mp_store(out + 4 * k, v);
         k++;
+        if (done) done(ctx, out, k);
     }
     r->count += k;
     r->pos = pos;
@@ -204,6 +221,11 @@ static size_t tok_mp_read(tok_mp_reader *r, const unsigned char *s, size_t n,
         r->offset = pos;
     }
     return k;
+}
+
+static size_t tok_mp_read(tok_mp_reader *r, const unsigned char *s, size_t n,
+                          unsigned char *out, size_t cap) {
+    return tok_mp_read_with(r, s, n, out, cap, NULL, NULL, NULL);
 }
 
 /* One bin (bin8, bin16, bin32) that is the whole of s: its payload's start and length, or

@@ -113,6 +113,11 @@ cdef extern from "_idmsgpack.h" nogil:
                                 int simd)
     int tok_mp_avx2()
 
+cdef extern from "_idlist.h":
+    int tok_mp_read_list(tok_mp_reader *r, const unsigned char *s, size_t n,
+                         unsigned char *block, size_t cap, PyObject **table, PyObject **items,
+                         size_t *got) except -1
+
 cdef enum:
     ID_BYTES = 4
     BLOCK_IDS = 1024  # ids a block holds: 4 KiB on the stack, in L1 between reader and writer
@@ -370,17 +375,18 @@ cdef list _list_of(const unsigned char *raw, size_t count):
     return result
 
 
-cdef list _read_list(Reader *r):
-    """The ids as a list: blocks through the shared int cache, as unpack_ids makes them."""
+cdef list _msgpack_list(Reader *r):
+    """The ids of a MessagePack array as a list of the shared int cache's ints (as unpack_ids
+    makes them), each made as the reader goes on (_idlist.h), a block at a time."""
     cdef unsigned char block[BLOCK_IDS * ID_BYTES]
-    cdef size_t k = 0, got
+    cdef size_t k = 0, got = 0
     cdef list result = PyList_New(<Py_ssize_t>r.total)
     cdef PyObject **items = PySequence_Fast_ITEMS_PTR(result)
     while True:
-        got = _read(r, block, min(<size_t>BLOCK_IDS, r.total - k))
+        tok_mp_read_list(&r.msgpack, r.data.ptr, r.data.n, block,
+                         min(<size_t>BLOCK_IDS, r.total - k), _id_objects, items + k, &got)
         if got == 0:
             break
-        tok_fill_ids(_id_objects, block, <Py_ssize_t>got, items + k)
         k += got
     _raise_read(r)
     return result
@@ -540,7 +546,7 @@ def msgpack_to_ids(data):
     """One MessagePack array of ints (bytes-like) -> the token ids."""
     cdef _Call call = _Call.__new__(_Call)
     call.keep = _open_reader(&call.r, data, "msgpack")
-    return _read_list(&call.r)
+    return _msgpack_list(&call.r)
 
 
 def convert_ids(data, src, dst):
