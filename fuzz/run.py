@@ -20,7 +20,12 @@ number of executions (a million in the 10 minutes of ``make fuzz`` on a 2-core m
 ``--native on`` builds a copy of the Cython twins with clang's -fsanitize=fuzzer-no-link in
 build/fuzz-native (rebuilt when a source changes) and runs the harnesses on it with
 atheris' libFuzzer loaded globally, so that libFuzzer sees the C edges and comparisons too;
-``auto`` does so where clang and atheris can, and says why not otherwise.
+``auto`` does so where clang and atheris can, and says why not otherwise. ``make fuzz``
+installs clang where it is missing and runs with ``--native on``.
+
+Each harness's line gives the coverage libFuzzer reached: ``cov``, the edges (Python's,
+and with ``--native`` the Cython twins' C code's, whose counters the line names), and
+``ft``, its features.
 
 The last line reads "fuzz: N passed, M failed[, K skipped]" (harnesses; skipped: the hot
 path it fuzzes is not in this tree).
@@ -71,6 +76,8 @@ STARTUP_SECONDS = 3  # python, numpy, the corpus: counted in each harness' slot
 EXECUTED = re.compile(r"stat::number_of_executed_units:\s*(\d+)")
 PROGRESS = re.compile(r"^#(\d+)\s", re.MULTILINE)
 MODULES = re.compile(r"INFO: Loaded (\d+) modules\s+\((\d+) inline 8-bit counters\)")
+# libFuzzer's progress and final lines: the edges (cov) and features (ft) reached so far
+COVERAGE = re.compile(r"\bcov: (\d+) ft: (\d+)")
 
 
 @dataclass
@@ -83,6 +90,7 @@ class Result:
     returncode: int
     log: Path
     counters: str
+    coverage: tuple[int, int] | None = None  # libFuzzer's last (cov, ft)
 
     @property
     def ok(self) -> bool:
@@ -142,9 +150,10 @@ def run_one(name: str, seconds: int, random_mode: bool, env: dict[str, str]) -> 
     hits = open_dir / "hits"
     modules = MODULES.findall(text)
     counters = f"{modules[0][0]} modules, {int(modules[0][1]):,} C counters" if modules else ""
+    reached = COVERAGE.findall(text)
     return Result(name, elapsed, executions, findings,
                   int(hits.read_text()) if hits.exists() else 0, done.returncode, log,
-                  counters)
+                  counters, (int(reached[-1][0]), int(reached[-1][1])) if reached else None)
 
 
 def kept_findings(name: str) -> set[Path]:
@@ -290,11 +299,16 @@ def main() -> int:
         thread.join()
     results = [done[n] for n in names]
 
-    print(f"{'harness':<10} {'seconds':>8} {'executions':>12} {'exec/s':>8} {'findings':>9}")
+    # cov: the edges libFuzzer's coverage reached (the Python code's, atheris', and with
+    # --native the C code's of the Cython twins, out of the C counters shown); ft: features
+    print(f"{'harness':<10} {'seconds':>8} {'executions':>12} {'exec/s':>8} {'findings':>9} "
+          f"{'cov':>7} {'ft':>7}")
     for r in results:
         rate = r.executions / r.seconds if r.seconds else 0
+        cov, ft = (f"{r.coverage[0]:>7,}", f"{r.coverage[1]:>7,}") if r.coverage else ("-", "-")
         print(f"{r.name:<10} {r.seconds:>8.0f} {r.executions:>12,} {rate:>8,.0f} "
-              f"{len(r.findings):>9}" + (f"   {r.counters}" if r.counters else "")
+              f"{len(r.findings):>9} {cov:>7} {ft:>7}"
+              + (f"   {r.counters}" if r.counters else "")
               + ("" if r.ok else f"   FAILED (log: {r.log})"))
         for path in r.findings:
             print(f"    kept {path.relative_to(FUZZ_DIR.parent)}")

@@ -18,10 +18,10 @@ from tokcore._backend import NO_EXTENSIONS
 
 ROOT = Path(__file__).resolve().parent.parent
 KINDS = ("c", "py")
-#: TOKCORE_TEST_TWINS=c runs the Cython twins' tests alone (the CPython matrix: the Python
-#: twins do not change between versions the way C-API code does); =dispatch deselects the
-#: twin-fixture tests of both kinds (make test's pure run: the other run has just run them),
-#: and the tests that take twins in their body (twin, twins) run on the Python twin.
+#: TOKCORE_TEST_TWINS=c runs the Cython twins' tests alone (make sanitize: the Python twins
+#: have no C to instrument); =dispatch deselects the twin-fixture tests of both kinds (make
+#: test's pure run: the other run has just run them), and the tests that take twins in their
+#: body (twin, twins) run on the Python twin.
 ONLY = tuple(os.environ.get("TOKCORE_TEST_TWINS", "").replace(",", " ").split()) or KINDS
 
 

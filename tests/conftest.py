@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, settings
 
 # A shared 2-core machine makes per-example timings meaningless: no deadline, and no
 # too_slow health check (data generation timed on a loaded machine). The profile is
-# TOKCORE_TEST_PROFILE's (tests/_budget.py): quick by default, full in make test-full (CI: make test-draw);
-# every test runs in both. Tests that set their own max_examples take them through
+# TOKCORE_TEST_PROFILE's (tests/_budget.py): quick by default, full in make test-full (CI:
+# make test-draw); every test runs in both. Tests that set their own max_examples take them through
 # _budget.examples, which applies the same cap.
 _UNTIMED = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
 settings.register_profile("full", max_examples=FULL_EXAMPLES, **_UNTIMED)
@@ -59,9 +59,9 @@ def ids_pair() -> tuple[ModuleType, ModuleType]:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """TOKCORE_TEST_TWINS (tests/_twins.py): deselect the twin-fixture tests of the kinds not
     under test, rather than report thousands of skips. A ``kind`` parameter of "c" or "py"
-    (``parametrize("kind", KINDS)``, then ``twin(name, kind)``) counts as a twin fixture."""
-    if set(ONLY) >= set(KINDS):
-        return
+    (``parametrize("kind", KINDS)``, then ``twin(name, kind)``) counts as a twin fixture.
+    A test of the Python twins alone is marked ``python_twin`` (a selection can leave some
+    of them out: the CPython matrix their memory measures)."""
     keep: list[pytest.Item] = []
     dropped: list[pytest.Item] = []
     for item in items:
@@ -69,6 +69,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         kinds = {params[name] for name in TWIN_FIXTURES if name in params}
         if params.get("kind") in KINDS:
             kinds.add(params["kind"])
+        if kinds == {"py"}:
+            item.add_marker("python_twin")
         (dropped if kinds - set(ONLY) else keep).append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)

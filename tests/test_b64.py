@@ -40,11 +40,17 @@ FIXTURES_OK = [HealthCheck.function_scoped_fixture]
 NOGIL_SIZE = 70_000  # above the 64 KiB threshold at which the Cython twin drops the GIL
 
 
-def outcome(func: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[str, Any]:
+def outcome(func: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, ...]:
     try:
         return "ok", func(*args, **kwargs)
-    except Exception as exc:  # the type is what the drop-in contract fixes
-        return "raised", type(exc)
+    except Exception as exc:  # the drop-in contract: the same type with the same message
+        return "raised", type(exc), str(exc)
+
+
+def kind_outcome(func: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+    """``outcome`` without the message: against an oracle that is not the stdlib (numpy's
+    messages are its own), the exception's type is what the contract fixes."""
+    return outcome(func, *args, **kwargs)[:2]
 
 
 def assert_like_stdlib(twin: ModuleType, name: str, *args: Any, **kwargs: Any) -> None:
@@ -248,6 +254,11 @@ WARNED_CALLS: list[tuple[str, tuple[Any, ...]]] = [
     ("b64decode", (b"+/-_", b"-_")),
     ("b64decode", (b"+/-_", b"-_", True)),
     ("b64decode", (b"ab/8", b"*!")),
+    # the warning shows altchars as base64 holds it: a bytearray stays one, a str is bytes
+    ("b64decode", (b"+/-_", bytearray(b"-_"))),
+    ("b64decode", (b"+/-_", bytearray(b"-_"), True)),
+    ("b64decode", (b"+/-_", "-_")),
+    ("b64decode", (b"+/-_", memoryview(b"-_"))),
 ]
 
 
@@ -270,7 +281,8 @@ def test_warnings_like_stdlib(b64_twin: ModuleType, name: str, args: tuple[Any, 
 
 @pytest.mark.parametrize(
     "altchars", [b"-_", b"+/", b"/+", b"ab", bytearray(b"*!"), "-_", "\u00e9!", b"", b"-", b"-_.",
-                 3, memoryview(b"xy"), b"AA", b"=="]
+                 3, memoryview(b"xy"), b"AA", b"==", bytearray(b"-"), bytearray(b"-_."),
+                 memoryview(b"-"), "-"]
 )
 def test_altchars(b64_twin: ModuleType, altchars: Any) -> None:
     for data in (b"\xfb\xff\xbf" * 5 + b"a", b"", b"\x00"):
@@ -283,10 +295,48 @@ def test_altchars(b64_twin: ModuleType, altchars: Any) -> None:
 def test_keyword_arguments(b64_twin: ModuleType) -> None:
     assert b64_twin.b64encode(s=b"ab", altchars=b"-_") == base64.b64encode(s=b"ab", altchars=b"-_")
     assert b64_twin.b64decode(s="YWI=", altchars=None, validate=True) == b"ab"
-    with pytest.raises(TypeError):
-        b64_twin.b64decode(b"YWI=", None, False, 1)
-    with pytest.raises(TypeError):
-        b64_twin.b64encode()
+    assert_like_stdlib(b64_twin, "urlsafe_b64decode", s="YWI=")
+
+
+#: calls the signatures do not bind: too few or too many arguments, a keyword that is not
+#: there (3.15's on an older base64 included). (Two differences remain, DESIGN.md says
+#: which: the first argument given twice, and two of 3.15's keywords given out of order to
+#: an older base64.)
+BINDING_CALLS: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
+    ((), {}), ((b"YWI=", None, False, 1), {}), ((b"YWI=", None, False, 1, 2), {}),
+    ((b"YWI=", None, 1, 2), {"padded": True}), ((), {"altchars": b"-_"}),
+    ((b"YWI=",), {"nope": 1}), ((), {"padded": True}), ((b"YWI=",), {"wrapcol": 4}),
+    ((b"YWI=",), {"canonical": True}), ((b"YWI=",), {"ignorechars": b" "}),
+    ((b"YWI=", b"-_"), {"padded": True}), ((b"YWI=", b"-_", True, None), {}),
+]
+
+
+@pytest.mark.parametrize("name", [*ENCODERS, *DECODERS])
+@pytest.mark.parametrize(("args", "kwargs"), BINDING_CALLS)
+def test_wrong_arguments_like_stdlib(b64_twin: ModuleType, name: str, args: tuple[Any, ...],
+                                     kwargs: dict[str, Any]) -> None:
+    """The review's finding: the Cython twin worded a wrong argument count as Cython does
+    ("takes at least 1 positional argument (0 given)" against base64's "missing 1 required
+    positional argument: 's'"). Every call the running base64 does not bind raises the same
+    TypeError text from both twins."""
+    assert_like_stdlib(b64_twin, name, *args, **kwargs)
+    ours = outcome(getattr(b64_twin, name), *args, **kwargs)
+    assert ours[0] == "raised" or args, ours  # (the list is of wrong calls, mostly)
+
+
+def test_signatures_are_the_running_base64s(b64_twin: ModuleType) -> None:
+    """Names, kinds and defaults; a default that is base64's private "not specified" marker
+    is the twins' ``UNSET``."""
+    def shown(parameter: inspect.Parameter) -> tuple[Any, ...]:
+        default = parameter.default
+        if default is _b64_py.UNSET or default is getattr(base64, "_NOT_SPECIFIED", None):
+            default = "not specified"
+        return parameter.name, parameter.kind, repr(default)
+
+    for name in (*ENCODERS, *DECODERS):
+        ours = inspect.signature(getattr(b64_twin, name)).parameters
+        theirs = inspect.signature(getattr(base64, name)).parameters
+        assert list(map(shown, ours.values())) == list(map(shown, theirs.values())), name
 
 
 def test_error_messages_match(b64_twin: ModuleType) -> None:
@@ -313,13 +363,6 @@ def test_every_length_round_trip(kernel: ModuleType) -> None:
         assert kernel.b64decode(encoded.decode("ascii")) == data
 
 
-def message_outcome(func: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, ...]:
-    try:
-        return "ok", func(*args, **kwargs)
-    except Exception as exc:
-        return "raised", type(exc), str(exc)
-
-
 def test_every_short_text_exactly(kernel: ModuleType) -> None:
     """Every text of up to 6 characters over data, padding and a stray character, in both
     modes: the same result, or the same exception with the same message, as the stdlib
@@ -328,8 +371,8 @@ def test_every_short_text_exactly(kernel: ModuleType) -> None:
         for chars in itertools.product(b"AB=*", repeat=n):
             text = bytes(chars)
             for validate in (False, True):
-                assert message_outcome(kernel.b64decode, text, validate=validate) == (
-                    message_outcome(base64.b64decode, text, validate=validate)), (text, validate)
+                assert outcome(kernel.b64decode, text, validate=validate) == (
+                    outcome(base64.b64decode, text, validate=validate)), (text, validate)
 
 
 @pytest.mark.draw
@@ -404,7 +447,7 @@ def test_decode_garbage_like_stdlib(b64_twin: ModuleType, data: bytes, validate:
                                     altchars: bytes | None) -> None:
     assert_like_stdlib(b64_twin, "b64decode", data, altchars, validate)
     assert_like_stdlib(b64_twin, "urlsafe_b64decode", data)
-    assert outcome(b64_twin.b64_to_ids, data, validate=validate) == outcome(
+    assert kind_outcome(b64_twin.b64_to_ids, data, validate=validate) == kind_outcome(
         numpy_b64_to_ids, data, validate=validate)
 
 
@@ -567,10 +610,10 @@ def test_fused_item_replaced_by_index(b64_twin: ModuleType) -> None:
 )
 @pytest.mark.parametrize("validate", (False, True))
 def test_fused_decode_errors(kernel: ModuleType, text: str, validate: bool) -> None:
-    expected = outcome(numpy_b64_to_ids, text, validate=validate)
-    assert outcome(kernel.b64_to_ids, text, validate=validate) == expected
-    assert outcome(kernel.b64_to_ids, text.encode("utf-8"), validate=validate) == outcome(
-        numpy_b64_to_ids, text.encode("utf-8"), validate=validate)
+    expected = kind_outcome(numpy_b64_to_ids, text, validate=validate)
+    assert kind_outcome(kernel.b64_to_ids, text, validate=validate) == expected
+    assert kind_outcome(kernel.b64_to_ids, text.encode("utf-8"), validate=validate) == \
+        kind_outcome(numpy_b64_to_ids, text.encode("utf-8"), validate=validate)
 
 
 def test_fused_decode_argument_types(b64_twin: ModuleType) -> None:

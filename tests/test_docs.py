@@ -308,6 +308,36 @@ def test_the_api_reference_names_every_public_name() -> None:
     assert not missing, missing
 
 
+def test_the_api_reference_is_read_from_the_docstrings() -> None:
+    """What the reference says of each function and class is its typed twin's docstring,
+    rendered by autodoc: the page's sections of names hold headings and directives only,
+    so nothing written there can drift from the code (its Errors paragraphs said that
+    find_member of a text that is not an object gives None, and that an empty path is a
+    TypeError: both are ValueErrors). Each documented name's docstring says what it raises."""
+    import importlib
+
+    # autodoc reads the typed twins (make docs: TOKCORE_NO_EXTENSIONS=1): so does this test
+    typed = [importlib.import_module(f"tokcore.{m}") for m in (
+        "_ids_py", "_b64_py", "_json_py", "_usage_py", "_sse_py", "_events_py", "_wire_py", "relay",
+        "pickling")]
+
+    def docstring(name: str) -> str:
+        return next(getattr(m, name) for m in typed if hasattr(m, name)).__doc__ or ""
+
+    text = (ROOT / "docs" / "reference" / "api.md").read_text(encoding="utf-8")
+    names = text[text.index("\n## Token ids"):text.index("\n## Static types")]
+    directives = re.sub(r"^```.*?^```", "", names, flags=re.S | re.M)
+    prose = [line for line in directives.splitlines()
+             if line.strip() and not line.startswith("#")]
+    assert prose == []
+    documented = re.findall(r"^\.\. auto(?:function|class):: tokcore\.(\w+)$", names, re.M)
+    assert len(documented) > 20
+    silent = [name for name in documented  # (the three data types raise nothing of theirs)
+              if name not in ("RelayCounts", "Event", "EventTooLarge")
+              and "Raises" not in docstring(name)]
+    assert silent == []
+
+
 # --- what the docs say, and how they are made ---------------------------------------------------
 
 def _figures() -> ModuleType:

@@ -672,6 +672,17 @@ def test_set_member_cases(json_twin: ModuleType, text: bytes, key: str, value: b
         check_set(json_twin, Doc(text), key, value)
 
 
+@pytest.mark.parametrize("trusted", ["yes", 1, 0, None, 1.0, b"", [True], object()])
+def test_set_member_trusted_is_a_bool_only(json_twin: ModuleType, trusted: object) -> None:
+    """The review's repro: trusted="yes" (or 1) skipped the value check, so invalid JSON was
+    written without the caller having said trusted=True. A keyword that switches a safety
+    check off takes True or False only (as compact_ids(lazy=) does); nothing is written."""
+    with pytest.raises(TypeError, match=rf"^trusted must be True or False, not "
+                                        rf"{type(trusted).__name__}$"):
+        json_twin.set_member(b"{}", "k", b"nope", trusted=trusted)
+    assert json_twin.set_member(b"{}", "k", b"1", trusted=False) == b'{"k":1}'
+
+
 @settings(max_examples=examples(150), suppress_health_check=[HealthCheck.too_slow])
 @given(texts(), st.data())
 def test_set_member_agrees_with_json_loads(json_twin: ModuleType, text: bytes,

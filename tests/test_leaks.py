@@ -40,6 +40,8 @@ from _twins import KINDS, report, twin
 
 from tokcore import compact_ids
 
+pytestmark = pytest.mark.memory
+
 CALLS = 6_000                  # per case; ~65 cases a twin: ~400k calls a twin in all
 WARM_UP = 600
 HEAP_LIMIT = 64 * 1024         # bytes; one leaked int a call would be 6_000 * 28 = 168 KB

@@ -223,3 +223,246 @@ def test_usage_after_deep_nesting_is_rewritten_by_both_twins(depth: int) -> None
             relay = sse.UsageRelay(9, max_event_bytes=limit)
             event = b"data: " + nested + b"\n\n"
             assert relay.feed(event) == event
+
+
+# --- issue 31: a busy object re-initialised, the largest bound, reads from inside a call ----
+
+CHAT_EVENT = (b'data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,'
+              b'"delta":{"content":"x"}}]}\n\n')
+# usage over two data lines: the relay's shared Python path (_fields.rewrite_event)
+TWO_LINES = b'data: {"choices":[],\ndata: "usage":{"prompt_tokens":1,"completion_tokens":5}}\n\n'
+REENTRY_STREAM = CHAT_EVENT * 100 + TWO_LINES + CHAT_EVENT * 100
+
+
+def profile_once(function: str, action: Any) -> Any:
+    """A profile hook that runs ``action()`` once, on the first call of the Python function
+    named ``function`` (or of one defined in the module of that name), and keeps what it
+    returned or raised."""
+    seen: list[Any] = []
+
+    def hook(frame: Any, event: str, arg: Any) -> None:
+        if event == "call" and not seen and function in (
+                frame.f_code.co_name, frame.f_globals.get("__name__")):
+            try:
+                seen.append(action())
+            except BaseException as error:  # kept for the test to look at
+                seen.append(error)
+
+    hook.seen = seen  # type: ignore[attr-defined]
+    return hook
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_relay_re_initialised_inside_its_feed_is_refused(kind: str) -> None:
+    """The review's repro: a hook that re-initialises the relay inside its feed (at the
+    shared rewrite of a two-line event) and feeds it again. It corrupted the Cython twin's
+    heap (the inner feed freed the piece table the outer one still wrote). Now __init__ is
+    refused like a call (RuntimeError), and the outer feed goes on untouched."""
+    sse = twin("stream", kind)
+    expected = sse.UsageRelay(40000, 8).feed(REENTRY_STREAM)
+    relay = sse.UsageRelay(40000, 8)
+    inner: list[Any] = []
+
+    def reinit_and_feed() -> None:
+        for call in (lambda: relay.__init__(40000), lambda: relay.feed(CHAT_EVENT * 3)):
+            try:
+                inner.append(call())
+            except RuntimeError as error:
+                inner.append(error)
+
+    hook = profile_once("rewrite_event", reinit_and_feed)
+    sys.setprofile(hook)
+    try:
+        out = relay.feed(REENTRY_STREAM)
+    finally:
+        sys.setprofile(None)
+    assert hook.seen == [None], "the hook never ran: the repro no longer reaches it"
+    assert [type(r) for r in inner] == [RuntimeError, RuntimeError], inner
+    assert all("UsageRelay is already in use" in str(r) for r in inner)
+    assert out == expected
+    assert relay.counts == sse.RelayCounts(events=201, rewritten=1)
+    relay.__init__(5)  # not busy: a fresh relay
+    assert relay.counts == sse.RelayCounts() and relay.pending_bytes == 0
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_decoder_re_initialised_inside_its_feed_is_refused(kind: str) -> None:
+    sse = twin("stream", kind)
+    decoder = sse.EventDecoder()
+    # at the making of the first Event (a named tuple's __new__, Python code)
+    hook = profile_once("namedtuple_Event", lambda: decoder.__init__(max_event_bytes=10))
+    sys.setprofile(hook)
+    try:
+        events = decoder.feed(b"data: one\n\ndata: two\n\ndata: thr")
+    finally:
+        sys.setprofile(None)
+    assert len(hook.seen) == 1 and isinstance(hook.seen[0], RuntimeError), hook.seen
+    assert "EventDecoder is already in use" in str(hook.seen[0])
+    assert [e.data for e in events] == ["one", "two"]
+    assert decoder.feed(b"ee\n\n")[0].data == "three"  # the bound and the line it held kept
+    decoder.feed(b"data: held")
+    decoder.__init__()  # not busy: a fresh decoder, the line it held forgotten
+    assert decoder.pending_bytes == 0 and decoder.feed(b"\n\ndata: x\n\n")[0].data == "x"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_big_event_scan_re_initialised_inside_its_feed_is_refused(kind: str) -> None:
+    """The scan of an event too large to hold, re-initialised while it rewrites a usage value
+    (reached through the relay's references, as any hook can)."""
+    import gc
+
+    from tokcore._usage_py import make_rules
+
+    sse = twin("stream", kind)
+    event = (b'data: {"pad":"' + b"x" * 200 + b'","usage":{"prompt_tokens":1,'
+             b'"completion_tokens":5}}\n\n')
+    expected = sse.UsageRelay(9, max_event_bytes=64).feed(event)
+    relay = sse.UsageRelay(9, max_event_bytes=64)
+    relay.feed(event[:100])  # the scan has started
+
+    def scans() -> list[Any]:
+        return [o for o in gc.get_referents(relay) if type(o).__name__ == "BigEvent"]
+
+    big, = scans()
+    hook = profile_once("rewrite_value", lambda: big.__init__(make_rules(1, None, "chat"), 8,
+                                                              False))
+    sys.setprofile(hook)
+    try:
+        out = relay.feed(event[100:])
+    finally:
+        sys.setprofile(None)
+    assert len(hook.seen) == 1 and isinstance(hook.seen[0], RuntimeError), hook.seen
+    assert "BigEvent is already in use" in str(hook.seen[0])
+    assert event[:100] + out == expected
+    assert relay.counts.rewritten == 1 and relay.counts.oversized == 1
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("limit", [1, 2, 3, 4, (1 << 62) - 1, (1 << 63) - 5, (1 << 63) - 1])
+def test_the_largest_bounds_hold_and_count_alike(kind: str, limit: int) -> None:
+    """Every max_event_bytes the API takes, up to 2**63 - 1: an unfinished event held (the
+    hold computed ``max + 4``, a signed overflow at the top: UBSan aborts ``make sanitize``
+    there), events held or scanned, close(); the same bytes and counts on both twins."""
+    pieces = [b'data: {"a":1', b'}\n\ndata: {"usage":{"prompt_tokens":1,"completion_tokens":2}',
+              b'}\r\n\r\n: c\n', b"\n", b'data: {"usage":', b"null}"]
+    from tokcore import _sse_py  # the reference, also where only the Cython twins are under
+    # test (make sanitize, whose UBSan run this test is for)
+
+    results = []
+    for relays in (_sse_py, twin("stream", kind)):
+        relay = relays.UsageRelay(1, max_event_bytes=limit)
+        out = [relay.feed(piece) for piece in pieces]
+        out.append(relay.close())
+        results.append((out, tuple(relay.counts), relay.pending_bytes))
+    assert results[0] == results[1]
+    # the usage value is rewritten where it fits the bound, else left as it came
+    counts = twin("stream", kind).RelayCounts(*results[0][1])
+    assert (counts.events, counts.rewritten, counts.too_large) == (
+        (4, 1, 0) if limit > 100 else (4, 0, 1))
+    decoder = twin("stream", kind).EventDecoder(max_event_bytes=limit)
+    try:
+        decoder.feed(b"data: x\n")
+    except ValueError:
+        assert limit < 7  # the line itself is over the bound
+    else:
+        assert decoder.pending_bytes == 2
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_counts_and_pending_bytes_read_from_inside_a_call(kind: str) -> None:
+    """A hook inside feed() reads the relay's counts and pending_bytes, and the decoder's:
+    answered at once with the state the call has reached. On a free-threaded build the
+    Cython twin waited for the busy flag its own thread held, for ever (make
+    test-freethreaded runs this); the call runs in a thread of its own so that a hang fails
+    the test instead of stopping the run."""
+    sse = twin("stream", kind)
+    relay = sse.UsageRelay(40000, 8)
+    decoder = sse.EventDecoder()
+    read: list[Any] = []
+
+    def read_inside() -> tuple[Any, ...]:
+        return relay.counts, relay.pending_bytes, decoder.pending_bytes
+
+    def run() -> None:
+        relay.feed(b"data: {")  # held: pending_bytes counts it
+        decoder.feed(b"data: a\n")
+        hooks = [profile_once("rewrite_event", read_inside),
+                 profile_once("namedtuple_Event", read_inside)]
+        for hook, call in zip(hooks, (lambda: relay.feed(b"}\n\n" + REENTRY_STREAM),
+                                      lambda: decoder.feed(b"\n"))):
+            sys.setprofile(hook)
+            try:
+                call()
+            finally:
+                sys.setprofile(None)
+            read.append(hook.seen)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(60)
+    assert not thread.is_alive(), "a read from inside the call never returned"
+    (in_feed,), (in_decode,) = read
+    # the relay is at the two-line event, counted with the 101 before it; the held event it
+    # completed is still in its buffer in the Cython twin (pieces point into it until the
+    # output is joined), already let go in the Python one
+    counts, pending, decoding = in_feed
+    assert counts == sse.RelayCounts(events=102) and pending in (0, 10) and decoding == 2
+    # the decoder is making its event: its data held, with its LF or not yet
+    assert in_decode[:2] == (sse.RelayCounts(events=202, rewritten=1), 0) and \
+        in_decode[2] in (1, 2)
+
+
+class _Int(int):
+    pass
+
+
+class _Str(str):
+    pass
+
+
+CONSTRUCTIONS = [
+    ((), {}), ((1, 2, 3), {}), ((), {"prompt_tokens": 9}), ((9,), {"cached_tokens": 2}),
+    ((), {"cached_tokens": 2, "prompt_tokens": 9}), ((2, 9), {}), ((True,), {}),
+    ((9, False), {}), ((_Int(9), _Int(2)), {}), ((9,), {"api": "messages"}),
+    ((9,), {"api": _Str("chat")}), ((9,), {"api": "nope"}), ((9,), {"api": None}),
+    ((9,), {"max_event_bytes": 0}), ((9,), {"max_event_bytes": 1 << 63}),
+    ((9,), {"max_event_bytes": _Int(64)}), ((9,), {"max_event_bytes": 64.0}),
+    ((9,), {"prompt_tokens": 9}), ((9, 2), {"cached_tokens": 2}), ((9,), {"other": 1}),
+    ((-1,), {}), ((1 << 63,), {}), (((1 << 63) - 1, 0), {"api": "responses"}),
+    ((9, None), {"max_event_bytes": 1}),
+]
+
+
+def constructed(cls: Any, args: tuple[Any, ...], kwargs: dict[str, Any], feed: bytes) -> Any:
+    try:
+        obj = cls(*args, **kwargs)
+        return obj.feed(feed), tuple(obj.counts) if hasattr(obj, "counts") else None
+    except Exception as error:  # the twins' errors are compared
+        return type(error).__name__, str(error)
+
+
+@pytest.mark.parametrize(("args", "kwargs"), CONSTRUCTIONS)
+def test_a_relay_is_made_alike_from_every_kind_of_argument(args: tuple[Any, ...],
+                                                           kwargs: dict[str, Any]) -> None:
+    """The Cython twin's constructor checks plain arguments itself and hands the rest to the
+    Python twin: both give the same relay, or the same error with the same text."""
+    event = (b'event: x\ndata: {"message":{"usage":{"input_tokens":3,"output_tokens":1}},'
+             b'"usage":{"prompt_tokens":1,"completion_tokens":4,"output_tokens":4}}\n\n') * 2
+    from tokcore import _sse_py
+
+    expected = constructed(_sse_py.UsageRelay, args, kwargs, event)
+    assert constructed(twin("stream", "c").UsageRelay, args, kwargs, event) == expected
+
+
+@pytest.mark.parametrize(("args", "kwargs"), [
+    ((), {}), ((5,), {}), ((), {"max_event_bytes": 3}), ((), {"max_event_bytes": _Int(3)}),
+    ((), {"max_event_bytes": 0}), ((), {"max_event_bytes": True}), ((), {"limit": 3}),
+    ((), {"max_event_bytes": 3, "x": 1}), ((), {"max_event_bytes": (1 << 63) - 1}),
+])
+def test_a_decoder_is_made_alike_from_every_kind_of_argument(args: tuple[Any, ...],
+                                                             kwargs: dict[str, Any]) -> None:
+    from tokcore import _events_py
+
+    expected = constructed(_events_py.EventDecoder, args, kwargs, b"data: x\n\n")
+    assert constructed(twin("stream", "c").EventDecoder, args, kwargs, b"data: x\n\n") == \
+        expected

@@ -74,3 +74,31 @@ def test_contributing_pages_name_real_targets() -> None:
             assert target in targets, f"{page}: make {target} is no Makefile target"
             named += 1
     assert named > 5
+
+
+def test_matrix_fails_where_a_build_fails(tmp_path: Path) -> None:
+    """tools/test_matrix.sh on an interpreter whose in-place build fails: the job fails at that
+    version with the build's log, and its tests are not run (the build's status was dropped
+    by ``|| true``)."""
+    import shutil
+    import subprocess
+
+    (tmp_path / "tools").mkdir()
+    shutil.copy2(ROOT / "tools" / "test_matrix.sh", tmp_path / "tools")
+    (tmp_path / "pyproject.toml").write_text("")
+    python = tmp_path / "versions" / "3.99.1" / "bin" / "python3"
+    python.parent.mkdir(parents=True)
+    python.write_text(  # venv, pip and pytest succeed; the build does not
+        '#!/bin/sh\ncase "$1 $2" in\n'
+        '  "-m venv") mkdir -p "$3/bin" && cp "$0" "$3/bin/python"; exit 0 ;;\n'
+        '  "-m pip") exit 0 ;;\n  "-m pytest") echo "the tests ran"; exit 0 ;;\nesac\n'
+        'echo "tokcore/_x_c.c:1:1: error: the compiler broke" >&2\nexit 1\n')
+    python.chmod(0o755)
+    done = subprocess.run(["bash", "tools/test_matrix.sh"], cwd=tmp_path, capture_output=True,
+                          text=True, env={"PATH": "/usr/bin:/bin", "MATRIX": "3.99",
+                                          "PYENV_VERSIONS": str(tmp_path / "versions")},
+                          check=False)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "error: the compiler broke" in done.stdout
+    assert "3.99.1: FAILED (the build" in done.stdout
+    assert "the tests ran" not in done.stdout + done.stderr

@@ -87,6 +87,15 @@ def names_in(annotation: str | None) -> set[str]:
     return {n.id for n in ast.walk(ast.parse(annotation, mode="eval")) if isinstance(n, ast.Name)}
 
 
+def version_gate(node: ast.AST) -> str | None:
+    """``"X.Y"`` for an ``if`` that picks definitions by ``sys.version_info >= (X, Y)`` (the
+    typed twin adds the run-time probe for its run-time branch: ``_b64_py``), else None."""
+    if not isinstance(node, ast.If):
+        return None
+    found = re.search(r"sys\.version_info >= \((\d+), (\d+)\)", ast.unparse(node.test))
+    return f"{found[1]}.{found[2]}" if found else None
+
+
 class Source:
     """The top-level definitions of one module's source, and how it binds names."""
 
@@ -96,7 +105,14 @@ class Source:
         self.defs: dict[str, ast.AST] = {}
         self.imports: dict[str, tuple[str, str]] = {}  # bound name -> (module, name)
         for node in self.tree.body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            gate = version_gate(node)
+            if gate is not None:  # if sys.version_info >= (X, Y): ... else: ...
+                assert isinstance(node, ast.If)
+                for branch, suffix in ((node.body, ""), (node.orelse, f" (before {gate})")):
+                    for inner in branch:
+                        if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                            self.defs[inner.name + suffix] = inner
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self.defs[node.name] = node
             elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
                 self.defs[node.target.id] = node

@@ -108,6 +108,15 @@ def check_path(path: object) -> tuple[str, ...]:
     return keys  # type: ignore[return-value]  # each item checked to be a str
 
 
+def check_switch(value: object, name: str) -> bool:
+    """A keyword that switches a check off (``set_member(trusted=)``): ``True`` or ``False``
+    only, so that no other truthy value (``1``, ``"yes"``, an object) turns the check off
+    without the caller having said so."""
+    if type(value) is not bool:
+        raise TypeError(f"{name} must be True or False, not {type(value).__name__}")
+    return value
+
+
 def check_max_event_bytes(value: object) -> int:
     """``max_event_bytes``: an integer in ``[1, 2**63)``."""
     return check_count(value, "max_event_bytes", 1)
@@ -126,6 +135,24 @@ class Bound:
 
     def _setup(self, *values: object) -> None:
         self.values = values
+
+
+def enter_init(obj: object, what: str) -> list[bool]:
+    """The call token of a per-stream object (``_token``: one item, taken by each call),
+    taken for its ``__init__``: a new one for a new object. An object re-initialised while a
+    call on it runs (a hook inside that call, another thread) is refused with ``in_use``
+    before anything changes, as a call is; the Cython twins' busy flag does the same. The
+    caller gives the token back (``token.append(True)``) when its ``__init__`` ends."""
+    token: list[bool] | None = getattr(obj, "_token", None)
+    if token is None:  # a new object: its token, taken
+        token = []
+        obj._token = token  # type: ignore[attr-defined]
+        return token
+    try:
+        token.pop()
+    except IndexError:
+        raise in_use(what) from None
+    return token
 
 
 def in_use(what: str) -> RuntimeError:

@@ -27,7 +27,7 @@ from operator import index as _index
 from tokcore._b64_py import (
     GH145264_RULES, KEYWORDS_315, STRICT_MODE, STRICT_MODE_BY_TRUTH,
     STRICT_PAD_AFTER_QUAD_ERROR, UNSET, Error, apply_decode_altchars,
-    apply_encode_altchars, check_keywords, check_legacy_validate, decode_data,
+    apply_encode_altchars, check_legacy_validate, decode_data,
     standard_to_urlsafe, urlsafe_decode_315, urlsafe_to_standard,
 )
 from tokcore import _b64_py as _py
@@ -265,24 +265,42 @@ cdef bytes _decode(object text, bint strict):
 
 # The new keywords (3.15's base64) and 3.15's altchars rules go through the Python twin,
 # which follows base64 step by step; the calls without them stay here.
+#
+# So does a call the signature does not bind (an argument missing, one too many, a keyword
+# the running base64 does not have): the Python twin's signature is the running base64's, so
+# CPython words the TypeError as base64 does. The first parameter defaults to _MISSING and
+# *extra takes what is too many (binding stays Cython's, at no cost to a right call). Each
+# function's __signature__ is the Python twin's.
 
-def b64encode(s, altchars=None, *, padded=UNSET, wrapcol=UNSET):
+cdef object _MISSING = object()
+
+
+cdef dict _given(dict keywords):
+    """The keyword-only arguments the caller gave (not left at UNSET)."""
+    return {name: value for name, value in keywords.items() if value is not UNSET}
+
+
+def b64encode(s=_MISSING, altchars=None, *extra, padded=UNSET, wrapcol=UNSET):
     """Encode the bytes-like object s using Base64 and return a bytes object."""
-    if padded is UNSET and wrapcol is UNSET:
-        if altchars is None:
-            return _encode(s)
-        if not KEYWORDS_315:
-            return apply_encode_altchars(_encode(s), altchars)
-    return _py.b64encode(s, altchars, padded=padded, wrapcol=wrapcol)
+    if s is _MISSING or extra or padded is not UNSET or wrapcol is not UNSET:
+        return _py.b64encode(*((s, altchars) + extra if s is not _MISSING else ()),
+                             **_given({"padded": padded, "wrapcol": wrapcol}))
+    if altchars is None:
+        return _encode(s)
+    if not KEYWORDS_315:
+        return apply_encode_altchars(_encode(s), altchars)
+    return _py.b64encode(s, altchars)
 
 
-def b64decode(s, altchars=None, validate=UNSET, *, padded=UNSET, ignorechars=UNSET,
-              canonical=UNSET):
+def b64decode(s=_MISSING, altchars=None, validate=UNSET, *extra, padded=UNSET,
+              ignorechars=UNSET, canonical=UNSET):
     """Decode the Base64 encoded bytes-like object or ASCII string s."""
-    if padded is not UNSET or ignorechars is not UNSET or canonical is not UNSET or (
-            altchars is not None and KEYWORDS_315):
-        return _py.b64decode(s, altchars, validate, padded=padded, ignorechars=ignorechars,
-                             canonical=canonical)
+    if s is _MISSING or extra or padded is not UNSET or ignorechars is not UNSET or \
+            canonical is not UNSET or (altchars is not None and KEYWORDS_315):
+        given = (s, altchars) if validate is UNSET else (s, altchars, validate)
+        return _py.b64decode(*(given + extra if s is not _MISSING else ()),
+                             **_given({"padded": padded, "ignorechars": ignorechars,
+                                       "canonical": canonical}))
     if validate is UNSET:
         validate = False
     text = _ascii_text(s)
@@ -293,27 +311,34 @@ def b64decode(s, altchars=None, validate=UNSET, *, padded=UNSET, ignorechars=UNS
     return _decode(text, _strict(text, validate))
 
 
-def standard_b64encode(s):
+def standard_b64encode(s=_MISSING, *extra):
     """Encode bytes-like object s using the standard Base64 alphabet."""
+    if s is _MISSING or extra:
+        return _py.standard_b64encode(*((s,) + extra if s is not _MISSING else ()))
     return _encode(s)
 
 
-def standard_b64decode(s):
+def standard_b64decode(s=_MISSING, *extra):
     """Decode bytes encoded with the standard Base64 alphabet."""
+    if s is _MISSING or extra:
+        return _py.standard_b64decode(*((s,) + extra if s is not _MISSING else ()))
     return _decode(_ascii_text(s), False)
 
 
-def urlsafe_b64encode(s, *, padded=UNSET):
+def urlsafe_b64encode(s=_MISSING, *extra, padded=UNSET):
     """Encode bytes using the URL- and filesystem-safe Base64 alphabet."""
-    if padded is UNSET:
-        return standard_to_urlsafe(_encode(s))
-    return _py.urlsafe_b64encode(s, padded=padded)
+    if s is _MISSING or extra or padded is not UNSET:
+        return _py.urlsafe_b64encode(*((s,) + extra if s is not _MISSING else ()),
+                                     **_given({"padded": padded}))
+    return standard_to_urlsafe(_encode(s))
 
 
-def urlsafe_b64decode(s, *, padded=UNSET):
+def urlsafe_b64decode(s=_MISSING, *extra, padded=UNSET):
     """Decode bytes using the URL- and filesystem-safe Base64 alphabet."""
+    if s is _MISSING or extra or (padded is not UNSET and not KEYWORDS_315):
+        return _py.urlsafe_b64decode(*((s,) + extra if s is not _MISSING else ()),
+                                     **_given({"padded": padded}))
     if not KEYWORDS_315:
-        check_keywords("urlsafe_b64decode", padded=padded)
         return _decode(urlsafe_to_standard(s), False)
     data = decode_data(s)
     if b"+" in data or b"/" in data:  # 3.15 warns about them: the twin does it
@@ -321,6 +346,22 @@ def urlsafe_b64decode(s, *, padded=UNSET):
     text = urlsafe_to_standard(data)
     result = _decode_fast(text)
     return result if result is not None else urlsafe_decode_315(text, padded)
+
+
+def _python_signature(func):
+    """The Python twin's signature of ``func``, without its annotations (as the stub has
+    them), for inspect.signature: the one base64 has, not the sentinel behind it."""
+    import inspect
+
+    signature = inspect.signature(getattr(_py, func.__name__))
+    return signature.replace(
+        parameters=[p.replace(annotation=p.empty) for p in signature.parameters.values()],
+        return_annotation=signature.empty)
+
+
+for _func in (b64encode, b64decode, standard_b64encode, standard_b64decode,
+              urlsafe_b64encode, urlsafe_b64decode):
+    _func.__signature__ = _python_signature(_func)
 
 
 # --- fused: token ids -> base64 text -------------------------------------------------------

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import binascii
 import re
+import sys
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._args import BytesLike, TextOrBytes
 from ._ids_py import IdsArg, pack_ids, unpack_ids
@@ -111,14 +112,6 @@ class _Unset:
 UNSET: Any = _Unset()
 
 
-def check_keywords(func: str, **given: object) -> None:
-    """The TypeError the running base64's ``func`` raises for a keyword it does not have."""
-    if not KEYWORDS_315:
-        for name, value in given.items():
-            if value is not UNSET:
-                raise TypeError(f"{func}() got an unexpected keyword argument {name!r}")
-
-
 def _given(value: Any, default: Any) -> Any:
     return default if value is UNSET else value
 
@@ -147,6 +140,12 @@ def decode_data(s: Any) -> bytes:
         ) from None
 
 
+def stdlib_data(s: Any) -> bytes | bytearray:
+    """``s`` as base64's ``_bytes_from_decode_data`` gives it back: a ``bytearray`` stays one
+    (the messages and warnings that show ``altchars`` show it as the caller gave it)."""
+    return s if isinstance(s, bytearray) else decode_data(s)
+
+
 def apply_encode_altchars(encoded: bytes, altchars: Any) -> bytes:
     """The standard alphabet's ``+/`` swapped for ``altchars`` (as ``base64.b64encode``)."""
     assert len(altchars) == 2, repr(altchars)
@@ -155,7 +154,7 @@ def apply_encode_altchars(encoded: bytes, altchars: Any) -> bytes:
 
 def apply_decode_altchars(data: bytes, altchars: Any) -> bytes:
     """``altchars`` mapped back onto ``+/`` before decoding (as ``base64.b64decode``)."""
-    altchars = decode_data(altchars)
+    altchars = stdlib_data(altchars)
     assert len(altchars) == 2, repr(altchars)
     return data.translate(bytes.maketrans(altchars, b"+/"))
 
@@ -174,29 +173,10 @@ def standard_to_urlsafe(encoded: bytes) -> bytes:
     return encoded.translate(_URLSAFE_ENCODE)
 
 
-# --- the base64 module's functions ---------------------------------------------------------
+# --- 3.15's rules, for its signatures below -----------------------------------------------
 
-def b64encode(s: BytesLike, altchars: BytesLike | None = None, *,
-              padded: bool = UNSET, wrapcol: int = UNSET) -> bytes:
-    """Encode the bytes-like object ``s`` with Base64 (as ``base64.b64encode``)."""
-    if not KEYWORDS_315:
-        check_keywords("b64encode", padded=padded, wrapcol=wrapcol)
-        encoded = binascii.b2a_base64(s, newline=False)
-        if altchars is not None:
-            return apply_encode_altchars(encoded, altchars)
-        return encoded
-    padded, wrapcol = _given(padded, True), _given(wrapcol, 0)
-    if altchars is not None:
-        if len(altchars) != 2:  # type: ignore[arg-type]  # as base64: any sized object
-            raise ValueError(f"invalid altchars: {altchars!r}")
-        return binascii.b2a_base64(  # type: ignore[call-arg, unused-ignore]
-            s, padded=padded, wrapcol=wrapcol, newline=False,
-            alphabet=binascii.BASE64_ALPHABET[:-2] + altchars)  # type: ignore[attr-defined, unused-ignore]
-    return binascii.b2a_base64(  # type: ignore[call-arg, unused-ignore]
-        s, padded=padded, wrapcol=wrapcol, newline=False)
-
-
-def _altchars_warning(badchar: int, altchars: bytes, validate: object, urlsafe: bool) -> None:
+def _altchars_warning(badchar: int, altchars: bytes | bytearray, validate: object,
+                      urlsafe: bool) -> None:
     """3.15's warning for ``+`` or ``/`` in data whose alphabet does not have it, raised at
     the caller of the drop-in."""
     if urlsafe:
@@ -222,7 +202,7 @@ def _b64decode_315(data: bytes, altchars: Any, validate: Any, padded: Any, ignor
     a2b: Any = binascii.a2b_base64
     badchar = None
     if altchars is not None:
-        altchars = decode_data(altchars)
+        altchars = stdlib_data(altchars)
         if len(altchars) != 2:
             raise ValueError(f"invalid altchars: {altchars!r}")
         if ignorechars is not UNSET:
@@ -236,59 +216,141 @@ def _b64decode_315(data: bytes, altchars: Any, validate: Any, padded: Any, ignor
     return result, badchar
 
 
-def b64decode(s: TextOrBytes, altchars: TextOrBytes | None = None, validate: bool = UNSET,
-              *, padded: bool = UNSET, ignorechars: BytesLike = UNSET,
-              canonical: bool = UNSET) -> bytes:
-    """Decode Base64 bytes or ASCII text (as ``base64.b64decode``)."""
-    if KEYWORDS_315:
+# --- the base64 module's functions ---------------------------------------------------------
+# Their signatures are the running base64's: 3.15's, with padded=, wrapcol=, ignorechars= and
+# canonical=, where binascii has those keywords (KEYWORDS_315, probed), else those of 3.11 to
+# 3.14, where any of them is CPython's own TypeError for the call, word for word. Checkers
+# see the same two by version, as typeshed's base64 stubs have them.
+
+if (TYPE_CHECKING and sys.version_info >= (3, 15)) or (not TYPE_CHECKING and KEYWORDS_315):
+    def b64encode(s: BytesLike, altchars: BytesLike | None = None, *,
+                  padded: bool = True, wrapcol: int = 0) -> bytes:
+        """Encode the bytes-like object ``s`` with Base64 (as ``base64.b64encode``).
+
+        Raises what the running Python's ``base64`` module raises for the same arguments
+        (``binascii.Error``, a ``ValueError``, for malformed base64), with its messages
+        and warnings.
+        """
+        padded, wrapcol = _given(padded, True), _given(wrapcol, 0)
+        if altchars is not None:
+            if len(altchars) != 2:  # type: ignore[arg-type]  # as base64: any sized object
+                raise ValueError(f"invalid altchars: {altchars!r}")
+            return binascii.b2a_base64(  # type: ignore[call-arg, unused-ignore]
+                s, padded=padded, wrapcol=wrapcol, newline=False,
+                alphabet=binascii.BASE64_ALPHABET[:-2] + altchars)  # type: ignore[attr-defined, unused-ignore]
+        return binascii.b2a_base64(  # type: ignore[call-arg, unused-ignore]
+            s, padded=padded, wrapcol=wrapcol, newline=False)
+
+    def b64decode(s: TextOrBytes, altchars: TextOrBytes | None = None,
+                  validate: bool = UNSET, *, padded: bool = True,
+                  ignorechars: BytesLike = UNSET, canonical: bool = False) -> bytes:
+        """Decode Base64 bytes or ASCII text (as ``base64.b64decode``).
+
+        Raises what the running Python's ``base64`` module raises for the same arguments
+        (``binascii.Error``, a ``ValueError``, for malformed base64), with its messages
+        and warnings.
+        """
         result, badchar = _b64decode_315(decode_data(s), altchars, validate, padded,
                                          ignorechars, canonical)
         if badchar is not None:
-            _altchars_warning(badchar, decode_data(altchars), validate is not UNSET and
+            _altchars_warning(badchar, stdlib_data(altchars), validate is not UNSET and
                               validate, False)
         return result
-    check_keywords("b64decode", padded=padded, ignorechars=ignorechars, canonical=canonical)
-    validate = _given(validate, False)
-    data = decode_data(s)
-    if altchars is not None:
-        data = apply_decode_altchars(data, altchars)
-    if STRICT_MODE:
-        return binascii.a2b_base64(data, strict_mode=validate)
-    if validate:
-        check_legacy_validate(data)
-    return binascii.a2b_base64(data)
+
+    def urlsafe_b64encode(s: BytesLike, *, padded: bool = True) -> bytes:
+        """Encode with ``-_`` instead of ``+/`` (as ``base64.urlsafe_b64encode``).
+
+        Raises what the running Python's ``base64`` module raises for the same arguments
+        (``binascii.Error``, a ``ValueError``, for malformed base64), with its messages
+        and warnings.
+        """
+        return standard_to_urlsafe(b64encode(s, padded=_given(padded, True)))
+
+    def urlsafe_b64decode(s: TextOrBytes, *, padded: bool = False) -> bytes:
+        """Decode ``-_`` (and ``+/``) Base64 (as ``base64.urlsafe_b64decode``; padding is not
+        required unless ``padded=True``).
+
+        Raises what the running Python's ``base64`` module raises for the same arguments
+        (``binascii.Error``, a ``ValueError``, for malformed base64), with its messages
+        and warnings.
+        """
+        data = decode_data(s)
+        badchar = next((b for b in b"+/" if b in data), None)
+        result = urlsafe_decode_315(data.translate(_URLSAFE_DECODE), padded)
+        if badchar is not None:
+            _altchars_warning(badchar, b"-_", False, True)
+        return result
+else:
+    def b64encode(s: BytesLike, altchars: BytesLike | None = None) -> bytes:
+        """Encode the bytes-like object ``s`` with Base64 (as ``base64.b64encode``; from
+        Python 3.15 on, with its ``padded=`` and ``wrapcol=`` too).
+
+        Raises what the running Python's ``base64`` module raises for the same arguments
+        (``binascii.Error``, a ``ValueError``, for malformed base64), with its messages
+        and warnings.
+        """
+        encoded = binascii.b2a_base64(s, newline=False)
+        if altchars is not None:
+            return apply_encode_altchars(encoded, altchars)
+        return encoded
+
+    def b64decode(s: TextOrBytes, altchars: TextOrBytes | None = None,
+                  validate: bool = False) -> bytes:
+        """Decode Base64 bytes or ASCII text (as ``base64.b64decode``; from Python 3.15 on,
+        with its ``padded=``, ``ignorechars=`` and ``canonical=`` too).
+
+        Raises what the running Python's ``base64`` module raises for the same arguments
+        (``binascii.Error``, a ``ValueError``, for malformed base64), with its messages
+        and warnings.
+        """
+        data = decode_data(s)
+        if altchars is not None:
+            data = apply_decode_altchars(data, altchars)
+        if STRICT_MODE:
+            return binascii.a2b_base64(data, strict_mode=validate)
+        if validate:
+            check_legacy_validate(data)
+        return binascii.a2b_base64(data)
+
+    def urlsafe_b64encode(s: BytesLike) -> bytes:
+        """Encode with ``-_`` instead of ``+/`` (as ``base64.urlsafe_b64encode``; from
+        Python 3.15 on, with its ``padded=`` too).
+
+        Raises what the running Python's ``base64`` module raises for the same arguments
+        (``binascii.Error``, a ``ValueError``, for malformed base64), with its messages
+        and warnings.
+        """
+        return standard_to_urlsafe(b64encode(s))
+
+    def urlsafe_b64decode(s: TextOrBytes) -> bytes:
+        """Decode ``-_`` (and ``+/``) Base64 (as ``base64.urlsafe_b64decode``; from Python
+        3.15 on, with its ``padded=`` too, and padding is not required unless it is True).
+
+        Raises what the running Python's ``base64`` module raises for the same arguments
+        (``binascii.Error``, a ``ValueError``, for malformed base64), with its messages
+        and warnings.
+        """
+        return b64decode(urlsafe_to_standard(s))
 
 
 def standard_b64encode(s: BytesLike) -> bytes:
-    """Encode with the standard alphabet (as ``base64.standard_b64encode``)."""
+    """Encode with the standard alphabet (as ``base64.standard_b64encode``).
+
+    Raises what the running Python's ``base64`` module raises for the same arguments
+    (``binascii.Error``, a ``ValueError``, for malformed base64), with its messages
+    and warnings.
+    """
     return b64encode(s)
 
 
 def standard_b64decode(s: TextOrBytes) -> bytes:
-    """Decode the standard alphabet (as ``base64.standard_b64decode``)."""
+    """Decode the standard alphabet (as ``base64.standard_b64decode``).
+
+    Raises what the running Python's ``base64`` module raises for the same arguments
+    (``binascii.Error``, a ``ValueError``, for malformed base64), with its messages
+    and warnings.
+    """
     return b64decode(s)
-
-
-def urlsafe_b64encode(s: BytesLike, *, padded: bool = UNSET) -> bytes:
-    """Encode with ``-_`` instead of ``+/`` (as ``base64.urlsafe_b64encode``)."""
-    if not KEYWORDS_315:
-        check_keywords("urlsafe_b64encode", padded=padded)
-        return standard_to_urlsafe(b64encode(s))
-    return standard_to_urlsafe(b64encode(s, padded=_given(padded, True)))
-
-
-def urlsafe_b64decode(s: TextOrBytes, *, padded: bool = UNSET) -> bytes:
-    """Decode ``-_`` (and ``+/``) Base64 (as ``base64.urlsafe_b64decode``; from 3.15 on,
-    padding is not required unless ``padded=True``)."""
-    if not KEYWORDS_315:
-        check_keywords("urlsafe_b64decode", padded=padded)
-        return b64decode(urlsafe_to_standard(s))
-    data = decode_data(s)
-    badchar = next((b for b in b"+/" if b in data), None)
-    result = urlsafe_decode_315(data.translate(_URLSAFE_DECODE), padded)
-    if badchar is not None:
-        _altchars_warning(badchar, b"-_", False, True)
-    return result
 
 
 def urlsafe_decode_315(standard: bytes, padded: Any) -> bytes:
@@ -300,10 +362,18 @@ def urlsafe_decode_315(standard: bytes, padded: Any) -> bytes:
 # --- fused: token ids <-> base64 text of their int32 bytes ----------------------------------
 
 def ids_to_b64(ids: IdsArg) -> str:
-    """Token ids -> the Base64 text of their little-endian int32 bytes."""
+    """Token ids -> the Base64 text of their little-endian int32 bytes.
+
+    Raises what ``pack_ids`` raises.
+    """
     return binascii.b2a_base64(pack_ids(ids), newline=False).decode("ascii")
 
 
 def b64_to_ids(s: TextOrBytes, *, validate: bool = False) -> list[int]:
-    """Base64 text (str or bytes-like) of little-endian int32 bytes -> token ids."""
+    """Base64 text (str or bytes-like) of little-endian int32 bytes -> token ids.
+
+    Raises ``binascii.Error`` (a ``ValueError``) for malformed base64, as ``b64decode``
+    does; ``ValueError`` when the decoded bytes are not whole int32s; ``TypeError`` for an
+    argument of the wrong type.
+    """
     return unpack_ids(b64decode(s, validate=validate))

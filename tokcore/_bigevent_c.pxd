@@ -1,6 +1,8 @@
 # The scan of an event too large to hold, for the relay's Cython twin (cimport
 # tokcore._bigevent_c). The rules are _bigevent_py's; this file declares the state.
 
+from tokcore._freethreading cimport tok_busy
+
 cdef enum:
     TOK_KEY_MAX = 128  # a key's raw bytes kept while it may be a path's key (key_limit)
 
@@ -26,6 +28,7 @@ cdef class BigEvent:
     cdef Py_ssize_t _hold_len, _hold_cap
     cdef list _out  # the pieces of one feed
     cdef Py_ssize_t _copied, _hold_from
+    cdef tok_busy _busy  # feed or finish is running: __init__ is refused meanwhile
 
     # the bytes to forward (None: d[pos:end] as it came, d[pos:n] when end is -1); end is
     # set just past the event's blank line in d, or to -1
@@ -33,6 +36,9 @@ cdef class BigEvent:
     # the stream ended inside the event: what is still held, as it came
     cdef bytes finish(self)
     cdef Py_ssize_t held_bytes(self) noexcept
+    cdef int _start(self, object rules, Py_ssize_t max_bytes, bint bom) except -1
+    cdef object _feed(self, const char *d, Py_ssize_t pos, Py_ssize_t n, Py_ssize_t *end)
+    cdef bytes _finish(self)
     cdef int _emit(self, const char *d, Py_ssize_t start, Py_ssize_t stop) except -1
     cdef int _field(self) except -1
     cdef int _end(self, const char *d, Py_ssize_t at, bint lf) except -1
@@ -45,3 +51,7 @@ cdef class BigEvent:
     cdef int _close(self) except -1
     cdef int _json(self, const char *d, Py_ssize_t i, Py_ssize_t stop) except -1
     cdef int _value_start(self, const char *d, Py_ssize_t at, unsigned char c) except -1
+
+# A new scan, as BigEvent(rules, max_bytes, bom) but without binding the arguments in Python
+# (the relay starts one for each event too large to hold).
+cdef BigEvent tok_big_event(object rules, Py_ssize_t max_bytes, bint bom)

@@ -12,10 +12,13 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cpython.mem cimport PyMem_Free, PyMem_Realloc
 from libc.string cimport memcpy
 
-from tokcore._bigevent_py import N_OUTCOMES, key_limit
+from tokcore._freethreading cimport tok_busy_enter, tok_busy_leave
+
+from tokcore._args import in_use
+from tokcore._bigevent_py import N_OUTCOMES, path_keys
 from tokcore._dialects import NONE, NOT_OBJECT, TOO_LARGE, UNREADABLE
 from tokcore._fields import rewrite_value
-from tokcore._json_py import decode_key, utf8
+from tokcore._json_py import decode_key
 
 cdef extern from "_ssescan.h":
     Py_ssize_t tok_next_candidate(const char *p, Py_ssize_t n, int with_cr) noexcept nogil
@@ -57,15 +60,23 @@ cdef class BigEvent:
         self._hold = NULL
 
     def __init__(self, rules, Py_ssize_t max_bytes, bint bom):
+        # re-initialised while feed or finish runs (a hook inside rewrite_value), the scan
+        # would lose the hold buffer that call writes to: refused, as in the Python twin
+        if not tok_busy_enter(self, &self._busy):
+            raise in_use("BigEvent")
+        try:
+            self._start(rules, max_bytes, bom)
+        finally:
+            tok_busy_leave(self, &self._busy)
+
+    cdef int _start(self, object rules, Py_ssize_t max_bytes, bint bom) except -1:
         cdef int k
         self._rules = rules
         self._max = max_bytes
-        paths = rules.dialect.paths
-        self._paths = set(paths)
-        self._prefixes = {path[:k] for path in paths for k in range(1, len(path))}
-        self._key_limit = key_limit(rules)
+        keys = path_keys(rules.dialect)  # made once per dialect
+        self._paths, self._prefixes, self._raw_keys = keys.paths, keys.prefixes, keys.raw_keys
+        self._key_limit = keys.key_limit
         assert self._key_limit < TOK_KEY_MAX
-        self._raw_keys = {utf8(key): key for path in paths for key in path}
         for k in range(8):
             self.outcomes[k] = 0
         self._line = L_BOM if bom else L_NAME
@@ -100,6 +111,14 @@ cdef class BigEvent:
     # --- lines ------------------------------------------------------------------------
 
     cdef object feed(self, const char *d, Py_ssize_t pos, Py_ssize_t n, Py_ssize_t *end_out):
+        if not tok_busy_enter(self, &self._busy):
+            raise in_use("BigEvent")
+        try:
+            return self._feed(d, pos, n, end_out)
+        finally:
+            tok_busy_leave(self, &self._busy)
+
+    cdef object _feed(self, const char *d, Py_ssize_t pos, Py_ssize_t n, Py_ssize_t *end_out):
         cdef Py_ssize_t i = pos, stop, j, end = -1
         cdef unsigned char c
         cdef int line
@@ -178,6 +197,14 @@ cdef class BigEvent:
         return b"".join(out)
 
     cdef bytes finish(self):
+        if not tok_busy_enter(self, &self._busy):
+            raise in_use("BigEvent")
+        try:
+            return self._finish()
+        finally:
+            tok_busy_leave(self, &self._busy)
+
+    cdef bytes _finish(self):
         if self._line == L_NAMED or self._line == L_COLON:
             self._field()  # an unfinished last line still counts as a field
         self._out = []
@@ -461,3 +488,9 @@ cdef class BigEvent:
         self._lit[0] = <char>c
         self._lit_len = 1
         return 0
+
+
+cdef BigEvent tok_big_event(object rules, Py_ssize_t max_bytes, bint bom):
+    cdef BigEvent big = BigEvent.__new__(BigEvent)
+    big._start(rules, max_bytes, bom)
+    return big

@@ -19,8 +19,11 @@ object before any usage value, and which holds a spelling of the key, counts as 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Any, NamedTuple, TypeVar
 
-from ._dialects import NONE, NOT_OBJECT, TOO_LARGE, UNREADABLE
+from ._args import enter_init, in_use
+from ._dialects import DIALECTS, NONE, NOT_OBJECT, TOO_LARGE, UNREADABLE, Dialect
 from ._events_py import BOM
 from ._fields import rewrite_value
 from ._json_py import decode_key, utf8
@@ -39,6 +42,7 @@ L_BOM, L_NAME, L_NAMED, L_COLON, L_VALUE, L_OTHER = range(6)
 # what a member is on the dialect's paths: nothing, an object on the way, the usage value
 SKIP, PREFIX, USAGE = range(3)
 N_OUTCOMES = TOO_LARGE + 1
+_R = TypeVar("_R")
 
 _DATA = b"data"
 _LF, _CR, _SP, _QUOTE, _BACKSLASH, _COLON, _COMMA = 0x0A, 0x0D, 0x20, 0x22, 0x5C, 0x3A, 0x2C
@@ -53,10 +57,36 @@ _LITERAL_END = re.compile(rb'[ \t\n\r{}\[\]:,"]')
 _NEEDLE_TAIL = max(len(USAGE_NEEDLE), len(ESCAPE_NEEDLE)) - 1
 
 
-def key_limit(rules: Rules) -> int:
-    """Raw bytes a key may have and still be one of the paths' keys: each character escaped
-    as a surrogate pair at most (``\\udxxx\\udxxx``)."""
-    return 12 * max(len(key) for path in rules.dialect.paths for key in path)
+class PathKeys(NamedTuple):
+    """What the scan reads of a dialect's paths (made once per dialect: ``path_keys``)."""
+
+    dialect: Dialect
+    #: the paths of the usage value, and the objects on the way to one
+    paths: frozenset[tuple[str, ...]]
+    prefixes: frozenset[tuple[str, ...]]
+    #: raw bytes a key may have and still be one of the paths' keys: each character escaped
+    #: as a surrogate pair at most (``\\udxxx\\udxxx``)
+    key_limit: int
+    #: each key of the paths by its UTF-8 bytes (a key spelled with no escape)
+    raw_keys: dict[bytes, str]
+
+
+def _make_path_keys(dialect: Dialect) -> PathKeys:
+    paths = dialect.paths
+    return PathKeys(dialect, frozenset(paths),
+                    frozenset(path[:k] for path in paths for k in range(1, len(path))),
+                    12 * max(len(key) for path in paths for key in path),
+                    {utf8(key): key for path in paths for key in path})
+
+
+_PATH_KEYS = {name: _make_path_keys(spec) for name, spec in DIALECTS.items()}
+
+
+def path_keys(dialect: Dialect) -> PathKeys:
+    """The ``PathKeys`` of a dialect: those made at import for ``DIALECTS``' own (a scan per
+    event too large to hold is started often: nothing is built per scan)."""
+    keys = _PATH_KEYS.get(dialect.name)
+    return keys if keys is not None and keys.dialect is dialect else _make_path_keys(dialect)
 
 
 class BigEvent:
@@ -66,16 +96,24 @@ class BigEvent:
                  "_line", "_matched", "_line_empty", "_cr", "_fields",
                  "_state", "_bom", "_prefix", "_key", "_key_name", "_role", "_esc",
                  "_in_str", "_nest", "_lit", "_handled", "_needle", "_tail",
-                 "_hold", "_holding", "_hold_from", "_out", "_copied")
+                 "_hold", "_holding", "_hold_from", "_out", "_copied", "_token")
+    _token: list[bool]  # taken by each call, __init__ included (_args.enter_init)
 
     def __init__(self, rules: Rules, max_bytes: int, bom: bool) -> None:
+        token = enter_init(self, "BigEvent")
+        try:
+            self._start(rules, max_bytes, bom)
+        finally:
+            token.append(True)
+
+    def _start(self, rules: Rules, max_bytes: int, bom: bool) -> None:
         self._rules = rules
         self._max = max_bytes
-        paths = rules.dialect.paths
-        self._paths = set(paths)
-        self._prefixes = {path[:k] for path in paths for k in range(1, len(path))}
-        self._key_limit = key_limit(rules)
-        self._raw_keys = {utf8(key): key for path in paths for key in path}
+        keys = path_keys(rules.dialect)
+        self._paths = keys.paths
+        self._prefixes = keys.prefixes
+        self._key_limit = keys.key_limit
+        self._raw_keys = keys.raw_keys
         #: usage values by outcome since the relay last took them (it zeroes them)
         self.outcomes = [0] * N_OUTCOMES
         self._line = L_BOM if bom else L_NAME
@@ -111,6 +149,9 @@ class BigEvent:
     def feed(self, data: bytes, pos: int) -> tuple[bytes, int]:
         """``(bytes to forward, end)``: ``end`` is just past the event's blank line in
         ``data``, or -1 when the event goes on."""
+        return self._call(self._feed, data, pos)
+
+    def _feed(self, data: bytes, pos: int) -> tuple[bytes, int]:
         n = len(data)
         self._out = []
         self._copied = pos
@@ -186,6 +227,21 @@ class BigEvent:
 
     def finish(self) -> bytes:
         """The stream ended inside the event: what is still held, as it came."""
+        return self._call(self._finish)
+
+    def _call(self, run: Callable[..., _R], *args: Any) -> _R:
+        """``run(*args)`` holding the call token: __init__ is refused meanwhile."""
+        token = self._token
+        try:
+            token.pop()
+        except IndexError:
+            raise in_use("BigEvent") from None
+        try:
+            return run(*args)
+        finally:
+            token.append(True)
+
+    def _finish(self) -> bytes:
         if self._line == L_NAMED or self._line == L_COLON:
             self._field()  # an unfinished last line still counts as a field
         self._out = []
@@ -418,4 +474,4 @@ class BigEvent:
         self._lit = bytearray((byte,))
 
 
-__all__ = ["BigEvent", "N_OUTCOMES", "key_limit"]
+__all__ = ["BigEvent", "N_OUTCOMES", "PathKeys", "path_keys"]

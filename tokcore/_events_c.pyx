@@ -7,14 +7,14 @@ and their fields read in place: a line is copied only when it spans chunks. The 
 bound on what is held, ``Event`` and ``EventTooLarge`` are the Python twin's.
 """
 
-from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyByteArray_Resize
+from cpython.mem cimport PyMem_Free, PyMem_Realloc
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int64_t
 from libc.string cimport memchr, memcmp, memcpy
 
 from tokcore._freethreading cimport (
-    tok_busy_enter, tok_busy_leave, tok_cs, tok_cs_end, tok_idle_begin,
+    tok_busy, tok_busy_enter, tok_busy_leave, tok_cs, tok_cs_end, tok_idle_begin,
 )
 
 from tokcore._args import Bound, in_use, payload_view
@@ -28,13 +28,53 @@ cdef extern from "_ssescan.h":
 
 cdef extern from "Python.h":
     const Py_ssize_t PY_SSIZE_T_MAX
+    long long PyLong_AsLongLongAndOverflow(object o, int *overflow) except? -1
+
+cdef object _DEFAULT_LIMIT = DEFAULT_MAX_EVENT_BYTES
+cdef long long DEFAULT_LIMIT = DEFAULT_MAX_EVENT_BYTES
 
 
-cdef int _append(bytearray buf, const char *p, Py_ssize_t n) except -1:
-    cdef Py_ssize_t size = PyByteArray_GET_SIZE(buf)
-    PyByteArray_Resize(buf, size + n)  # over-allocates as bytearray does: amortised O(1)
-    memcpy(PyByteArray_AS_STRING(buf) + size, p, <size_t>n)
+cdef object _bound_limit(tuple args, dict kwargs):
+    """``max_event_bytes`` bound and checked by the Python twin's ``__init__``."""
+    bound = Bound()
+    _PyEventDecoder.__init__(bound, *args, **kwargs)
+    return bound.values[0]
+
+
+# a byte buffer of the decoder's (its unfinished line, its data): C memory, so that a
+# decoder costs no Python object to make, and a buffer emptied is not freed unless large
+ctypedef struct Buf:
+    char *p
+    Py_ssize_t len, cap
+
+cdef enum:
+    KEEP_FREED = 1 << 16  # a buffer larger than this is freed when it empties
+
+
+cdef int _append(Buf *buf, const char *p, Py_ssize_t n, Py_ssize_t bound) except -1:
+    """Add ``p[:n]``; a buffer grows by an eighth (as bytearray does: amortised O(1)), never
+    past what the bound lets it hold unless ``n`` itself does."""
+    cdef Py_ssize_t need = buf.len + n, cap
+    cdef char *grown
+    if n <= 0:  # (an empty buffer has no memory: memcpy must not see its NULL)
+        return 0
+    if need > buf.cap:
+        cap = need + (need >> 3) + 64 if need < PY_SSIZE_T_MAX // 2 else need
+        cap = min(cap, max(need, bound))
+        grown = <char *>PyMem_Realloc(buf.p, <size_t>cap)
+        if grown == NULL:
+            raise MemoryError()
+        buf.p, buf.cap = grown, cap
+    memcpy(buf.p + buf.len, p, <size_t>n)
+    buf.len = need
     return 0
+
+
+cdef inline void _empty(Buf *buf) noexcept:
+    buf.len = 0
+    if buf.cap > KEEP_FREED:
+        PyMem_Free(buf.p)
+        buf.p, buf.cap = NULL, 0
 
 
 cdef class EventDecoder:
@@ -46,30 +86,52 @@ cdef class EventDecoder:
     on it is running (another thread's) raises ``RuntimeError``.
     """
 
-    cdef bytearray _line  # an unfinished line
-    cdef bytearray _data  # the data buffer: each data value and a LF
+    cdef Buf _line  # an unfinished line
+    cdef Buf _data  # the data buffer: each data value and a LF
     cdef bytes _type  # the event type buffer
     cdef object _last_id, _id_before, _retry, _limit
     cdef Py_ssize_t _max  # the bound, capped at what a size can be
     cdef int64_t _offset  # bytes fed so far
     cdef bint _started, _cr, _skipping, _skip_line_start, _closed
-    cdef bint _busy  # a call is running: checked and set with no Python call in between
+    cdef tok_busy _busy  # a call is running: checked and set with no Python call between
 
-    def __cinit__(self, *args, **kwargs):
-        self._line = bytearray()
-        self._data = bytearray()
+    def __cinit__(self):  # (Cython passes it no arguments: it takes none but self)
+        self._line.p = self._data.p = NULL
         self._type = b""
 
+    def __dealloc__(self):
+        PyMem_Free(self._line.p)
+        PyMem_Free(self._data.p)
+
     def __init__(self, *args, **kwargs):
-        # bound and checked by the Python twin's __init__: the same signature and errors
-        bound = Bound()
-        _PyEventDecoder.__init__(bound, *args, **kwargs)
-        self._limit, = bound.values
-        self._max = min(self._limit, PY_SSIZE_T_MAX)
+        cdef long long value = DEFAULT_LIMIT
+        cdef int overflow = 0
+        # a plain max_event_bytes (an exact int in range) is checked here; anything else is
+        # bound and checked by the Python twin's __init__ (the one signature and its errors)
+        limit = _DEFAULT_LIMIT
+        if args or kwargs:
+            limit = kwargs.get("max_event_bytes")
+            if args or len(kwargs) > 1 or type(limit) is not int:
+                value = -1
+            else:
+                value = PyLong_AsLongLongAndOverflow(limit, &overflow)
+            if overflow or value < 1:
+                limit = _bound_limit(args, kwargs)
+                value = PY_SSIZE_T_MAX if limit > PY_SSIZE_T_MAX else limit
+        # re-initialised while a call runs (a hook inside feed, another thread), the decoder
+        # would change under that call: refused, as a call is
+        if not tok_busy_enter(self, &self._busy):
+            raise in_use("EventDecoder")
+        self._limit = limit
+        self._max = <Py_ssize_t>min(value, <long long>PY_SSIZE_T_MAX)
+        _empty(&self._line)
+        _empty(&self._data)
+        self._type = b""
         self._last_id = self._id_before = self._retry = None
         self._started = self._cr = self._skipping = self._skip_line_start = False
         self._closed = False
         self._offset = 0
+        tok_busy_leave(self, &self._busy)
 
     @property
     def pending_bytes(self):
@@ -82,8 +144,7 @@ cdef class EventDecoder:
         return held
 
     cdef inline Py_ssize_t _held(self) noexcept:
-        return (PyByteArray_GET_SIZE(self._line) + PyByteArray_GET_SIZE(self._data)
-                + PyBytes_GET_SIZE(self._type))
+        return self._line.len + self._data.len + PyBytes_GET_SIZE(self._type)
 
     def feed(self, chunk):
         if type(chunk) is not bytes:
@@ -132,7 +193,7 @@ cdef class EventDecoder:
                         dropped = self._dropped(dropped, offset + i + room)
                         self._skip_line_start = False
                     else:
-                        _append(self._line, d + i, n - i)
+                        _append(&self._line, d + i, n - i, self._max)
                 break
             if self._skipping:
                 if end == i and self._skip_line_start:
@@ -143,11 +204,10 @@ cdef class EventDecoder:
                 if end - i > room:
                     dropped = self._dropped(dropped, offset + i + room)
                     self._skip_line_start = True  # this line ends here
-                elif PyByteArray_GET_SIZE(self._line):
-                    _append(self._line, d + i, end - i)
-                    self._field(PyByteArray_AS_STRING(self._line),
-                                PyByteArray_GET_SIZE(self._line), events)
-                    PyByteArray_Resize(self._line, 0)
+                elif self._line.len:
+                    _append(&self._line, d + i, end - i, self._max)
+                    self._field(self._line.p, self._line.len, events)
+                    _empty(&self._line)
                 else:
                     self._field(d + i, end - i, events)
             if d[end] == 13:
@@ -173,8 +233,8 @@ cdef class EventDecoder:
 
     cdef int _drop(self) except -1:
         """Forget the event being decoded (as if it never came) and skip the rest of it."""
-        PyByteArray_Resize(self._line, 0)
-        PyByteArray_Resize(self._data, 0)
+        _empty(&self._line)
+        _empty(&self._data)
         self._type = b""
         self._retry = None
         self._last_id = self._id_before
@@ -208,8 +268,8 @@ cdef class EventDecoder:
                 value += 1
                 value_len -= 1
         if name_len == 4 and memcmp(p, b"data", 4) == 0:
-            _append(self._data, value, value_len)
-            _append(self._data, b"\n", 1)
+            _append(&self._data, value, value_len, self._max)
+            _append(&self._data, b"\n", 1, self._max)
         elif name_len == 5 and memcmp(p, b"event", 5) == 0:
             self._type = PyBytes_FromStringAndSize(value, value_len)
         elif name_len == 2 and memcmp(p, b"id", 2) == 0:
@@ -226,16 +286,16 @@ cdef class EventDecoder:
         return 0
 
     cdef int _dispatch(self, list events) except -1:
-        cdef Py_ssize_t size = PyByteArray_GET_SIZE(self._data)
+        cdef Py_ssize_t size = self._data.len
         if size:
-            data = PyUnicode_DecodeUTF8(PyByteArray_AS_STRING(self._data), size - 1, "replace")
+            data = PyUnicode_DecodeUTF8(self._data.p, size - 1, "replace")
             if PyBytes_GET_SIZE(self._type):
                 kind = PyUnicode_DecodeUTF8(PyBytes_AS_STRING(self._type),
                                             PyBytes_GET_SIZE(self._type), "replace")
             else:
                 kind = "message"
             events.append(Event(kind, data, self._last_id, self._retry))
-            PyByteArray_Resize(self._data, 0)
+            _empty(&self._data)
         self._type = b""
         self._retry = None
         self._id_before = self._last_id

@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
-from ._args import BytesLike, check_max_event_bytes, in_use, payload_view
+from ._args import BytesLike, check_max_event_bytes, enter_init, in_use, payload_view
 
 #: a UTF-8 byte order mark, skipped at the start of a stream
 BOM = b"\xef\xbb\xbf"
@@ -76,35 +76,46 @@ class EventDecoder:
     ``id`` is the last event ID in force when the event was dispatched (None until an
     ``id`` field sets one); ``retry`` is the reconnection time set by a ``retry`` field of
     this event, else None. One decoder is one stream's state: a call made while another call
-    on it is running (another thread's) raises ``RuntimeError``.
+    on it is running (another thread's, or a hook inside it), ``__init__`` included, raises
+    ``RuntimeError``.
+
+    Raises, when made, ``TypeError`` or ``ValueError`` for a ``max_event_bytes`` that is not
+    an ``int`` in [1, 2**63); ``feed`` raises ``EventTooLarge`` (a ``ValueError``) at the end
+    of the read that passed the bound, ``TypeError`` for a chunk that is not bytes-like and
+    ``ValueError`` after ``close()``.
     """
 
     __slots__ = ("_max", "_line", "_data", "_type", "_last_id", "_id_before", "_retry",
                  "_started", "_cr", "_skipping", "_skip_line_start", "_offset", "_closed",
                  "_token")
+    _token: list[bool]  # taken by each call, __init__ included (_args.enter_init)
 
     def __init__(self, *, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
         # the one signature of both twins (the Cython twin binds through it: _args.Bound)
         self._setup(check_max_event_bytes(max_event_bytes))
 
     def _setup(self, max_event_bytes: int) -> None:
-        self._max = max_event_bytes
-        self._line = bytearray()  # an unfinished line
-        self._data = bytearray()  # the data buffer: each data value and a LF
-        self._type = b""  # the event type buffer
-        self._last_id: str | None = None
-        self._id_before: str | None = None  # the last event ID when this event began
-        self._retry: int | None = None
-        self._started = False  # past the first line (where a BOM may be)
-        self._cr = False  # the last chunk ended with a CR: a LF first in the next is its end
-        self._skipping = False  # dropped an event: skipping it up to its blank line
-        self._skip_line_start = False  # skipping, and no byte of the current line seen yet
-        self._offset = 0  # bytes fed so far
-        self._closed = False
         # taken by every call: a second call at once (another thread) fails at once, as the
         # Cython twin's busy flag has it (a flag alone is not atomic; list.pop is, under the
-        # GIL or, without it, under the list's own lock: no lock on GIL builds)
-        self._token = [True]
+        # GIL or, without it, under the list's own lock: no lock on GIL builds); __init__
+        # takes it too
+        token = enter_init(self, "EventDecoder")
+        try:
+            self._max = max_event_bytes
+            self._line = bytearray()  # an unfinished line
+            self._data = bytearray()  # the data buffer: each data value and a LF
+            self._type = b""  # the event type buffer
+            self._last_id: str | None = None
+            self._id_before: str | None = None  # the last event ID when this event began
+            self._retry: int | None = None
+            self._started = False  # past the first line (where a BOM may be)
+            self._cr = False  # the last chunk ended with a CR: a LF first in the next ends it
+            self._skipping = False  # dropped an event: skipping it up to its blank line
+            self._skip_line_start = False  # skipping, and no byte of the current line seen
+            self._offset = 0  # bytes fed so far
+            self._closed = False
+        finally:
+            token.append(True)
 
     @property
     def pending_bytes(self) -> int:
@@ -112,6 +123,7 @@ class EventDecoder:
         return self._max - self._room()
 
     def feed(self, chunk: BytesLike) -> list[Event]:
+        """The events this chunk completes, in stream order."""
         data = chunk if type(chunk) is bytes else bytes(payload_view(chunk, "chunk"))
         token = self._token
         try:
@@ -245,7 +257,12 @@ class EventDecoder:
 def iter_events(chunks: Iterable[BytesLike], *,
                 max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> Iterator[Event]:
     """Decode an iterable of byte chunks into events. An event over ``max_event_bytes`` ends
-    the iteration with ``EventTooLarge``, once the events its chunk completed are yielded."""
+    the iteration with ``EventTooLarge``, once the events its chunk completed are yielded.
+
+    Raises ``EventTooLarge`` (a ``ValueError``) after the read that passed the bound,
+    ``TypeError`` for a chunk that is not bytes-like, and what ``EventDecoder`` raises for
+    ``max_event_bytes``.
+    """
     return _iterate(EventDecoder(max_event_bytes=max_event_bytes), chunks)
 
 

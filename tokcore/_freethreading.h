@@ -10,6 +10,7 @@
 #define TOKCORE_FREETHREADING_H
 
 #include <Python.h>
+#include <stdint.h>
 #if defined(Py_GIL_DISABLED) && defined(_WIN32)
 #  include <windows.h>
 #  define TOK_YIELD() SwitchToThread()
@@ -46,36 +47,52 @@ static inline void tok_cs_end(tok_cs *cs) {
 #endif
 }
 
-/* A per-object busy flag (one call at a time on a relay or decoder): tested and set under a
- * critical section on its owner. 1 when it was free (the caller owns it now), 0 when another
- * call holds it (the caller raises RuntimeError). tok_busy_leave clears it the same way, so
- * what one call wrote happens before what the next call reads. */
-static inline int tok_busy_enter(PyObject *owner, int *flag) {
+/* A per-object busy flag (one call at a time on a relay, decoder or big-event scan, its
+ * constructor included): tested and set under a critical section on its owner. 1 when it was
+ * free (the caller owns it now), 0 when another call holds it (the caller raises
+ * RuntimeError). tok_busy_leave clears it the same way, so what one call wrote happens before
+ * what the next call reads. Without the GIL the flag holds the thread state of the call that
+ * took it, so that tok_idle_begin can tell a read made from inside that call (a profile hook,
+ * a signal handler: the same thread, which must not wait for itself); with the GIL it is 1. */
+typedef uintptr_t tok_busy;
+
+static inline tok_busy tok_busy_self(void) {
+#ifdef Py_GIL_DISABLED
+    return (tok_busy)PyThreadState_Get();
+#else
+    return 1;
+#endif
+}
+
+static inline int tok_busy_enter(PyObject *owner, tok_busy *flag) {
     tok_cs cs;
-    int was;
+    tok_busy was;
     tok_cs_begin(&cs, owner);
     was = *flag;
-    *flag = 1;
+    if (!was) *flag = tok_busy_self();
     tok_cs_end(&cs);
     return !was;
 }
 
-static inline void tok_busy_leave(PyObject *owner, int *flag) {
+static inline void tok_busy_leave(PyObject *owner, tok_busy *flag) {
     tok_cs cs;
     tok_cs_begin(&cs, owner);
     *flag = 0;
     tok_cs_end(&cs);
 }
 
-/* Begin a critical section on owner at a moment when no call holds its busy flag, for a
- * property that reads what a call changes (pending_bytes, counts): a call running on another
- * thread may be replacing the objects it reads. Without the GIL it waits, detached, for that
- * call to end (then none can start until tok_cs_end); with the GIL none runs meanwhile. */
-static inline void tok_idle_begin(tok_cs *cs, PyObject *owner, int *flag) {
+/* Begin a critical section on owner at a moment when no call of another thread holds its
+ * busy flag, for a property that reads what a call changes (pending_bytes, counts): a call
+ * running on another thread may be replacing the objects it reads. Without the GIL it waits,
+ * detached, for that call to end (then none can start until tok_cs_end); a call of this
+ * thread (the read is made from inside it) is answered at once, with the state that call has
+ * reached: it cannot move on until the read returns. With the GIL none runs meanwhile. */
+static inline void tok_idle_begin(tok_cs *cs, PyObject *owner, tok_busy *flag) {
 #ifdef Py_GIL_DISABLED
+    tok_busy self = tok_busy_self();
     for (;;) {
         PyCriticalSection_Begin(&cs->cs, owner);
-        if (!*flag) return;
+        if (!*flag || *flag == self) return;
         PyCriticalSection_End(&cs->cs);
         Py_BEGIN_ALLOW_THREADS
         TOK_YIELD();

@@ -9,8 +9,10 @@ cdef extern from "_freethreading.h":
         pass
     void tok_cs_begin(tok_cs *cs, object o) noexcept
     void tok_cs_end(tok_cs *cs) noexcept
-    bint tok_busy_enter(object owner, bint *flag) noexcept
-    void tok_busy_leave(object owner, bint *flag) noexcept
-    void tok_idle_begin(tok_cs *cs, object owner, bint *flag) noexcept
+    # a busy flag: 0 when free (cdef classes start with it so)
+    ctypedef size_t tok_busy
+    bint tok_busy_enter(object owner, tok_busy *flag) noexcept
+    void tok_busy_leave(object owner, tok_busy *flag) noexcept
+    void tok_idle_begin(tok_cs *cs, object owner, tok_busy *flag) noexcept
     PyObject *tok_dict_get(object d, object key) except? NULL
     void tok_dict_release(PyObject *value) noexcept

@@ -159,7 +159,14 @@ def _buffer_values(view: memoryview) -> array[int]:
 
 
 def pack_ids(ids: IdsArg) -> bytes:
-    """Token ids -> little-endian int32 bytes (4 bytes an id)."""
+    """Token ids -> little-endian int32 bytes (4 bytes an id).
+
+    Raises ``TypeError`` for an element that is not an integer (naming its index and type),
+    for ``str``, ``bytes`` and ``bytearray`` (not id sequences) and for a buffer that is not
+    of integers (naming its dtype); ``OverflowError`` for a value outside int32 (naming its
+    index and value); ``ValueError`` for a buffer of more than one dimension;
+    ``RuntimeError`` for a list that an element's ``__index__`` resizes.
+    """
     seq = coerce_ids(ids)
     if isinstance(seq, memoryview):
         signed, itemsize, little = buffer_layout(seq)
@@ -184,7 +191,11 @@ def pack_ids(ids: IdsArg) -> bytes:
 
 
 def unpack_ids(data: BytesLike) -> list[int]:
-    """Little-endian int32 bytes -> a list of Python ints."""
+    """Little-endian int32 bytes -> a list of Python ints.
+
+    Raises ``TypeError`` for an object that is not bytes-like; ``ValueError`` when the length
+    is not a multiple of 4 (naming the trailing bytes' offset).
+    """
     if isinstance(data, str):
         raise TypeError("int32 data must be a bytes-like object, not str")
     try:

@@ -13,7 +13,7 @@ come from ``_args``.
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from libc.string cimport memchr, memcmp, memcpy, memset
 
-from tokcore._args import check_path, payload_bytes, payload_view
+from tokcore._args import check_path, check_switch, payload_bytes, payload_view
 from tokcore._json_py import decode_key, key_text, not_json, utf8
 
 cdef extern from "_json_valid.h":
@@ -497,6 +497,8 @@ def set_member(payload, path, value, *, trusted=False):
     cdef tok_member found
     cdef const unsigned char *d
     cdef Py_ssize_t n, start = 0, end, step, last_end, stop
+    if trusted is not True and trusted is not False:  # it switches the check off: a bool only
+        check_switch(trusted, "trusted")
     data = payload_bytes(payload)
     cdef tuple keys = _keys(path)
     text = value if type(value) is bytes else bytes(payload_view(value, "value"))

@@ -19,7 +19,7 @@ import re
 from functools import lru_cache
 from typing import NamedTuple
 
-from ._args import BytesLike, KeyPath, check_path, payload_bytes, payload_view
+from ._args import BytesLike, KeyPath, check_path, check_switch, payload_bytes, payload_view
 
 Span = tuple[int, int]
 
@@ -390,7 +390,13 @@ def path_object(data: bytes, start: int, end: int, path: tuple[str, ...]) -> \
 
 def find_member(payload: BytesLike, path: KeyPath) -> Span | None:
     """The byte span of the value at ``path`` in a JSON object text, or None when a key on
-    the way is absent."""
+    the way is absent.
+
+    Raises ``ValueError`` for a payload that is not a JSON object, or a value on the way
+    that is not one (naming the byte offset where the scan stopped), and for an empty path
+    ``()``; ``TypeError`` for a payload that is not bytes-like (``str`` included), a path
+    that is neither a ``str`` nor a tuple, or a path item that is not a ``str``.
+    """
     data = payload_bytes(payload)
     keys = check_path(path)
     start, end = 0, len(data)
@@ -420,7 +426,14 @@ def value_text(value: object, trusted: bool) -> bytes:
 def set_member(payload: BytesLike, path: KeyPath, value: BytesLike, *,
                trusted: bool = False) -> bytes:
     """``payload`` with the member at ``path`` set to the JSON text ``value`` (checked to be
-    one JSON value unless ``trusted``); the objects of absent keys on the way are added."""
+    one JSON value unless ``trusted``); the objects of absent keys on the way are added.
+
+    Raises ``ValueError`` for a ``value`` that is not one JSON value (naming the offset where
+    it stops; checked before the payload is read, and not at all with ``trusted=True``), and
+    as ``find_member`` does for the payload and the path; ``TypeError`` for a ``trusted``
+    that is not ``True`` or ``False`` and as ``find_member`` does for the other arguments.
+    """
+    check_switch(trusted, "trusted")
     data = payload_bytes(payload)
     keys = check_path(path)
     text = value_text(value, trusted)
@@ -460,7 +473,10 @@ def removed_ranges(members: list[Member], gone: list[bool]) -> list[Span]:
 
 def del_member(payload: BytesLike, path: KeyPath) -> bytes:
     """``payload`` without the member at ``path`` (every occurrence of its last key in the
-    object that holds it); unchanged when a key on the way is absent."""
+    object that holds it); unchanged when a key on the way is absent.
+
+    Raises as ``find_member`` does.
+    """
     data = payload_bytes(payload)
     keys = check_path(path)
     start, end = 0, len(data)

@@ -12,19 +12,20 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes
 from cpython.mem cimport PyMem_Free, PyMem_Realloc
 from libc.string cimport memchr, memcmp, memcpy
 
-from tokcore._bigevent_c cimport BigEvent
+from tokcore._bigevent_c cimport BigEvent, tok_big_event
 from tokcore._json_c cimport tok_object_memo, tok_object_memo_clear
 from tokcore._freethreading cimport (
-    tok_busy_enter, tok_busy_leave, tok_cs, tok_cs_end, tok_idle_begin,
+    tok_busy, tok_busy_enter, tok_busy_leave, tok_cs, tok_cs_end, tok_idle_begin,
 )
 from tokcore._usage_c cimport (
-    UsageRules, tok_apply_edits, tok_edits, tok_null_usage_line, tok_usage_edits,
+    UsageRules, tok_apply_edits, tok_edits, tok_null_usage_line, tok_py_rules, tok_rules,
+    tok_usage_edits,
 )
 
 from tokcore._args import Bound, in_use, payload_bytes
 from tokcore._dialects import FOREIGN, NONE, NOT_OBJECT, REWRITTEN, TOO_LARGE, UNREADABLE
 from tokcore._fields import rewrite_event
-from tokcore._sse_py import OUTCOME_FIELDS, RelayCounts
+from tokcore._sse_py import DEFAULT_MAX_EVENT_BYTES, OUTCOME_FIELDS, RelayCounts
 from tokcore._sse_py import UsageRelay as _PyUsageRelay
 
 cdef extern from "_ssescan.h":
@@ -94,6 +95,45 @@ for _outcome, _field in OUTCOME_FIELDS.items():
     OUTCOME_INDEX[_outcome] = _field
 
 
+cdef extern from "Python.h":
+    const Py_ssize_t PY_SSIZE_T_MAX
+    long long PyLong_AsLongLongAndOverflow(object o, int *overflow) except? -1
+
+cdef object _DEFAULT_LIMIT = DEFAULT_MAX_EVENT_BYTES
+
+
+cdef UsageRules _plain_arguments(tuple args, dict kwargs, Py_ssize_t *limit):
+    """The rules and ``*limit`` of ``UsageRelay(*args, **kwargs)`` when its arguments are
+    plain (exact ints in range, a dialect's name, no other name), else None: the Python twin
+    then binds them."""
+    cdef Py_ssize_t n = len(args)
+    cdef long long value
+    cdef int overflow = 0
+    if n > 2:
+        return None
+    prompt = args[0] if n >= 1 else None
+    cached = args[1] if n == 2 else None
+    api, max_event_bytes = "chat", _DEFAULT_LIMIT
+    for key, arg in kwargs.items():
+        if key == "api":
+            api = arg
+        elif key == "max_event_bytes":
+            max_event_bytes = arg
+        elif key == "prompt_tokens" and n == 0:
+            prompt = arg
+        elif key == "cached_tokens" and n < 2:
+            cached = arg
+        else:
+            return None
+    if type(max_event_bytes) is not int:
+        return None
+    value = PyLong_AsLongLongAndOverflow(max_event_bytes, &overflow)
+    if overflow or value < 1:
+        return None
+    limit[0] = <Py_ssize_t>value
+    return tok_rules(prompt, cached, api)  # None for a missing or other prompt_tokens too
+
+
 cdef inline bytes _forwarded(object piece, const char *d, Py_ssize_t pos, Py_ssize_t n,
                              Py_ssize_t end):
     """What ``BigEvent.feed`` gave, as bytes (None: the bytes it read, as they came)."""
@@ -111,13 +151,12 @@ cdef class UsageRelay:
     """Relay a ``text/event-stream`` byte stream, rewriting usage values on the way."""
 
     cdef UsageRules _rules
-    cdef object _rules_py  # the same as _usage_py.Rules, for the shared multi-line path
     cdef Py_ssize_t _max
     cdef Py_ssize_t _counts[N_FIELDS]
     cdef char *_pend  # the start of an event whose blank line is not here yet
     cdef Py_ssize_t _pend_len, _pend_cap
     cdef bint _line_start, _cr, _first
-    cdef bint _busy  # a call is running: a second one at the same time is refused
+    cdef tok_busy _busy  # a call is running: a second one at the same time is refused
     cdef BigEvent _big  # the scan of an event too large to hold, or None
     # the first blocks of the last "usage":null event's object, whose state its stream's next
     # events (alike at their start) go on from (_json_object_memo.h, a fixed size)
@@ -131,12 +170,22 @@ cdef class UsageRelay:
         tok_object_memo_clear(&self._memo)
 
     def __init__(self, *args, **kwargs):
-        # bound and checked by the Python twin's __init__: the same signature and errors
         cdef int k
-        bound = Bound()
-        _PyUsageRelay.__init__(bound, *args, **kwargs)
-        self._rules_py, self._max = bound.values
-        self._rules = UsageRules(self._rules_py)
+        cdef Py_ssize_t limit = 0
+        # plain arguments are checked here; anything else is bound and checked by the Python
+        # twin's __init__ (the one signature), which raises its errors with their messages
+        cdef UsageRules rules = _plain_arguments(args, kwargs, &limit)
+        if rules is None:
+            bound = Bound()
+            _PyUsageRelay.__init__(bound, *args, **kwargs)
+            rules_py, limit = bound.values
+            rules = UsageRules(rules_py)
+        # a relay re-initialised while a call on it runs (a hook inside feed, another
+        # thread) would have its buffers taken from under that call: refused, as a call is
+        if not tok_busy_enter(self, &self._busy):
+            raise in_use("UsageRelay")
+        self._rules = rules
+        self._max = limit
         for k in range(N_FIELDS):
             self._counts[k] = 0
         self._pend_len = 0
@@ -144,7 +193,7 @@ cdef class UsageRelay:
         self._cr = False
         self._big = None
         self._first = True
-        self._busy = False
+        tok_busy_leave(self, &self._busy)
 
     def __dealloc__(self):
         PyMem_Free(self._pend)
@@ -176,7 +225,10 @@ cdef class UsageRelay:
         cdef char *grown
         cdef Py_ssize_t cap
         if need > self._pend_cap:  # an event held is at most the bound (+ its blank line)
-            cap = min(need + need // 2 + 64, max(need, self._max + 4))
+            # never more than the bound and its blank line, computed without overflow for
+            # every bound (up to 2**63 - 1)
+            cap = min(need + need // 2 + 64,
+                      max(need, self._max + min(4, PY_SSIZE_T_MAX - self._max)))
             grown = <char *>PyMem_Realloc(self._pend, cap)
             if grown == NULL:
                 raise MemoryError()
@@ -280,7 +332,7 @@ cdef class UsageRelay:
 
     cdef BigEvent _start_big(self):
         self._counts[N_OVERSIZED] += 1
-        big = BigEvent(self._rules_py, self._max, self._first)
+        big = tok_big_event(tok_py_rules(self._rules), self._max, self._first)
         self._first = False
         return big
 
@@ -321,7 +373,7 @@ cdef class UsageRelay:
             return None
         if fields > 1:  # usage JSON may run over several data fields: the shared path
             outcome, rewritten = rewrite_event(PyBytes_FromStringAndSize(d, n), bom,
-                                               self._rules_py)
+                                               tok_py_rules(self._rules))
         else:
             outcome = tok_usage_edits(self._rules, <const unsigned char *>d + value_start,
                                       value_end - value_start, &e, &self._memo)

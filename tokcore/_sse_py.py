@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from ._args import Api, BytesLike, check_max_event_bytes, in_use, payload_bytes
+from ._args import Api, BytesLike, check_max_event_bytes, enter_init, in_use, payload_bytes
 from ._bigevent_py import BigEvent
 from ._dialects import FOREIGN, NONE, NOT_OBJECT, REWRITTEN, TOO_LARGE, UNREADABLE
 from ._fields import rewrite_event
@@ -84,10 +84,18 @@ def next_boundary(data: bytes, pos: int, line_start: bool, cr: bool) -> tuple[in
 
 
 class UsageRelay:
-    """Relay a ``text/event-stream`` byte stream, rewriting usage values on the way."""
+    """Relay a ``text/event-stream`` byte stream, rewriting usage values on the way.
+
+    Raises, when made, what ``rewrite_usage`` raises for the counts and ``api``, and
+    ``ValueError`` for a ``max_event_bytes`` outside [1, 2**63) (``TypeError`` for one that
+    is not an ``int``). ``feed`` raises only ``TypeError`` for a chunk that is not
+    bytes-like, never on data; ``feed``, ``close`` and ``__init__`` raise ``RuntimeError``
+    for a call made while another runs on the same relay (another thread, a hook inside it).
+    """
 
     __slots__ = ("_rules", "_max", "_pending", "_line_start", "_cr", "_big", "_first",
                  "_counts", "_token")
+    _token: list[bool]  # taken by each call, __init__ included (_args.enter_init)
 
     def __init__(self, prompt_tokens: int, cached_tokens: int | None = None, *,
                  api: Api = "chat", max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
@@ -96,17 +104,21 @@ class UsageRelay:
                     check_max_event_bytes(max_event_bytes))
 
     def _setup(self, rules: Rules, max_event_bytes: int) -> None:
-        self._rules = rules
-        self._max = max_event_bytes
-        self._pending = bytearray()  # the start of an event whose blank line is not here yet
-        self._line_start = True
-        self._cr = False
-        self._big: BigEvent | None = None  # the scan of an event too large to hold
-        self._first = True  # the next event starts the stream (a BOM may lead it)
-        self._counts = [0] * len(RelayCounts._fields)
-        # the one item is taken by each call (list.pop: atomic under the GIL, under the list's
-        # own lock without it), so a second call at the same time is refused, with no lock
-        self._token = [True]
+        # the call token (one item, taken by each call: list.pop is atomic under the GIL, and
+        # under the list's own lock without it), so a second call at the same time is
+        # refused with no lock; __init__ takes it too
+        token = enter_init(self, "UsageRelay")
+        try:
+            self._rules = rules
+            self._max = max_event_bytes
+            self._pending = bytearray()  # the start of an event whose blank line is not here
+            self._line_start = True
+            self._cr = False
+            self._big: BigEvent | None = None  # the scan of an event too large to hold
+            self._first = True  # the next event starts the stream (a BOM may lead it)
+            self._counts = [0] * len(RelayCounts._fields)
+        finally:
+            token.append(True)
 
     @property
     def pending_bytes(self) -> int:

@@ -25,6 +25,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_ssescan_candidate.h"
+
 /* -DTOK_SCAN_PORTABLE=1 builds the portable loops only */
 #if !defined(TOK_SCAN_PORTABLE) || !TOK_SCAN_PORTABLE
 #  if defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2)
@@ -55,13 +57,6 @@ static inline Py_ssize_t tok_line_end(const char *p, Py_ssize_t i, Py_ssize_t n)
     const char *lf = (const char *)memchr(p + i, '\n', (size_t)(n - i));
     const char *cr = (const char *)memchr(p + i, '\r', (size_t)((lf ? lf - p : n) - i));
     return cr ? cr - p : lf ? lf - p : -1;
-}
-
-static inline int tok_is_candidate(const char *p, Py_ssize_t n, Py_ssize_t k, int with_cr) {
-    char c = p[k];
-    if (c == '"') return k + 7 <= n && memcmp(p + k, "\"usage\"", 7) == 0;
-    if (c == '\\') return k + 4 <= n && memcmp(p + k, "\\u00", 4) == 0;
-    return c == '\r' && with_cr;
 }
 
 /* --- portable loops (compiled everywhere) ----------------------------------------------- */

@@ -1,5 +1,6 @@
 /* The relay's byte scans with NEON (every aarch64 CPU), included by _ssescan.h, which says
- * what each scan returns; the results are the portable loops', byte for byte.
+ * what each scan returns; the results are the portable loops', byte for byte (the candidate
+ * test is _ssescan_candidate.h's, the one both headers include).
  *
  * NEON has no movemask: a compare's 0xFF/0x00 bytes are narrowed to a 64-bit integer with a
  * nibble a byte (shrn by 4 of the 16-bit lanes), byte k in bits 4k..4k+3, so a count of
@@ -12,6 +13,8 @@
 #define TOKCORE_SSESCAN_NEON_H
 
 #include <arm_neon.h>
+
+#include "_ssescan_candidate.h"
 
 #define TOK_NEON_INLINE static inline __attribute__((always_inline))
 

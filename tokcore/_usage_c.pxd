@@ -20,6 +20,8 @@ ctypedef struct tok_edits:
 cdef class UsageRules:
     cdef object keep  # the bytes the pointers below point into
     cdef object str_keys  # the keys as str, by KEY_* index, for keys spelled with escapes
+    cdef object dialect  # _dialects.Dialect
+    cdef object py  # the same rules as _usage_py.Rules (made when first asked: tok_py_rules)
     cdef const char *keys[8]
     cdef Py_ssize_t key_lens[8]
     cdef const char *key_texts[8]  # each key as JSON text with its colon: "key":
@@ -27,8 +29,18 @@ cdef class UsageRules:
     cdef int path_count
     cdef int path_steps[2]
     cdef int path_key[2][2]  # KEY_* index of each step
-    cdef bint has_total, has_details, add_cached, has_zeroed, single_path
+    cdef bint has_total, has_details, add_cached, has_zeroed, single_path, cached_excluded
     cdef long long prompt, total_base, cached
+
+# The rules of (prompt_tokens, cached_tokens, api) when they are plain (exact ints in range,
+# cached at most prompt, a dialect's name): a dialect's keys, built once, with the counts
+# set; None for anything else (the caller then has _usage_py.make_rules check them: its
+# errors, or its rules for an int subclass).
+cdef UsageRules tok_rules(object prompt_tokens, object cached_tokens, object api)
+# The rules of make_rules(prompt_tokens, cached_tokens, api), with its errors.
+cdef UsageRules tok_checked_rules(object prompt_tokens, object cached_tokens, object api)
+# r as _usage_py.Rules (the Python paths' rules: usage over several data fields, BigEvent)
+cdef object tok_py_rules(UsageRules r)
 
 # The outcome (_dialects: NONE, REWRITTEN, ...) for the JSON text d[:n]; when REWRITTEN,
 # the edits (offsets in d) in order. The byte pre-filters are applied first (memo: the

@@ -17,10 +17,13 @@ from tokcore._json_c cimport (
 
 from tokcore._args import payload_bytes
 from tokcore._dialects import (
-    FOREIGN, MAX_COUNT_DIGITS, NONE, NOT_OBJECT, REWRITTEN, UNREADABLE, dialect,
+    DIALECTS, FOREIGN, MAX_COUNT_DIGITS, NONE, NOT_OBJECT, REWRITTEN, UNREADABLE, dialect,
 )
 from tokcore._json_py import key_text, utf8
-from tokcore._usage_py import make_rules
+from tokcore._usage_py import Rules, make_rules
+
+cdef extern from "Python.h":
+    long long PyLong_AsLongLongAndOverflow(object o, int *overflow) except? -1
 
 cdef extern from "_ssescan.h":
     Py_ssize_t tok_next_candidate(const char *p, Py_ssize_t n, int with_cr) noexcept nogil
@@ -42,7 +45,8 @@ cdef class UsageRules:
     """``_usage_py.Rules`` as C strings and ints."""
 
     def __init__(self, rules):
-        spec = rules.dialect
+        spec = self.dialect = rules.dialect
+        self.py = rules
         names = [spec.prompt_key, spec.output_key, spec.total_key or "", spec.details_key or "",
                  spec.cached_key, spec.zeroed_key or ""]
         path_names = []
@@ -72,7 +76,67 @@ cdef class UsageRules:
         self.has_zeroed = spec.zeroed_key is not None
         self.add_cached = rules.add_cached
         self.single_path = self.path_count == 1
+        self.cached_excluded = spec.cached_excluded
         self.prompt, self.total_base, self.cached = rules.prompt, rules.total_base, rules.cached
+
+
+# a UsageRules per dialect name, its counts unset: what tok_rules copies the keys from
+cdef dict _KEYS = {name: UsageRules(make_rules(0, None, name)) for name in DIALECTS}
+
+
+cdef inline bint _plain_count(object value, long long *out) noexcept:
+    """``value`` is an exact int (not a bool) in [0, 2**63): ``*out`` is it."""
+    cdef int overflow = 0
+    cdef long long v
+    if type(value) is not int:
+        return False
+    v = PyLong_AsLongLongAndOverflow(value, &overflow)
+    if overflow or v < 0:
+        return False
+    out[0] = v
+    return True
+
+
+cdef UsageRules tok_rules(object prompt_tokens, object cached_tokens, object api):
+    cdef long long prompt, cached = 0
+    cdef UsageRules keys, r
+    if type(api) is not str or not _plain_count(prompt_tokens, &prompt):
+        return None
+    if cached_tokens is not None and (not _plain_count(cached_tokens, &cached)
+                                      or cached > prompt):
+        return None
+    keys = _KEYS.get(api)
+    if keys is None:
+        return None
+    r = UsageRules.__new__(UsageRules)
+    r.keep, r.str_keys, r.dialect = keys.keep, keys.str_keys, keys.dialect
+    memcpy(r.keys, keys.keys, sizeof(r.keys))
+    memcpy(r.key_lens, keys.key_lens, sizeof(r.key_lens))
+    memcpy(r.key_texts, keys.key_texts, sizeof(r.key_texts))
+    memcpy(r.key_text_lens, keys.key_text_lens, sizeof(r.key_text_lens))
+    r.path_count = keys.path_count
+    memcpy(r.path_steps, keys.path_steps, sizeof(r.path_steps))
+    memcpy(r.path_key, keys.path_key, sizeof(r.path_key))
+    r.has_total, r.has_details, r.has_zeroed = keys.has_total, keys.has_details, keys.has_zeroed
+    r.single_path, r.cached_excluded = keys.single_path, keys.cached_excluded
+    # as make_rules: the prompt key's value, the total's base, the cached count
+    r.prompt = prompt - cached if keys.cached_excluded else prompt
+    r.total_base, r.cached = prompt, cached
+    r.add_cached = cached_tokens is not None
+    return r
+
+
+cdef UsageRules tok_checked_rules(object prompt_tokens, object cached_tokens, object api):
+    cdef UsageRules r = tok_rules(prompt_tokens, cached_tokens, api)
+    if r is None:  # the checks and their errors are make_rules'
+        r = UsageRules(make_rules(prompt_tokens, cached_tokens, api))
+    return r
+
+
+cdef object tok_py_rules(UsageRules r):
+    if r.py is None:
+        r.py = Rules(r.dialect, r.prompt, r.total_base, r.cached, r.add_cached)
+    return r.py
 
 
 cdef bint tok_may_hold_usage(const char *d, Py_ssize_t n) noexcept nogil:
@@ -434,19 +498,15 @@ cdef bytes tok_apply_edits(const char *d, Py_ssize_t n, Py_ssize_t base, const t
 
 # --- the public functions ------------------------------------------------------------------
 
-# a UsageRules per dialect for find_usage (only the keys are read there)
-cdef dict _FINDERS = {}
-
-
 def find_usage(payload, *, api="chat"):
     """Byte span of the usage value of a JSON object text, or None."""
     cdef Py_ssize_t start, end
     cdef UsageRules r
     data = payload if type(payload) is bytes else payload_bytes(payload)
-    r = _FINDERS.get(api) if type(api) is str else None
+    r = _KEYS.get(api) if type(api) is str else None  # only the keys are read here
     if r is None:
         dialect(api)  # the error for a wrong api
-        r = _FINDERS[api] = UsageRules(make_rules(0, None, api))
+        r = _KEYS[api]  # api is a str subclass
     cdef const unsigned char *d = <const unsigned char *>PyBytes_AS_STRING(data)
     cdef Py_ssize_t n = PyBytes_GET_SIZE(data)
     if _no_usage(r, d, n, NULL):
@@ -455,38 +515,11 @@ def find_usage(payload, *, api="chat"):
     return None if start < 0 else (start, end)
 
 
-# the rules of the last (prompt, cached, api) a call used, by that key: a server rewrites
-# each body with the counts of its own request, often the same ones several times (a stream's
-# usage events, retries); building the rules is most of a one-shot call's cost
-cdef dict _RULES = {}
-cdef enum:
-    RULES_KEPT = 64  # a cache this full is emptied
-
-
-cdef UsageRules _rules_for(prompt_tokens, cached_tokens, api):
-    """``UsageRules(make_rules(...))``, cached for exact ints (not bools), None and str: any
-    other argument goes through ``make_rules`` and its errors every time."""
-    cdef UsageRules r
-    cdef bint plain = type(prompt_tokens) is int and type(api) is str and (
-        cached_tokens is None or type(cached_tokens) is int)
-    if plain:
-        key = (prompt_tokens, cached_tokens, api)
-        r = _RULES.get(key)
-        if r is not None:
-            return r
-    r = UsageRules(make_rules(prompt_tokens, cached_tokens, api))
-    if plain:
-        if len(_RULES) >= RULES_KEPT:
-            _RULES.clear()
-        _RULES[key] = r
-    return r
-
-
 def rewrite_usage(payload, prompt_tokens, cached_tokens=None, *, api="chat"):
     """The payload with only its usage counts rewritten (see the contract)."""
     cdef tok_edits e
     data = payload if type(payload) is bytes else payload_bytes(payload)
-    cdef UsageRules r = _rules_for(prompt_tokens, cached_tokens, api)
+    cdef UsageRules r = tok_checked_rules(prompt_tokens, cached_tokens, api)
     if tok_usage_edits(r, <const unsigned char *>PyBytes_AS_STRING(data),
                        PyBytes_GET_SIZE(data), &e, NULL) != O_REWRITTEN:
         return data

@@ -266,7 +266,12 @@ def text_edits(data: bytes, rules: Rules) -> tuple[int, list[Edit]]:
 
 
 def find_usage(payload: BytesLike, *, api: Api = "chat") -> Span | None:
-    """Byte span of the usage value of a JSON object text, or None."""
+    """Byte span of the usage value of a JSON object text, or None (no usage, ``null``, or
+    a text that is not a JSON object).
+
+    Raises ``TypeError`` for a payload that is not bytes-like (``str`` included) or an
+    ``api`` that is not a ``str``; ``ValueError`` for an unknown ``api``.
+    """
     data = payload_bytes(payload)
     spec = dialect(api)
     return None if no_usage(data, spec) else locate(data, spec)[1]
@@ -274,7 +279,13 @@ def find_usage(payload: BytesLike, *, api: Api = "chat") -> Span | None:
 
 def rewrite_usage(payload: BytesLike, prompt_tokens: int, cached_tokens: int | None = None,
                   *, api: Api = "chat") -> bytes:
-    """The payload with only its usage counts rewritten (see the contract)."""
+    """The payload with only its usage counts rewritten, by the rules of ``api``
+    (:doc:`/dialects`); the payload itself (for ``bytes``) when there is nothing to rewrite.
+
+    Raises ``TypeError`` for a count that is not an ``int`` (a ``bool`` included), a payload
+    that is not bytes-like or an ``api`` that is not a ``str``; ``ValueError`` for a count
+    outside [0, 2**63), an unknown ``api``, or ``cached_tokens`` above ``prompt_tokens``.
+    """
     data = payload_bytes(payload)
     rules = make_rules(prompt_tokens, cached_tokens, api)
     outcome, edits = text_edits(data, rules)

@@ -394,7 +394,10 @@ def b64_text(raw: bytes) -> bytes:
 def ids_to_json(ids: IdsArg) -> bytes:
     """Token ids -> their compact JSON array: the bytes of
     ``json.dumps(ids, separators=(",", ":"))`` and of ``orjson.dumps(ids)``
-    (``b"[151644,872,198]"``). ``ids`` is what :func:`pack_ids` takes."""
+    (``b"[151644,872,198]"``). ``ids`` is what :func:`pack_ids` takes.
+
+    Raises what :func:`pack_ids` raises.
+    """
     return json_text(int32_values(pack_ids(ids)))
 
 
@@ -404,14 +407,25 @@ def json_to_ids(data: TextOrBytes) -> list[int]:
     ``data`` is bytes-like (a ``memoryview`` of a :func:`find_member` span: no copy) or
     ``str``. The grammar is RFC 8259's for an array of integers: whitespace (space, tab, LF,
     CR) around any token, ``-0`` read as 0; a fraction, an exponent, a leading zero, ``+``,
-    ``NaN``, nesting, a byte order mark or anything after the array is an error."""
+    ``NaN``, nesting, a byte order mark or anything after the array is an error.
+
+    Raises ``ValueError`` (``not a JSON array of int32 ids: expected ... at offset N, found
+    ...``) for malformed text, at the first byte no valid text could have there (the end of
+    the data for a text cut short); ``OverflowError`` (``ids[i] = v is outside the int32
+    range ...``) for an integer outside int32, ``v`` as the text wrote it (the first problem
+    in reading order wins); ``TypeError`` for an argument that is neither bytes-like nor
+    ``str``, or a strided buffer.
+    """
     return json_ids(data_view(data, JSON_WHAT, True))
 
 
 def ids_to_msgpack(ids: IdsArg) -> bytes:
     """Token ids -> a MessagePack array of ints, each in its smallest encoding: the bytes of
     ``msgpack.packb(ids)`` and of ``msgspec.msgpack.encode(ids)``. ``ids`` is what
-    :func:`pack_ids` takes."""
+    :func:`pack_ids` takes.
+
+    Raises what :func:`pack_ids` raises.
+    """
     return msgpack_text(int32_values(pack_ids(ids)))
 
 
@@ -419,7 +433,13 @@ def msgpack_to_ids(data: BytesLike) -> list[int]:
     """One MessagePack array (fixarray, array16 or array32) of ints -> the token ids.
 
     Each item may be in any integer encoding (fixints, uint8-64, int8-64, smallest or not);
-    ``data`` is bytes-like and holds exactly the array."""
+    ``data`` is bytes-like and holds exactly the array.
+
+    Raises ``ValueError`` (``not a MessagePack array of int32 ids: expected ... at offset N,
+    found ...``) for data that is not one array of ints (not an array, a cut header or item,
+    another type of item, bytes after the array); ``OverflowError`` naming the index and
+    value of an integer outside int32; ``TypeError`` for ``str`` or another type.
+    """
     return msgpack_ids(data_view(data, MSGPACK_WHAT, False))
 
 
@@ -459,7 +479,15 @@ def convert_ids(data: TextOrBytes, src: IdFormat, dst: IdFormat) -> bytes:
     ``"json"`` and ``"msgpack"`` (the arrays of :func:`json_to_ids` and
     :func:`ids_to_msgpack`), ``"msgpack_bin"`` (one MessagePack bin holding the int32
     bytes). ``str`` is taken for the text formats (``"b64"``, ``"json"``). ``src == dst``
-    gives the normalised form (compact JSON, smallest MessagePack, canonical base64)."""
+    gives the normalised form (compact JSON, smallest MessagePack, canonical base64).
+
+    Raises what reading ``src`` raises (the functions above; for ``"int32"`` what
+    :func:`unpack_ids` raises, for ``"b64"`` what ``b64_to_ids(validate=True)`` raises, for
+    ``"msgpack_bin"`` a ``ValueError`` naming the offset of what is not one bin, and
+    :func:`unpack_ids`' length error); ``ValueError`` for an unknown format name;
+    ``TypeError`` for a format that is not a ``str``, and for a ``str`` given for
+    ``"int32"``, ``"msgpack"`` or ``"msgpack_bin"``.
+    """
     src = check_format(src, "src")
     dst = check_format(dst, "dst")
     return write_ids(read_ids(data, src), dst)

@@ -66,7 +66,13 @@ def relay_usage(chunks: Iterable[BytesLike], prompt_tokens: int | None = None,
                 max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
                 relay: UsageRelay | None = None) -> Generator[bytes, None, None]:
     """Yield ``chunks`` as they can be forwarded, with every usage value rewritten; closing
-    the generator (or its end) closes ``chunks``."""
+    the generator (or its end) closes ``chunks``.
+
+    Raises, at the call, what ``UsageRelay`` raises for the counts, ``api`` and
+    ``max_event_bytes``, ``TypeError`` for both or neither of ``prompt_tokens`` and
+    ``relay=``, and ``TypeError`` for a source that is not iterable; afterwards, whatever
+    the source or its closing raises, as it is.
+    """
     usage_relay = _relay(prompt_tokens, cached_tokens, api, max_event_bytes, relay)
     stream = _relay_sync(iter(chunks), chunks, usage_relay)
     # A generator closed before it started never runs its finally: run it to its first
@@ -119,7 +125,11 @@ def arelay_usage(chunks: AsyncIterable[BytesLike], prompt_tokens: int | None = N
                  max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
                  relay: UsageRelay | None = None) -> AsyncGenerator[bytes, None]:
     """``relay_usage`` for an async iterable of chunks; ``aclose()`` (or its end) closes
-    ``chunks``."""
+    ``chunks``.
+
+    Raises as ``relay_usage`` does (``TypeError`` for a source that is not an async
+    iterable).
+    """
     usage_relay = _relay(prompt_tokens, cached_tokens, api, max_event_bytes, relay)
     try:
         aiter_of = type(chunks).__aiter__

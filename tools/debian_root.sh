@@ -47,8 +47,9 @@ if ! has_all; then
     log "building $ROOT (debootstrap --arch=$ARCH $SUITE, several minutes)"
     mkdir -p "$CACHE"
     remove_root "$ROOT.new"
+    mirror=$(bash "$(dirname "$0")/debian_mirror.sh")  # this machine's apt's Debian archive
     debootstrap --arch="$ARCH" --variant=minbase --include="$PACKAGES" \
-        "$SUITE" "$ROOT.new" http://deb.debian.org/debian >&2
+        "$SUITE" "$ROOT.new" "$mirror" >&2
     rm -rf "$ROOT.new/var/cache/apt/archives/"*.deb  # the downloads, not needed again
     remove_root "$ROOT"
     mv "$ROOT.new" "$ROOT"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make test-matrix: the Cython twins' suite on every other CPython the project supports
+# make test-matrix: both twins' suites on every other CPython the project supports
 # (3.11 is the venv's: make test). Each version comes from
 #   - pyenv's versions folder, when it has that minor (the newest patch release there): a
 #     new machine of this kind has 3.9-3.13 there;
@@ -9,8 +9,10 @@
 #   - else a printed NOTICE (not tested here).
 # Each gets its own venv (.venv-3.X, or /opt/venv-3.X in the root) with the test group and
 # its own in-place build (the .so names carry the version, so they sit side by side with
-# the main build). What changes between versions is the C-API code, so only the Cython
-# twins' tests run (TOKCORE_TEST_TWINS=c), on the quick draw (tests/_budget.py).
+# the main build). Both twins' tests run (TOKCORE_TEST_TWINS=c,py), on the quick draw
+# (tests/_budget.py): the C-API code changes between versions, and so does what the Python
+# twins follow (the running binascii and base64 above all); the tests that take no twin run
+# once, and the Python twins' memory tests not at all (below).
 #
 #   MATRIX="3.14 3.15" tools/test_matrix.sh [pytest arguments...]
 set -euo pipefail
@@ -19,12 +21,27 @@ cd "$(dirname "$0")/.."
 MINORS="${MATRIX:-3.12 3.13 3.14 3.15}"
 SID_MINORS="3.14 3.15"
 VERSIONS="${PYENV_VERSIONS:-$( (pyenv root 2>/dev/null || echo "$HOME/.pyenv") | tail -1)/versions}"
-PYTEST_ENV=(TOKCORE_REQUIRE_EXTENSIONS=1 TOKCORE_TEST_PROFILE=quick TOKCORE_TEST_TWINS=c)
-PYTEST_ARGS=(-m pytest -q -rfE -p no:cacheprovider -n "${MATRIX_WORKERS:-1}")
+PYTEST_ENV=(TOKCORE_REQUIRE_EXTENSIONS=1 TOKCORE_TEST_PROFILE=quick TOKCORE_TEST_TWINS=c,py)
+# the Python twins' memory tests are make test's: a Python twin holds no memory but the
+# interpreter's objects, which is no C-API code of ours (they are two fifths of the Python
+# twins' time here)
+PYTEST_ARGS=(-m pytest -q -rfE -p no:cacheprovider -n "${MATRIX_WORKERS:-1}"
+             -m "not (memory and python_twin)")
 status=0
 
-quiet_build() {  # the in-place build's output without its compiler warnings
-    "$@" setup.py -q build_ext --inplace -j 2 2>&1 | grep -v "^$" | grep -iv "warning" || true
+quiet_build() {  # $1: its log, then the interpreter's command: the in-place build, its
+    # output shown without compiler warnings; a failed build shows its whole log and fails
+    local log=$1
+    shift
+    if ! "$@" setup.py -q build_ext --inplace -j 2 > "$log" 2>&1; then
+        cat "$log"
+        return 1
+    fi
+    grep -v "^$" "$log" | grep -iv "warning" || true  # nothing left: a quiet build
+}
+build_failed() {  # $1: name
+    echo "test-matrix: $1: FAILED (the build, log above)"
+    status=1
 }
 
 mkdir -p build
@@ -51,7 +68,10 @@ pyenv_run() {  # $1: minor, $2: the interpreter's folder
         $pip install --group build --group test
         touch "$venv/.deps"
     fi
-    quiet_build "$venv/bin/python"
+    if ! quiet_build "build/test-matrix-$minor-build.log" "$venv/bin/python"; then
+        build_failed "$(basename "$python")"
+        return
+    fi
     local log="build/test-matrix-$minor.log" rc=0
     env "${PYTEST_ENV[@]}" "$venv/bin/python" "${PYTEST_ARGS[@]}" "${EXTRA[@]}" > "$log" 2>&1 \
         || rc=$?
@@ -96,7 +116,10 @@ sid_run() {  # $1: minor
         touch "$SID_ROOT$venv/.deps"
     fi
     version=$(in_sid "$venv/bin/python" -c 'import platform; print(platform.python_version())')
-    quiet_build in_sid "$venv/bin/python"
+    if ! quiet_build "build/test-matrix-$minor-build.log" in_sid "$venv/bin/python"; then
+        build_failed "$version (Debian sid)"
+        return
+    fi
     local log="build/test-matrix-$minor.log" rc=0
     in_sid env "${PYTEST_ENV[@]}" "$venv/bin/python" "${PYTEST_ARGS[@]}" "${EXTRA[@]}" \
         > "$log" 2>&1 || rc=$?

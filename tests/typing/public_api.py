@@ -87,6 +87,35 @@ def accepted_b64() -> None:
     assert_type(tokcore.b64_to_ids(b"AQAAAA==", validate=True), list[int])
 
 
+def base64_keywords_of_315() -> None:
+    """3.15's base64 keywords have the running Python's types, as typeshed gates them: from
+    3.15 on they are accepted, before that each is a type error (and a TypeError at run
+    time). ``make lint`` checks this file for 3.11 and 3.15 with mypy and pyright."""
+    if sys.version_info >= (3, 15):
+        assert_type(tokcore.b64encode(b"x", padded=False), bytes)
+        assert_type(tokcore.b64encode(b"x" * 60, wrapcol=76), bytes)
+        assert_type(tokcore.b64decode(b"AAAA", canonical=True), bytes)
+        assert_type(tokcore.b64decode(b"eA", padded=False), bytes)
+        assert_type(tokcore.b64decode(b"eA ==", ignorechars=b" "), bytes)
+        assert_type(tokcore.urlsafe_b64encode(b"\xff", padded=False), bytes)
+        assert_type(tokcore.urlsafe_b64decode(b"_w", padded=False), bytes)
+    else:
+        with pytest.raises(TypeError):
+            tokcore.b64encode(b"x", padded=False)  # type: ignore[call-arg]
+        with pytest.raises(TypeError):
+            tokcore.b64encode(b"x", wrapcol=76)  # type: ignore[call-arg]
+        with pytest.raises(TypeError):
+            tokcore.b64decode(b"AAAA", canonical=True)  # type: ignore[call-arg]
+        with pytest.raises(TypeError):
+            tokcore.b64decode(b"eA", padded=False)  # type: ignore[call-arg]
+        with pytest.raises(TypeError):
+            tokcore.b64decode(b"eA ==", ignorechars=b" ")  # type: ignore[call-arg]
+        with pytest.raises(TypeError):
+            tokcore.urlsafe_b64encode(b"\xff", padded=False)  # type: ignore[call-arg]
+        with pytest.raises(TypeError):
+            tokcore.urlsafe_b64decode(b"_w", padded=False)  # type: ignore[call-arg]
+
+
 def accepted_json_and_usage() -> None:
     assert_type(tokcore.find_usage(BODY), Span | None)
     assert_type(tokcore.find_usage(bytearray(BODY), api="responses"), Span | None)
@@ -325,6 +354,7 @@ def run_all() -> None:
     """Every function above, at run time (tests/test_typing.py)."""
     accepted_ids()
     accepted_b64()
+    base64_keywords_of_315()
     accepted_json_and_usage()
     accepted_relay()
     asyncio.run(accepted_async())
