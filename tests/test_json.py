@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 import pytest
 from _budget import examples
-from _twins import twins
+from _twins import twin, twins
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -700,6 +700,51 @@ def test_set_member_keeps_a_big_value_verbatim(json_twin: ModuleType) -> None:
     assert json_twin.set_member(request, "ids", value) == request[:-1] + b',"ids":' + value + b"}"
     assert json_twin.set_member(request[:-1] + b',"ids":null}', "ids", value) == \
         request[:-1] + b',"ids":' + value + b"}"
+
+
+@pytest.mark.parametrize("kind", [bytearray, memoryview, "nested path", "slice"])
+def test_set_member_takes_any_bytes_like_value(json_twin: ModuleType, kind: object) -> None:
+    """A bytes-like value gives what its bytes give, checked or trusted, a new key, a
+    replaced one or a path of absent objects; a bad one names its offset the same."""
+    answer = b'{"id":"c1","prompt_token_ids":[151644,872,198],"usage":{}}'
+    start, end = json_twin.find_member(answer, "prompt_token_ids")
+    value = answer[start:end]
+    arg: object = memoryview(answer)[start:end] if kind == "slice" else \
+        kind(value) if callable(kind) else bytearray(value)
+    path: tuple[str, ...] = ("a", "b", "ids") if kind == "nested path" else ("ids",)
+    expected = json_twin.set_member(b'{"m":1}', path, value)
+    assert json.loads(expected) == {"m": 1, **nest(path, [151644, 872, 198])}
+    for trusted in (False, True):
+        assert json_twin.set_member(b'{"m":1}', path, arg, trusted=trusted) == expected
+    replaced = json_twin.set_member(b'{"ids":null,"m":1}', "ids", arg)
+    assert replaced == b'{"ids":[151644,872,198],"m":1}'
+    with pytest.raises(ValueError, match="stops at offset 3$"):
+        json_twin.set_member(b"{}", "k", memoryview(b'[1,]'))
+
+
+def nest(path: tuple[str, ...], value: object) -> dict[str, object]:
+    for key in reversed(path[1:]):
+        value = {key: value}
+    return {path[0]: value}
+
+
+def test_set_member_reads_a_memoryview_value_in_place() -> None:
+    """The compiled twin writes a memoryview's bytes straight into the result: the only
+    allocation of the value's size is the result (the guide's zero-copy step)."""
+    import tracemalloc
+
+    c = twin("json", "c")
+    answer = b'{"ids":"' + b"A" * 2_000_000 + b'"}'
+    start, end = c.find_member(answer, "ids")
+    view = memoryview(answer)[start:end]
+    tracemalloc.start()
+    try:
+        out = c.set_member(b'{"m":1}', "ids", view, trusted=True)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert out == b'{"m":1,"ids":' + view.tobytes() + b"}"
+    assert peak < 1.2 * len(view), peak
 
 
 # --- del_member ----------------------------------------------------------------------------

@@ -10,6 +10,7 @@ spelled with escapes are decoded by ``_json_py.decode_key``; argument checks and
 come from ``_args``.
 """
 
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from libc.string cimport memchr, memcmp, memcpy, memset
 
@@ -473,38 +474,56 @@ def find_member(payload, path):
 
 
 cdef bytes _joined(const char *d, Py_ssize_t n, Py_ssize_t at, Py_ssize_t cut,
-                   bytes a, bytes b, bytes c, bytes e):
-    """``d[:at] + a + b + c + e + d[cut:]`` in one allocation."""
-    cdef Py_ssize_t size = at + n - cut
+                   bytes a, bytes b, bytes c, const char *v, Py_ssize_t vn):
+    """``d[:at] + a + b + c + v[:vn] + d[cut:]`` in one allocation (the value read where the
+    caller's buffer holds it: a memoryview of another answer is not copied first)."""
+    cdef Py_ssize_t size = at + n - cut + vn
     cdef bytes part
-    for part in (a, b, c, e):
+    for part in (a, b, c):
         size += PyBytes_GET_SIZE(part)
     cdef bytes result = PyBytes_FromStringAndSize(NULL, size)
     cdef char *out = PyBytes_AS_STRING(result)
     memcpy(out, d, at)
     out += at
-    for part in (a, b, c, e):
+    for part in (a, b, c):
         memcpy(out, PyBytes_AS_STRING(part), PyBytes_GET_SIZE(part))
         out += PyBytes_GET_SIZE(part)
-    memcpy(out, d + cut, n - cut)
+    memcpy(out, v, vn)
+    memcpy(out + vn, d + cut, n - cut)
     return result
 
 
 def set_member(payload, path, value, *, trusted=False):
     """``payload`` with the member at ``path`` set to the JSON text ``value`` (checked to be
     one JSON value unless ``trusted``); the objects of absent keys on the way are added."""
-    cdef tok_object o
-    cdef tok_member found
-    cdef const unsigned char *d
-    cdef Py_ssize_t n, start = 0, end, step, last_end, stop
+    cdef Py_buffer buf
     if trusted is not True and trusted is not False:  # it switches the check off: a bool only
         check_switch(trusted, "trusted")
     data = payload_bytes(payload)
     cdef tuple keys = _keys(path)
-    text = value if type(value) is bytes else bytes(payload_view(value, "value"))
+    if type(value) is bytes:
+        return _set_value(data, keys, value, PyBytes_AS_STRING(value), PyBytes_GET_SIZE(value),
+                          trusted)
+    # any other bytes-like value is read where it is (a memoryview of a find_member span)
+    view = payload_view(value, "value")
+    PyObject_GetBuffer(view, &buf, PyBUF_SIMPLE)
+    try:
+        return _set_value(data, keys, view, <const char *>buf.buf, buf.len, trusted)
+    finally:
+        PyBuffer_Release(&buf)
+
+
+cdef bytes _set_value(bytes data, tuple keys, object value, const char *v, Py_ssize_t vn,
+                      bint trusted):
+    """set_member's work once its arguments are checked: ``v[:vn]`` is the bytes of
+    ``value``, which holds them."""
+    cdef tok_object o
+    cdef tok_member found
+    cdef const unsigned char *d
+    cdef Py_ssize_t n, start = 0, end, step, last_end, stop
+    cdef bytes text
     if not trusted:
-        stop = tok_value_error(<const unsigned char *>PyBytes_AS_STRING(text), 0,
-                               PyBytes_GET_SIZE(text))
+        stop = tok_value_error(<const unsigned char *>v, 0, vn)
         if stop >= 0:
             raise not_json("value", stop)
     d = <const unsigned char *>PyBytes_AS_STRING(data)
@@ -512,15 +531,18 @@ def set_member(payload, path, value, *, trusted=False):
     for step in range(len(keys)):
         _open_at(&o, d, start, end, keys, step)
         if not _find_in(&o, keys, step, &found, &last_end):
-            for inner in reversed(keys[step + 1:]):  # the rest of the path, as objects
-                text = b"".join((b"{", key_text(inner), b":", text, b"}"))
+            if step + 1 < len(keys):  # the rest of the path, as objects around the value
+                text = bytes(value)
+                for inner in reversed(keys[step + 1:]):
+                    text = b"".join((b"{", key_text(inner), b":", text, b"}"))
+                v, vn = PyBytes_AS_STRING(text), PyBytes_GET_SIZE(text)
             if last_end >= 0:
                 return _joined(<const char *>d, n, last_end, last_end, b",",
-                               key_text(keys[step]), b":", text)
+                               key_text(keys[step]), b":", v, vn)
             return _joined(<const char *>d, n, o.opening + 1, o.opening + 1,
-                           key_text(keys[step]), b":", text, b"")
+                           key_text(keys[step]), b":", b"", v, vn)
         start, end = found.value_start, found.value_end
-    return _joined(<const char *>d, n, start, end, text, b"", b"", b"")
+    return _joined(<const char *>d, n, start, end, b"", b"", b"", v, vn)
 
 
 def del_member(payload, path):
