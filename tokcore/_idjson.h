@@ -3,7 +3,7 @@
  *
  * The grammar is RFC 8259's for one array of integers: JSON whitespace (space, tab, LF, CR)
  * around every token, `-0` is 0, no fraction, exponent, leading zero, `+`, nesting or
- * trailing data. The reader has two kernels with one answer:
+ * trailing data. The reader has three kernels with one answer:
  *  - scalar (tok_ij_scalar): byte by byte; the reference, and what names an error: the
  *    kind and the offset of the first byte no valid text could have there (the numbers are
  *    _wire_py's J_* kinds), or the index and the text of an integer outside int32;
@@ -14,12 +14,12 @@
  *    forms (8-10 digits, whitespace before a separator) have one implementation. It loads
  *    8 bytes from an integer's first digit only while 24 bytes of the input remain from the
  *    integer's start: the end of the text is always read by the scalar kernel, so no load
- *    reaches past the input.
- * Both read in steps of at most `cap` ids from a tok_ij_reader, so a caller fills a small
- * block, turns it into ints or MessagePack, and reads on.
- *
- * The commas are counted first (tok_ij_commas: SSE2 on x86-64, NEON on aarch64, portable
- * elsewhere), which bounds the ids of any text and is their number in a non-empty valid one.
+ *    reaches past the input;
+ *  - vector (tok_ij_simd): 64-byte windows whose ids are all read at once (below), the
+ *    SWAR kernel for what a window does not take.
+ * Each reads at most `cap` ids from a tok_ij_reader (and may store garbage in the room of
+ * the 32 ids after the last one while more than 32 are allowed: the windows' whole stores);
+ * _wire_c reads a text whole into bytes sized for the most ids its length allows.
  *
  * The writer formats each id with a table of digit pairs into a fixed 16-byte window and
  * stores the window whole (the output keeps TOK_IJ_SLACK bytes past its bound for it).
@@ -373,19 +373,133 @@ static inline void tok_ij_classify_avx2(const unsigned char *p, tok_ij_masks *m)
     m->digit = digit; m->comma = comma; m->minus = minus; m->space = space; m->zero = zero;
 }
 
-/* a window on the AVX2 masks (a call a window: the body is the one below, inlined) */
-__attribute__((target("avx2"), noinline))
-static size_t tok_ij_window_avx2(const unsigned char *p, unsigned char *out, size_t *got) {
-    tok_ij_masks m;
-    tok_ij_classify_avx2(p, &m);
-    return tok_ij_window_body(p, m, out, got);
+/* Four ids' 8-byte words (each the 8 bytes that end right before the id's ',', so its last
+ * digit is the top byte) -> their values, pairs of 32-bit lanes joined: the digits minus
+ * '0', every byte at or below the highest one that is not a digit cleared (the separator
+ * before the id and what precedes it: smeared down the word by three shifts), then the
+ * digit pairs (maddubs: d * 10 + next) and the pairs' pairs (madd: * 100) -> each word's
+ * two 4-digit halves as 32-bit lanes. */
+__attribute__((target("avx2")))
+static inline __m256i tok_ij_halves_avx2(__m256i x) {
+    __m256i t = _mm256_sub_epi8(x, _mm256_set1_epi8('0'));
+    __m256i u = _mm256_subs_epu8(t, _mm256_set1_epi8(9));  /* not zero: not a digit */
+    u = _mm256_or_si256(u, _mm256_srli_epi64(u, 8));
+    u = _mm256_or_si256(u, _mm256_srli_epi64(u, 16));
+    u = _mm256_or_si256(u, _mm256_srli_epi64(u, 32));
+    t = _mm256_and_si256(t, _mm256_cmpeq_epi8(u, _mm256_setzero_si256()));
+    __m256i pairs = _mm256_maddubs_epi16(t, _mm256_set1_epi16(0x010A));  /* bytes 10, 1 */
+    return _mm256_madd_epi16(pairs, _mm256_set1_epi32(0x00010064));    /* words 100, 1 */
+}
+
+/* the 8 bytes that end at p + e and those that end at p + f (e, f: positions of ',') */
+#define TOK_IJ_ENDING2(p, e, f) \
+    _mm_insert_epi64(_mm_loadl_epi64((const __m128i *)((p) + (e) - 8)), \
+                     (long long)tok_ij_load64((p) + (f) - 8), 1)
+
+/* The AVX2 kernel's windows, from s + pos while a whole one fits (80 bytes left, 32 ids of
+ * room at out + 4 * k) and the window reads as ids: returns the position reached (the ids
+ * in *count). A window's masks are the digits, ',' and '0' first: when the text up to its
+ * last ',' is only those (a compact array), or whitespace where it may be too, each id is
+ * read from the 8 bytes that end at its ',' (p[e-8..e-1]: its digits, then whatever was
+ * before them, cleared in the vector), 8 ids a step, no id waiting for the one before it.
+ * A window with a '-' goes through the portable body (tok_ij_window_body), one with
+ * anything else back to the caller. The first id's word starts up to 8 bytes before the
+ * window: no window starts before s + 8. */
+__attribute__((target("avx2,bmi,bmi2,popcnt")))
+static size_t tok_ij_windows_avx2(const unsigned char *s, size_t n, size_t pos,
+                                  unsigned char *out, size_t cap, size_t *count) {
+    size_t k = *count;
+    if (pos < 8) return pos;
+    while (k + 32 <= cap && pos + 80 <= n) {
+        const unsigned char *p = s + pos;
+        __m256i lo = _mm256_loadu_si256((const __m256i *)p);
+        __m256i hi = _mm256_loadu_si256((const __m256i *)(p + 32));
+        /* a digit: v + 0x50 is -128..-119 (signed) exactly for '0'..'9' */
+        const __m256i shift = _mm256_set1_epi8(0x50), ten = _mm256_set1_epi8(-118);
+        const __m256i comma_c = _mm256_set1_epi8(','), zero_c = _mm256_set1_epi8('0');
+        uint64_t digit = (uint32_t)_mm256_movemask_epi8(_mm256_cmpgt_epi8(ten, _mm256_add_epi8(lo, shift)))
+                         | (uint64_t)(uint32_t)_mm256_movemask_epi8(
+                             _mm256_cmpgt_epi8(ten, _mm256_add_epi8(hi, shift))) << 32;
+        uint64_t comma = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(lo, comma_c))
+                         | (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(hi, comma_c)) << 32;
+        uint64_t zero = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(lo, zero_c))
+                        | (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(hi, zero_c)) << 32;
+        if (comma == 0) break;
+        unsigned last = 63 - (unsigned)__builtin_clzll(comma);
+        uint64_t region = _bzhi_u64(~0ull, last + 1);  /* bits 0..last (all for 63: bzhi takes 64) */
+        uint64_t wrong = comma & ~(digit << 1);  /* a ',' right after something else */
+        uint64_t other = ~(digit | comma) & region;
+        if (other) {  /* whitespace (where it may be: at the start, after ',' or whitespace), or a '-' */
+            tok_ij_masks m;
+            tok_ij_classify_avx2(p, &m);
+            if (m.minus & region) {  /* a sign to read: the portable body */
+                size_t got = 0, took = tok_ij_window_body(p, m, out + 4 * k, &got);
+                if (took == 0) break;
+                pos += took;
+                k += got;
+                continue;
+            }
+            uint64_t opening = ((comma | m.space) << 1) | 1;
+            wrong |= (other & ~m.space) | (m.space & ~opening);
+        }
+        /* 8 digits in a row, or a leading zero (a '0' after no digit, a digit after it) */
+        uint64_t eight = digit & (digit >> 1);
+        eight &= eight >> 2;
+        eight &= eight >> 4;
+        if ((wrong | eight | (zero & ~(digit << 1) & (digit >> 1))) & region) break;
+        unsigned ids = (unsigned)_mm_popcnt_u64(comma);
+        unsigned char *at = out + 4 * k;
+        /* 8 ids a step while 5 or more are left, then 4: past the last ',' a position is 64
+         * (a word inside the window), whose lanes' values are stored past the ids, inside
+         * the room the loop asked for */
+        int left = (int)ids;
+        for (; left > 4; left -= 8) {
+            /* the words in the order the packing of the lanes wants: 0, 1, 4, 5 and 2, 3, 6, 7 */
+            size_t e0 = _tzcnt_u64(comma); comma = _blsr_u64(comma);
+            size_t e1 = _tzcnt_u64(comma); comma = _blsr_u64(comma);
+            size_t e2 = _tzcnt_u64(comma); comma = _blsr_u64(comma);
+            size_t e3 = _tzcnt_u64(comma); comma = _blsr_u64(comma);
+            size_t e4 = _tzcnt_u64(comma); comma = _blsr_u64(comma);
+            size_t e5 = _tzcnt_u64(comma); comma = _blsr_u64(comma);
+            size_t e6 = _tzcnt_u64(comma); comma = _blsr_u64(comma);
+            size_t e7 = _tzcnt_u64(comma); comma = _blsr_u64(comma);
+            __m256i a = tok_ij_halves_avx2(_mm256_inserti128_si256(_mm256_castsi128_si256(
+                TOK_IJ_ENDING2(p, e0, e1)), TOK_IJ_ENDING2(p, e4, e5), 1));
+            __m256i b = tok_ij_halves_avx2(_mm256_inserti128_si256(_mm256_castsi128_si256(
+                TOK_IJ_ENDING2(p, e2, e3)), TOK_IJ_ENDING2(p, e6, e7), 1));
+            /* the halves as 16-bit lanes, in the ids' order; high * 10**4 + low */
+            __m256i v = _mm256_madd_epi16(_mm256_packs_epi32(a, b), _mm256_set1_epi32(0x00012710));
+            _mm256_storeu_si256((__m256i *)at, v);
+            at += 32;
+        }
+        if (left > 0) {
+            size_t e0 = _tzcnt_u64(comma); comma = _blsr_u64(comma);
+            size_t e1 = _tzcnt_u64(comma); comma = _blsr_u64(comma);
+            size_t e2 = _tzcnt_u64(comma); comma = _blsr_u64(comma);
+            size_t e3 = _tzcnt_u64(comma);
+            __m256i a = tok_ij_halves_avx2(_mm256_inserti128_si256(_mm256_castsi128_si256(
+                TOK_IJ_ENDING2(p, e0, e1)), TOK_IJ_ENDING2(p, e2, e3), 1));
+            /* the halves of ids 0, 1 (low lane) and 2, 3 (high lane) as 16-bit lanes, joined,
+             * the two 64-bit results brought together */
+            __m256i v = _mm256_madd_epi16(_mm256_packs_epi32(a, a), _mm256_set1_epi32(0x00012710));
+            v = _mm256_permute4x64_epi64(v, 0x08);  /* qwords 0, 2 */
+            _mm_storeu_si128((__m128i *)at, _mm256_castsi256_si128(v));
+        }
+        pos += last + 1;
+        k += ids;
+    }
+    *count = k;
+    return pos;
 }
 
 static int tok_ij_cpu_avx2 = -1;  /* -1: not asked yet */
 static inline int tok_ij_avx2(void) {
     if (tok_ij_cpu_avx2 < 0) {
         __builtin_cpu_init();
-        tok_ij_cpu_avx2 = __builtin_cpu_supports("avx2") ? 1 : 0;
+        /* the windows use BMI1, BMI2 and POPCNT too: every AVX2 CPU has them, but a
+         * virtual machine may say otherwise */
+        tok_ij_cpu_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi")
+                          && __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("popcnt");
     }
     return tok_ij_cpu_avx2;
 }
@@ -473,15 +587,9 @@ static inline size_t tok_ij_window_body(const unsigned char *p, tok_ij_masks m,
     return last + 1;
 }
 
-#if TOK_IJ_HAVE_AVX2
-#  define TOK_IJ_WINDOW(avx2, p, out, got) \
-    ((avx2) ? tok_ij_window_avx2((p), (out), (got)) : tok_ij_window((p), (out), (got)))
-#else
-#  define TOK_IJ_WINDOW(avx2, p, out, got) ((void)(avx2), tok_ij_window((p), (out), (got)))
-#endif
-
-/* The vector kernel: windows while 80 bytes remain (the last load ends 8 bytes past the
- * window), the SWAR kernel (then the scalar one) for what a window does not take. */
+/* The vector kernel: windows while 80 bytes remain (the portable body's last load ends 8
+ * bytes past the window) and 32 ids are allowed, the SWAR kernel (then the scalar one) for
+ * what a window does not take. */
 static size_t tok_ij_simd(tok_ij_reader *r, const unsigned char *s, size_t n,
                           unsigned char *out, size_t cap, int avx2) {
     size_t k = 0;
@@ -489,8 +597,13 @@ static size_t tok_ij_simd(tok_ij_reader *r, const unsigned char *s, size_t n,
     while (k < cap && r->error == TOK_IJ_OK && r->state != TOK_IJ_DONE) {
         if (r->state == TOK_IJ_AT_FIRST || r->state == TOK_IJ_AT_NEXT) {
             size_t pos = r->pos, began = k, got = 0, took;
+#if TOK_IJ_HAVE_AVX2
+            if (avx2) {
+                pos = tok_ij_windows_avx2(s, n, pos, out, cap, &k);
+            } else
+#endif
             while (k + 32 <= cap && pos + 80 <= n
-                   && (took = TOK_IJ_WINDOW(avx2, s + pos, out + 4 * k, &got)) != 0) {
+                   && (took = tok_ij_window(s + pos, out + 4 * k, &got)) != 0) {
                 pos += took;
                 k += got;
             }
@@ -513,39 +626,6 @@ static size_t tok_ij_read(tok_ij_reader *r, const unsigned char *s, size_t n,
     if (kernel == TOK_IJ_KERNEL_SCALAR) return tok_ij_scalar(r, s, n, out, cap);
     if (kernel == TOK_IJ_KERNEL_SWAR) return tok_ij_swar(r, s, n, out, cap);
     return tok_ij_simd(r, s, n, out, cap, kernel == TOK_IJ_KERNEL_AVX2 && tok_ij_avx2());
-}
-
-/* The number of ',' bytes in s[0:n]. */
-static size_t tok_ij_commas(const unsigned char *s, size_t n) {
-    size_t count = 0, i = 0;
-#if TOK_IJ_SSE2
-    const __m128i comma = _mm_set1_epi8(',');
-    while (i + 64 <= n) {
-        __m128i a = _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(s + i)), comma);
-        __m128i b = _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(s + i + 16)), comma);
-        __m128i c = _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(s + i + 32)), comma);
-        __m128i d = _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(s + i + 48)), comma);
-        /* each 0xff byte is -1: the sums of absolute differences count them */
-        __m128i sum = _mm_sub_epi8(_mm_sub_epi8(_mm_setzero_si128(), a), b);
-        sum = _mm_sub_epi8(_mm_sub_epi8(sum, c), d);
-        sum = _mm_sad_epu8(sum, _mm_setzero_si128());
-        count += (size_t)_mm_cvtsi128_si32(sum) + (size_t)_mm_extract_epi16(sum, 4);
-        i += 64;
-    }
-#elif TOK_IJ_NEON
-    const uint8x16_t comma = vdupq_n_u8(',');
-    while (i + 64 <= n) {
-        uint8x16_t a = vceqq_u8(vld1q_u8(s + i), comma);
-        uint8x16_t b = vceqq_u8(vld1q_u8(s + i + 16), comma);
-        uint8x16_t c = vceqq_u8(vld1q_u8(s + i + 32), comma);
-        uint8x16_t d = vceqq_u8(vld1q_u8(s + i + 48), comma);
-        uint8x16_t sum = vsubq_u8(vsubq_u8(vsubq_u8(vsubq_u8(vdupq_n_u8(0), a), b), c), d);
-        count += vaddlvq_u8(sum);
-        i += 64;
-    }
-#endif
-    for (; i < n; i++) count += s[i] == ',';
-    return count;
 }
 
 /* --- the writer --------------------------------------------------------------------------- */

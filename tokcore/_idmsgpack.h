@@ -16,6 +16,15 @@
 #include <stdint.h>
 #include <string.h>
 
+#if defined(__GNUC__) || defined(__clang__)
+#  define TOK_MP_INLINE inline __attribute__((always_inline))
+#else
+#  define TOK_MP_INLINE inline
+#endif
+
+/* what a reader's caller does with the items as they are stored (see tok_mp_read_with) */
+typedef void (*tok_mp_each)(void *ctx, const unsigned char *out, size_t k);
+
 /* error kinds: _wire_py's M_* */
 enum {
     TOK_MP_OK = 0, TOK_MP_ARRAY, TOK_MP_ARRAY_REST, TOK_MP_INT, TOK_MP_INT_REST,
@@ -51,6 +60,13 @@ static inline uint64_t tok_mp_be(const unsigned char *p, unsigned size) {
 static inline void tok_mp_store(unsigned char *out, int32_t v) {
     uint32_t u = TOK_MP_LE32((uint32_t)v);
     memcpy(out, &u, 4);
+}
+
+/* 8 bytes as they are in memory */
+static inline uint64_t tok_mp_word(const unsigned char *p) {
+    uint64_t u;
+    memcpy(&u, p, 8);
+    return u;
 }
 
 static inline uint32_t tok_mp_load(const unsigned char *p) {
@@ -94,48 +110,72 @@ static inline int tok_mp_int_size(unsigned char tag) {
     }
 }
 
-/* One item while 9 bytes remain from it, without a branch on its encoding (random ids mix
- * uint16 and uint32 about evenly, which a branch would mispredict half the time): the
- * payload size from the tag's low bits, the 8 bytes after the tag loaded big-endian and
- * shifted down to it, sign-extended for the int tags. Returns the bytes taken, or 0 for what
- * is not an integer within int32 (the exact reader names it). */
-static inline unsigned tok_mp_item_fast(const unsigned char *p, int32_t *out) {
-    unsigned tag = p[0];
-    unsigned is_fix = tag <= 0x7F || tag >= 0xE0;
-    unsigned is_uint = tag - 0xCCu < 4u, is_int = tag - 0xD0u < 4u;
-    unsigned size = is_fix ? 0u : 1u << (tag & 3u);  /* cc..cf and d0..d3: 1, 2, 4, 8 */
-    uint64_t raw;
-    memcpy(&raw, p + 1, 8);
-#if !(defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__)
-    raw = __builtin_bswap64(raw);
-#endif
-    unsigned shift = (64u - 8u * size) & 63u;  /* a fixint's (size 0) payload is unused */
-    uint64_t u = raw >> shift;
-    int64_t v = is_fix ? (int64_t)(int8_t)tag
-                : is_int ? (int64_t)(u << shift) >> shift : (int64_t)u;
-    unsigned ok = (is_fix | is_uint | is_int)
-                  & (is_uint ? u <= (uint64_t)INT32_MAX : v >= INT32_MIN && v <= INT32_MAX);
-    *out = (int32_t)v;
-    return ok ? 1u + size : 0u;
+/* The fast steps' tables, by tag: 8 * the item's length and the mask of its value's bits,
+ * for the items a non-negative int32 is written as (positive fixints, cc, cd, ce: what
+ * msgspec and msgpack write for token ids); 0 for every other tag (the exact reader's) */
+#define TOK_MP_R8(x) x, x, x, x, x, x, x, x
+#define TOK_MP_R32(x) TOK_MP_R8(x), TOK_MP_R8(x), TOK_MP_R8(x), TOK_MP_R8(x)
+static const unsigned char tok_mp_fast_bits[256] = {
+    TOK_MP_R32(8), TOK_MP_R32(8), TOK_MP_R32(8), TOK_MP_R32(8),  /* 00..7f */
+    TOK_MP_R32(0), TOK_MP_R32(0),                                /* 80..bf */
+    TOK_MP_R8(0), 0, 0, 0, 0, 16, 24, 40, 0,                     /* c0..cf */
+    TOK_MP_R8(0), TOK_MP_R8(0), TOK_MP_R32(0)                    /* d0..ff */
+};
+static const uint64_t tok_mp_fast_mask[256] = {
+    TOK_MP_R32(0xFF), TOK_MP_R32(0xFF), TOK_MP_R32(0xFF), TOK_MP_R32(0xFF),
+    TOK_MP_R32(0), TOK_MP_R32(0),
+    TOK_MP_R8(0), 0, 0, 0, 0, 0xFF, 0xFFFF, 0xFFFFFFFF, 0,
+    TOK_MP_R8(0), TOK_MP_R8(0), TOK_MP_R32(0)
+};
+
+/* The fast steps: the items of a non-negative int32 (a positive fixint, cc, cd, ce) while 8
+ * bytes can be loaded at the item, without a branch on the encoding (random ids mix uint16
+ * and uint32 about evenly, which a branch would mispredict half the time). The item's 8
+ * bytes are one word, the tag its low byte: swapped, the tag and payload are its top bytes,
+ * shifted down by 64 - 8 * the item's length and masked to the payload (the tag itself for
+ * a fixint). One item's tag is where the one before it ends, so that wait is kept short:
+ * the next tag is this word shifted by the item's length, not a load. Stops at any other
+ * tag or a uint32 past int32 (the exact reader's), at `left` items and 8 bytes before the
+ * end. Stores out[k:], calling each(ctx, out, k) after item k (when given); returns the
+ * index it reached; *at is where it stopped. */
+static TOK_MP_INLINE size_t tok_mp_read_fast(const unsigned char *s, size_t n, size_t *at,
+                                             unsigned char *out, size_t k, size_t left,
+                                             tok_mp_each each, void *ctx) {
+    size_t pos = *at;
+    if (k == left || n - pos < 8) return k;
+    uint64_t word = TOK_MP_LE64(tok_mp_word(s + pos));
+    unsigned tag = (unsigned)word & 0xFF;
+    for (;;) {
+        unsigned bits = tok_mp_fast_bits[tag];
+        uint64_t value = (__builtin_bswap64(word) >> ((0u - bits) & 63u)) & tok_mp_fast_mask[tag];
+        if (bits == 0 || value > (uint64_t)INT32_MAX) break;
+        tok_mp_store(out + 4 * k, (int32_t)value);
+        if (each) each(ctx, out, k);
+        k++;
+        pos += bits >> 3;
+        if (k == left || n - pos < 8) break;
+        tag = (unsigned)(word >> bits) & 0xFF;  /* the next item's tag, from this word */
+        word = TOK_MP_LE64(tok_mp_word(s + pos));
+    }
+    *at = pos;
+    return k;
 }
 
 /* Reads up to cap items into out (4 little-endian bytes each); after the last one checks
- * that the data ends there. Returns how many it read. */
-static size_t tok_mp_read(tok_mp_reader *r, const unsigned char *s, size_t n,
-                          unsigned char *out, size_t cap) {
+ * that the data ends there. Returns how many it read. With `each` and `done` given, calls
+ * each(ctx, out, k) after item k of the fast steps and done(ctx, out, k) when they stop
+ * and after an item read exactly (items below k all stored). */
+static TOK_MP_INLINE size_t tok_mp_read_with(tok_mp_reader *r, const unsigned char *s, size_t n,
+                                             unsigned char *out, size_t cap, tok_mp_each each,
+                                             tok_mp_each done, void *ctx) {
     size_t k = 0, pos = r->pos;
     size_t left = r->total - r->count < cap ? r->total - r->count : cap;
     if (r->error != TOK_MP_OK) return 0;  /* a reader that failed stays where it failed */
-    /* the fast steps: 9 bytes readable from each item */
-    while (k < left && n - pos >= 9) {
-        int32_t v;
-        unsigned took = tok_mp_item_fast(s + pos, &v);
-        if (took == 0) break;
-        tok_mp_store(out + 4 * k, v);
-        pos += took;
-        k++;
-    }
     while (k < left) {
+        /* the fast steps, then the item they stopped at exactly */
+        k = tok_mp_read_fast(s, n, &pos, out, k, left, each, ctx);
+        if (done) done(ctx, out, k);
+        if (k == left) break;
         if (pos == n) { r->error = TOK_MP_INT; r->offset = pos; break; }
         unsigned char tag = s[pos];
         int32_t v;
@@ -172,6 +212,7 @@ static size_t tok_mp_read(tok_mp_reader *r, const unsigned char *s, size_t n,
         }
         tok_mp_store(out + 4 * k, v);
         k++;
+        if (done) done(ctx, out, k);
     }
     r->count += k;
     r->pos = pos;
@@ -180,6 +221,11 @@ static size_t tok_mp_read(tok_mp_reader *r, const unsigned char *s, size_t n,
         r->offset = pos;
     }
     return k;
+}
+
+static size_t tok_mp_read(tok_mp_reader *r, const unsigned char *s, size_t n,
+                          unsigned char *out, size_t cap) {
+    return tok_mp_read_with(r, s, n, out, cap, NULL, NULL, NULL);
 }
 
 /* One bin (bin8, bin16, bin32) that is the whole of s: its payload's start and length, or
@@ -258,18 +304,80 @@ static inline unsigned tok_mp_put(unsigned char *out, int32_t v) {
 #  include <immintrin.h>
 /* Four ids a step in 64-bit lanes: the same compares as tok_mp_put, the payload's bytes
  * swapped by a shuffle and shifted down by a per-lane shift, the form chosen by a blend;
- * the four words are then stored one after the other, each advanced by its length. */
+ * the four words are then stored one after the other, each advanced by its length. Four
+ * ids none of which is negative (token ids) take fewer steps: their tags are cc, cd, ce,
+ * their lengths 5, 3 or 2 (1 for a fixint) by three compares. */
+#define TOK_MP_STORE4(out, words, lens) do { \
+        memcpy(out, &(words)[0], 8); out += (lens)[0]; \
+        memcpy(out, &(words)[1], 8); out += (lens)[1]; \
+        memcpy(out, &(words)[2], 8); out += (lens)[2]; \
+        memcpy(out, &(words)[3], 8); out += (lens)[3]; \
+    } while (0)
+
+/* Eight ids a step from ids[i] while none of them is negative (token ids), in 32-bit lanes:
+ * each id's word is its first four bytes (the tag, then the payload swapped, shifted down
+ * to its size and up by a byte: a uint32's last byte is cut off) and the id itself, whose
+ * low byte is that last byte (the bytes after it are written over by the next id). Returns
+ * where it stopped: 8 ids before the end, or 8 ids with a negative one. */
+__attribute__((target("avx2"), noinline))
+static size_t tok_mp_write_unsigned_avx2(const unsigned char *ids, size_t i, size_t n,
+                                         unsigned char **at) {
+    const __m256i swap32 = _mm256_setr_epi8(3, 2, 1, 0, 7, 6, 5, 4, 11, 10, 9, 8, 15, 14, 13, 12,
+                                            3, 2, 1, 0, 7, 6, 5, 4, 11, 10, 9, 8, 15, 14, 13, 12);
+    unsigned char *out = *at;
+    for (; i + 8 <= n; i += 8) {
+        __m256i v8 = _mm256_loadu_si256((const __m256i *)(ids + 4 * i));
+        if (_mm256_movemask_ps(_mm256_castsi256_ps(v8)) != 0) break;
+        __m256i wide0 = _mm256_cmpgt_epi32(v8, _mm256_set1_epi32(127));    /* not a fixint */
+        __m256i wide1 = _mm256_cmpgt_epi32(v8, _mm256_set1_epi32(0xFF));   /* cd or ce */
+        __m256i wide2 = _mm256_cmpgt_epi32(v8, _mm256_set1_epi32(0xFFFF)); /* ce */
+        /* down by 24 (cc), 16 (cd) or 0 (ce) bits: the compares are 0 or -1 */
+        __m256i down = _mm256_add_epi32(_mm256_set1_epi32(24),
+                                        _mm256_add_epi32(_mm256_slli_epi32(wide1, 3),
+                                                         _mm256_slli_epi32(wide2, 4)));
+        __m256i tag = _mm256_sub_epi32(_mm256_sub_epi32(_mm256_set1_epi32(0xCC), wide1), wide2);
+        __m256i first = _mm256_or_si256(
+            tag, _mm256_slli_epi32(_mm256_srlv_epi32(_mm256_shuffle_epi8(v8, swap32), down), 8));
+        first = _mm256_blendv_epi8(v8, first, wide0);
+        /* 1 byte, or 5, 3, 2: 1 - wide0 - wide1 - 2 * wide2 */
+        __m256i len8 = _mm256_sub_epi32(_mm256_set1_epi32(1),
+                                        _mm256_add_epi32(_mm256_add_epi32(wide0, wide1),
+                                                         _mm256_add_epi32(wide2, wide2)));
+        /* the words of ids 0, 1, 4, 5 and 2, 3, 6, 7 */
+        __m256i w01 = _mm256_unpacklo_epi32(first, v8), w23 = _mm256_unpackhi_epi32(first, v8);
+        uint64_t a[4], b[4];
+        uint32_t l[8];
+        _mm256_storeu_si256((__m256i *)l, len8);
+        _mm256_storeu_si256((__m256i *)a, w01);
+        _mm256_storeu_si256((__m256i *)b, w23);
+        memcpy(out, &a[0], 8); out += l[0];
+        memcpy(out, &a[1], 8); out += l[1];
+        memcpy(out, &b[0], 8); out += l[2];
+        memcpy(out, &b[1], 8); out += l[3];
+        memcpy(out, &a[2], 8); out += l[4];
+        memcpy(out, &a[3], 8); out += l[5];
+        memcpy(out, &b[2], 8); out += l[6];
+        memcpy(out, &b[3], 8); out += l[7];
+    }
+    *at = out;
+    return i;
+}
+
 __attribute__((target("avx2")))
 static size_t tok_mp_write_avx2(const unsigned char *ids, size_t n, unsigned char **at) {
     const __m256i swap = _mm256_setr_epi8(3, 2, 1, 0, -1, -1, -1, -1, 11, 10, 9, 8, -1, -1, -1, -1,
                                           3, 2, 1, 0, -1, -1, -1, -1, 11, 10, 9, 8, -1, -1, -1, -1);
     const __m256i one = _mm256_set1_epi64x(1), low = _mm256_set1_epi64x(0xFF);
     unsigned char *out = *at;
+    uint64_t words[4], lens[4];
     size_t i = 0;
-    for (; i + 4 <= n; i += 4) {
+    for (;;) {
+        i = tok_mp_write_unsigned_avx2(ids, i, n, &out);  /* eight non-negative ids a step */
+        if (i + 4 > n) break;
         __m128i raw = _mm_loadu_si128((const __m128i *)(ids + 4 * i));
-        __m256i v = _mm256_cvtepi32_epi64(raw);   /* the ids, sign-extended */
         __m256i u = _mm256_cvtepu32_epi64(raw);   /* their 32 bits */
+        __m256i word, len;
+        __m256i v = _mm256_cvtepi32_epi64(raw);   /* the ids, sign-extended */
         __m256i neg = _mm256_cmpgt_epi64(_mm256_setzero_si256(), v);
         __m256i fix = _mm256_and_si256(_mm256_cmpgt_epi64(v, _mm256_set1_epi64x(-33)),
                                        _mm256_cmpgt_epi64(_mm256_set1_epi64x(128), v));
@@ -284,16 +392,13 @@ static size_t tok_mp_write_avx2(const unsigned char *ids, size_t n, unsigned cha
                                                         _mm256_srli_epi64(size, 1)));
         __m256i be = _mm256_srlv_epi64(_mm256_shuffle_epi8(u, swap),
                                        _mm256_sub_epi64(_mm256_set1_epi64x(32), _mm256_slli_epi64(size, 3)));
-        __m256i word = _mm256_blendv_epi8(_mm256_or_si256(tag, _mm256_slli_epi64(be, 8)),
-                                          _mm256_and_si256(u, low), fix);
-        __m256i len = _mm256_blendv_epi8(_mm256_add_epi64(size, one), one, fix);
-        uint64_t words[4], lens[4];
+        word = _mm256_blendv_epi8(_mm256_or_si256(tag, _mm256_slli_epi64(be, 8)),
+                                  _mm256_and_si256(u, low), fix);
+        len = _mm256_blendv_epi8(_mm256_add_epi64(size, one), one, fix);
         _mm256_storeu_si256((__m256i *)words, word);
         _mm256_storeu_si256((__m256i *)lens, len);
-        memcpy(out, &words[0], 8); out += lens[0];
-        memcpy(out, &words[1], 8); out += lens[1];
-        memcpy(out, &words[2], 8); out += lens[2];
-        memcpy(out, &words[3], 8); out += lens[3];
+        TOK_MP_STORE4(out, words, lens);
+        i += 4;
     }
     *at = out;
     return i;

@@ -2,12 +2,13 @@
 # cython: freethreading_compatible=True
 """Token ids in the wire formats the serving stacks speak: the Cython twin of ``_wire_py``.
 
-Every conversion streams the ids through a small block of little-endian int32 on the stack:
-a reader fills it (raw int32, a JSON array: ``_idjson.h``, a MessagePack array:
-``_idmsgpack.h``) and a writer empties it (into ints of the shared id cache for a list, or
-into the output bytes), so no Python int or list is made unless the caller asked for a
-list. The output is allocated once at its bound and shrunk in place. The grammar's error
-kinds and messages, and the argument checks, are ``_wire_py``'s.
+Every conversion goes through little-endian int32: a JSON array is read whole into int32
+bytes first (``_idjson.h``: sized for the most ids its length allows, so the text is read
+once, and shrunk in place), a MessagePack array a small block on the stack at a time
+(``_idmsgpack.h``); a writer turns them into ints of the shared id cache for a list, or into
+the output bytes. No Python int or list is made unless the caller asked for a list. An
+output is allocated once at its bound and shrunk in place. The grammar's error kinds and
+messages, and the argument checks, are ``_wire_py``'s.
 """
 
 from cpython.buffer cimport (
@@ -81,7 +82,6 @@ cdef extern from "_idjson.h" nogil:
     void tok_ij_init(tok_ij_reader *r)
     size_t tok_ij_read(tok_ij_reader *r, const unsigned char *s, size_t n, unsigned char *out,
                        size_t cap, int kernel)
-    size_t tok_ij_commas(const unsigned char *s, size_t n)
     int tok_ij_avx2()
     unsigned char *tok_ij_write(const unsigned char *ids, size_t n, unsigned char *out,
                                 int first, int kernel)
@@ -112,6 +112,11 @@ cdef extern from "_idmsgpack.h" nogil:
     unsigned char *tok_mp_write(const unsigned char *ids, size_t n, unsigned char *out,
                                 int simd)
     int tok_mp_avx2()
+
+cdef extern from "_idlist.h":
+    int tok_mp_read_list(tok_mp_reader *r, const unsigned char *s, size_t n,
+                         unsigned char *block, size_t cap, PyObject **table, PyObject **items,
+                         size_t *got) except -1
 
 cdef enum:
     ID_BYTES = 4
@@ -152,12 +157,6 @@ def _use_kernel(name):
     BUILD_INFO["json read"] = _READ_NAMES[_json_kernel]
     BUILD_INFO["msgpack write"] = _MSGPACK_WRITE if _json_kernel >= TOK_IJ_KERNEL_SIMD else "scalar"
     return before
-
-
-def _commas(data):
-    """The number of ',' in ``data`` as the vector count has it (for the tests)."""
-    cdef const unsigned char[::1] view = data
-    return tok_ij_commas(&view[0] if view.shape[0] else NULL, view.shape[0])
 
 
 # --- the source: a contiguous run of bytes -------------------------------------------------
@@ -221,25 +220,21 @@ cdef str _found(Data *d, size_t offset, bint text):
 
 cdef enum Kind:
     K_INT32
-    K_JSON
     K_MSGPACK
 
 cdef struct Reader:
     Kind kind
     Data data
-    size_t total       # the ids it will give (JSON: at most; exactly unless the array is empty)
+    size_t total       # the ids it will give (exactly, unless its data is in error)
     size_t done        # int32: ids given so far
     const unsigned char *raw  # int32: the ids' bytes
     int kernel
-    tok_ij_reader json
     tok_mp_reader msgpack
 
 
 cdef inline size_t _read(Reader *r, unsigned char *block, size_t cap) noexcept nogil:
     """Up to ``cap`` ids into ``block``; 0 at the end or at an error (``_raise_read``)."""
     cdef size_t got
-    if r.kind == K_JSON:
-        return tok_ij_read(&r.json, r.data.ptr, r.data.n, block, cap, r.kernel)
     if r.kind == K_MSGPACK:
         return tok_mp_read(&r.msgpack, r.data.ptr, r.data.n, block, cap)
     got = r.total - r.done
@@ -251,79 +246,21 @@ cdef inline size_t _read(Reader *r, unsigned char *block, size_t cap) noexcept n
 
 
 cdef int _raise_read(Reader *r) except -1:
-    """The reader's error, if it has one; a reader stopped short of the end without one
-    read a buffer that another thread changed during the call."""
+    """The MessagePack reader's error, if it has one; a reader stopped short of the end
+    without one read a buffer that another thread changed during the call."""
     cdef size_t offset
-    if r.kind == K_JSON and r.json.error == TOK_IJ_OK and r.json.state != TOK_IJ_DONE:
-        raise RuntimeError("the JSON data changed while it was read")
-    if r.kind == K_MSGPACK and r.msgpack.error == TOK_MP_OK and r.msgpack.count != r.msgpack.total:
+    if r.kind != K_MSGPACK:
+        return 0
+    if r.msgpack.error == TOK_MP_OK and r.msgpack.count != r.msgpack.total:
         raise RuntimeError("the MessagePack data changed while it was read")
-    if r.kind == K_JSON:
-        if r.json.error == TOK_IJ_OVERFLOW:
-            raise json_overflow(r.json.count, PyBytes_FromStringAndSize(
-                <const char *>r.data.ptr + r.json.offset, r.json.end - r.json.offset))
-        if r.json.error != TOK_IJ_OK:
-            offset = r.json.offset
-            raise json_error_found(r.json.error, offset, _found(&r.data, offset, True))
-    elif r.kind == K_MSGPACK:
-        if r.msgpack.error == TOK_MP_OVERFLOW:
-            raise overflow_error(r.msgpack.count, r.msgpack.uvalue if r.msgpack.is_unsigned
-                                 else r.msgpack.value)
-        if r.msgpack.error != TOK_MP_OK:
-            offset = r.msgpack.offset
-            raise msgpack_error_found(r.msgpack.error, offset, _found(&r.data, offset, False))
+    if r.msgpack.error == TOK_MP_OVERFLOW:
+        raise overflow_error(r.msgpack.count, r.msgpack.uvalue if r.msgpack.is_unsigned
+                             else r.msgpack.value)
+    if r.msgpack.error != TOK_MP_OK:
+        offset = r.msgpack.offset
+        raise msgpack_error_found(r.msgpack.error, offset, _found(&r.data, offset, False))
     return 0
 
-
-cdef object _open_reader(Reader *r, object data, object src):
-    """A reader of ``data`` in format ``src``; returns what keeps its bytes alive (the
-    caller calls ``_close(&r.data)``)."""
-    cdef size_t start = 0, length = 0
-    cdef int status
-    r.data.held = False
-    r.done = 0
-    r.kernel = _json_kernel
-    if src == "json":
-        keep = _open(&r.data, data, JSON_WHAT, True)
-        r.kind = K_JSON
-        tok_ij_init(&r.json)
-        r.total = tok_ij_commas(r.data.ptr, r.data.n) + 1
-        return keep
-    if src == "msgpack":
-        keep = _open(&r.data, data, MSGPACK_WHAT, False)
-        r.kind = K_MSGPACK
-        if tok_mp_header(&r.msgpack, r.data.ptr, r.data.n) != TOK_MP_OK:
-            _raise_read(r)
-        # every item takes a byte at least: a header that says more is cut short (the
-        # reader names where), and the bound keeps the output's size to the data's
-        r.total = r.msgpack.total
-        if r.total > r.data.n:
-            r.total = r.data.n
-        return keep
-    r.kind = K_INT32
-    if src == "b64":  # as b64_to_ids(data, validate=True) reads it
-        keep = _b64decode(data, None, True)
-        _open(&r.data, keep, "int32 data", False)
-    elif src == "msgpack_bin":
-        keep = _open(&r.data, data, MSGPACK_WHAT, False)
-        status = tok_mp_bin(r.data.ptr, r.data.n, &start, &length)
-        if status != TOK_MP_OK:
-            raise msgpack_error_found(status, start, _found(&r.data, start, False))
-        r.raw = r.data.ptr + start
-        if length % ID_BYTES:
-            raise length_error(length)
-        r.total = length // ID_BYTES
-        return keep
-    else:
-        keep = _open(&r.data, data, "int32 data", False)
-    if r.data.n % ID_BYTES:
-        raise length_error(r.data.n)
-    r.raw = r.data.ptr
-    r.total = r.data.n // ID_BYTES
-    return keep
-
-
-# --- writers -------------------------------------------------------------------------------
 
 cdef class _Call:
     """What one call holds: the reader with its source's bytes and the output being written,
@@ -354,44 +291,137 @@ cdef object _take(_Call call, size_t size):
     return tok_shrink_bytes(out, <Py_ssize_t>size)
 
 
-cdef list _read_list(Reader *r):
-    """The ids as a list: blocks through the shared int cache, as unpack_ids makes them."""
+cdef object _json_int32(object data, int kernel):
+    """The ids of the JSON array ``data`` as little-endian int32 bytes. The text is read
+    once, into bytes sized for the most ids its length allows (each takes a digit and a
+    separator at least: n // 2 + 1 ids), shrunk in place to the ids read; its error raised
+    after it."""
+    cdef Data d
+    cdef tok_ij_reader r
+    cdef size_t cap, got
+    cdef unsigned char *out
+    cdef _Call call = _Call.__new__(_Call)
+    keep = _open(&call.r.data, data, JSON_WHAT, True)
+    d = call.r.data
+    cap = d.n // 2 + 1
+    out = _new_out(call, cap * ID_BYTES)
+    tok_ij_init(&r)
+    if d.n >= NOGIL_MIN_BYTES:
+        with nogil:
+            got = tok_ij_read(&r, d.ptr, d.n, out, cap, kernel)
+    else:
+        got = tok_ij_read(&r, d.ptr, d.n, out, cap, kernel)
+    if r.error == TOK_IJ_OVERFLOW:
+        raise json_overflow(r.count, PyBytes_FromStringAndSize(
+            <const char *>d.ptr + r.offset, r.end - r.offset))
+    if r.error != TOK_IJ_OK:
+        raise json_error_found(r.error, r.offset, _found(&d, r.offset, True))
+    if r.state != TOK_IJ_DONE:  # stopped at the bound: the text changed as it was read
+        raise RuntimeError("the JSON data changed while it was read")
+    return _take(call, got * ID_BYTES)
+
+
+cdef object _open_reader(Reader *r, object data, object src):
+    """A reader of ``data`` in format ``src``; returns what keeps its bytes alive (the
+    caller calls ``_close(&r.data)``)."""
+    cdef size_t start = 0, length = 0
+    cdef int status
+    r.data.held = False
+    r.done = 0
+    r.kernel = _json_kernel
+    if src == "msgpack":
+        keep = _open(&r.data, data, MSGPACK_WHAT, False)
+        r.kind = K_MSGPACK
+        if tok_mp_header(&r.msgpack, r.data.ptr, r.data.n) != TOK_MP_OK:
+            _raise_read(r)
+        # every item takes a byte at least: a header that says more is cut short (the
+        # reader names where), and the bound keeps the output's size to the data's
+        r.total = r.msgpack.total
+        if r.total > r.data.n:
+            r.total = r.data.n
+        return keep
+    r.kind = K_INT32
+    if src == "b64":  # as b64_to_ids(data, validate=True) reads it
+        keep = _b64decode(data, None, True)
+        _open(&r.data, keep, "int32 data", False)
+    elif src == "json":  # read whole into int32
+        keep = _json_int32(data, r.kernel)
+        _open(&r.data, keep, "int32 data", False)
+    elif src == "msgpack_bin":
+        keep = _open(&r.data, data, MSGPACK_WHAT, False)
+        status = tok_mp_bin(r.data.ptr, r.data.n, &start, &length)
+        if status != TOK_MP_OK:
+            raise msgpack_error_found(status, start, _found(&r.data, start, False))
+        r.raw = r.data.ptr + start
+        if length % ID_BYTES:
+            raise length_error(length)
+        r.total = length // ID_BYTES
+        return keep
+    else:
+        keep = _open(&r.data, data, "int32 data", False)
+    if r.data.n % ID_BYTES:
+        raise length_error(r.data.n)
+    r.raw = r.data.ptr
+    r.total = r.data.n // ID_BYTES
+    return keep
+
+
+# --- writers -------------------------------------------------------------------------------
+
+cdef list _list_of(const unsigned char *raw, size_t count):
+    """``count`` int32 ids as a list, of the shared int cache's ints (as unpack_ids)."""
+    cdef list result = PyList_New(<Py_ssize_t>count)
+    tok_fill_ids(_id_objects, raw, <Py_ssize_t>count, PySequence_Fast_ITEMS_PTR(result))
+    return result
+
+
+cdef list _msgpack_list(Reader *r):
+    """The ids of a MessagePack array as a list of the shared int cache's ints (as unpack_ids
+    makes them), each made as the reader goes on (_idlist.h), a block at a time."""
     cdef unsigned char block[BLOCK_IDS * ID_BYTES]
-    cdef size_t k = 0, got
+    cdef size_t k = 0, got = 0
     cdef list result = PyList_New(<Py_ssize_t>r.total)
     cdef PyObject **items = PySequence_Fast_ITEMS_PTR(result)
     while True:
-        got = _read(r, block, min(<size_t>BLOCK_IDS, r.total - k))
+        tok_mp_read_list(&r.msgpack, r.data.ptr, r.data.n, block,
+                         min(<size_t>BLOCK_IDS, r.total - k), _id_objects, items + k, &got)
         if got == 0:
             break
-        tok_fill_ids(_id_objects, block, <Py_ssize_t>got, items + k)
         k += got
     _raise_read(r)
-    if k != r.total:  # only an empty JSON array reads fewer than its bound
-        return []
     return result
 
 
 cdef size_t _pump(Reader *r, int dst, unsigned char *out, size_t *k) noexcept nogil:
     """Every id of ``r`` written after ``out`` in format ``dst`` (0: int32, 1: JSON
-    without its brackets, 2: MessagePack items); returns the bytes written."""
+    without its brackets, 2: MessagePack items); returns the bytes written. int32 ids are
+    written from where they are, MessagePack ones through a block on the stack."""
     cdef unsigned char block[BLOCK_IDS * ID_BYTES]
     cdef unsigned char *at = out
+    cdef const unsigned char *ids
     cdef size_t got
     while True:
-        # never more than the output was sized for: the ids the text can hold when it was
-        # counted (a buffer another thread writes to meanwhile cannot make it overflow)
-        got = _read(r, block, min(<size_t>BLOCK_IDS, r.total - k[0]))
+        if r.kind == K_INT32:
+            ids = r.raw
+            got = r.total
+            r.done = got
+        else:
+            # never more than the output was sized for (a buffer another thread writes
+            # to meanwhile cannot make it overflow)
+            got = _read(r, block, min(<size_t>BLOCK_IDS, r.total - k[0]))
+            ids = block
         if got == 0:
             break
         if dst == 0:
-            memcpy(at, block, got * ID_BYTES)
+            memcpy(at, ids, got * ID_BYTES)
             at += got * ID_BYTES
         elif dst == 1:
-            at = tok_ij_write(block, got, at, k[0] == 0, r.kernel)
+            at = tok_ij_write(ids, got, at, k[0] == 0, r.kernel)
         else:
-            at = tok_mp_write(block, got, at, r.kernel >= TOK_IJ_KERNEL_SIMD)
+            at = tok_mp_write(ids, got, at, r.kernel >= TOK_IJ_KERNEL_SIMD)
         k[0] += got
+        if r.kind == K_INT32:
+            break
     return <size_t>(at - out)
 
 
@@ -411,8 +441,7 @@ cdef object _write(_Call call, object dst):
     cdef Reader *r = &call.r
     cdef unsigned char *out
     cdef unsigned char *body
-    cdef size_t k = 0, written, header
-    cdef unsigned char head[TOK_MP_MAX_HEADER]
+    cdef size_t k = 0, written
     if dst == "json":
         out = _new_out(call, r.total * TOK_IJ_MAX_ID + 2 + TOK_IJ_SLACK)
         out[0] = b'['
@@ -423,23 +452,14 @@ cdef object _write(_Call call, object dst):
     if dst == "msgpack":
         out = _new_out(call, TOK_MP_MAX_HEADER + r.total * TOK_MP_MAX_ID + TOK_MP_SLACK)
         body = tok_mp_write_header(out, r.total)
-        header = <size_t>(body - out)
         written = _run(r, 2, body, &k)
         _raise_read(r)
-        if k != r.total:  # an empty JSON array, read as fewer ids than its bound
-            body = tok_mp_write_header(head, k)
-            memmove(out + (body - head), out + header, written)
-            memcpy(out, head, <size_t>(body - head))
-            header = <size_t>(body - head)
-        return _take(call, header + written)
+        return _take(call, <size_t>(body - out) + written)
     if dst == "msgpack_bin":
         out = _new_out(call, TOK_MP_MAX_HEADER + r.total * ID_BYTES)
         body = tok_mp_write_bin_header(out, r.total * ID_BYTES)
         written = _run(r, 0, body, &k)
         _raise_read(r)
-        if k != r.total:  # the empty array again
-            body = tok_mp_write_bin_header(out, 0)
-            written = 0
         return _take(call, <size_t>(body - out) + written)
     # int32 and b64: the int32 bytes first
     out = _new_out(call, r.total * ID_BYTES)
@@ -513,9 +533,8 @@ def ids_to_json(ids):
 
 def json_to_ids(data):
     """One JSON array of integers (bytes-like or str) -> the token ids."""
-    cdef _Call call = _Call.__new__(_Call)
-    call.keep = _open_reader(&call.r, data, "json")
-    return _read_list(&call.r)
+    raw = _json_int32(data, _json_kernel)
+    return _list_of(<const unsigned char *>PyBytes_AS_STRING(raw), <size_t>len(<bytes>raw) // ID_BYTES)
 
 
 def ids_to_msgpack(ids):
@@ -527,7 +546,7 @@ def msgpack_to_ids(data):
     """One MessagePack array of ints (bytes-like) -> the token ids."""
     cdef _Call call = _Call.__new__(_Call)
     call.keep = _open_reader(&call.r, data, "msgpack")
-    return _read_list(&call.r)
+    return _msgpack_list(&call.r)
 
 
 def convert_ids(data, src, dst):
@@ -535,6 +554,8 @@ def convert_ids(data, src, dst):
     ``"json"``, ``"msgpack"``, ``"msgpack_bin"``)."""
     src = check_format(src, "src")
     dst = check_format(dst, "dst")
+    if src == "json" and dst == "int32":  # the JSON reader's own output
+        return _json_int32(data, _json_kernel)
     cdef _Call call = _Call.__new__(_Call)
     call.keep = _open_reader(&call.r, data, src)
     return _write(call, dst)
