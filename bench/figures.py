@@ -55,6 +55,8 @@ README_ROWS = [
     ("pickle + unpickle, `lazy=True`", "bench_pickle",
      "pickle+unpickle 40k uniform, fresh process", "tokcore-c lazy", "plain pickle",
      "plain pickle"),
+    ("`convert_ids`, JSON array -> MessagePack", "bench_wire", "convert json->msgpack 40k uniform",
+     FAST, "`orjson` + msgspec", "orjson.loads + msgspec encode"),
 ]
 #: the README's end-to-end rows: (what, proxy, the baseline's name, baseline proxy, the
 #: figures' phase: the streams, or the conventions' short answers)
@@ -106,9 +108,18 @@ def run_line(results: dict[str, Any]) -> str:
             f"{machine['python']}, base64 kernels {machine['b64 kernels']})")
 
 
+def later_runs(results: dict[str, Any]) -> list[tuple[str, str]]:
+    """(script, its run's date) of the pyperf scripts merged in from a run of their own."""
+    return [(stem, script["date"]) for stem, script in results["scripts"].items()
+            if "seconds" in script and script.get("date", results["date"]) != results["date"]]
+
+
 def page_table(results: dict[str, Any]) -> str:
     """docs/benchmarks.md's table: every case of every pyperf script."""
-    lines = [f"Run of {results['date']} on {run_line(results)}; {results['timer']}.", "",
+    later = "".join(f" {NAMES.get(stem, stem)}: `bench/{stem}.py`'s run of {date}, on the same "
+                    "machine." for stem, date in later_runs(results))
+    lines = [f"Run of {results['date']} on {run_line(results)}; {results['timer']}.{later}",
+             "",
              "| hot path | case | implementation | time per call | tokcore-c is |",
              "| --- | --- | --- | --- | --- |"]
     for stem, script in results["scripts"].items():
@@ -211,15 +222,20 @@ def readme_block(results: dict[str, Any]) -> str:
     """The README's figures: a row per hot path and the end-to-end ones."""
     met, checked = goals_passed(results)
     lines = [f"One `make bench` run of {results['date']} on {run_line(results)}, the cores "
-             "shared with other work; each ratio compares two timings of that run "
-             f"({met} of its {checked} speed goals met; the [benchmarks page]"
-             "(docs/benchmarks.md) has every case, from the same run):", "",
+             "shared with other work; each ratio compares two timings of one run: that one "
+             "or, for a row marked, the later run of one script named below "
+             f"({met} of the {checked} speed goals of these runs met; the [benchmarks page]"
+             "(docs/benchmarks.md) has every case, from the same runs):", "",
              "| case (40k token ids unless said) | tokcore | baseline | tokcore is |",
              "| --- | --- | --- | --- |"]
+    later = dict(later_runs(results))
     for what, stem, case, impl, name, baseline in README_ROWS:
+        if case not in results["scripts"].get(stem, {}).get("seconds", {}):
+            continue  # a recorded run from before the script
         seconds = results["scripts"][stem]["seconds"][case]
         fast, slow = seconds[impl], seconds[baseline]
-        lines.append(f"| {what} | {fmt_time(fast)} | {name} {fmt_time(slow)} | "
+        mark = " (+)" if stem in later else ""
+        lines.append(f"| {what}{mark} | {fmt_time(fast)} | {name} {fmt_time(slow)} | "
                      f"{verdict(slow / fast)} |")
     script = results["scripts"].get("bench_e2e", {})
     figures = script.get("figures")
@@ -243,13 +259,19 @@ def readme_block(results: dict[str, Any]) -> str:
                   f"{figures['requests per proxy']:,} requests a proxy; the aiohttp proxy "
                   "forwarding the stream untouched cost "
                   f"{fmt_time(proxies['floor']['cpu per request'])}."]
+    # the notes below the table, one paragraph on one line (the README is kept short)
+    notes = [lines.pop()] if figures else []
+    if later:
+        notes.append("(+) " + "; ".join(f"`bench/{stem}.py` (run of {date}, same machine)"
+                                        for stem, date in later.items()) + ".")
     twins = twins_range(results)
-    if twins:  # (the same paragraph as the note above, if any)
+    if twins:
         low, low_case, high, high_case = twins
-        lines += [] if figures else [""]
-        lines += [f"The pure-Python twins (`TOKCORE_NO_EXTENSIONS=1`) are {low:.0f}x "
-                  f"({low_case}) to {high:.0f}x ({high_case}) slower than the compiled ones "
-                  "in this run."]
+        notes.append(f"The pure-Python twins (`TOKCORE_NO_EXTENSIONS=1`) are {low:.0f}x "
+                     f"({low_case}) to {high:.0f}x ({high_case}) slower than the compiled "
+                     "ones in these runs.")
+    if notes:
+        lines += ([] if figures else [""]) + [" ".join(notes)]
     return "\n".join(lines)
 
 
