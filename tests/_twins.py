@@ -24,6 +24,16 @@ KINDS = ("c", "py")
 #: body (twin, twins) run on the Python twin.
 ONLY = tuple(os.environ.get("TOKCORE_TEST_TWINS", "").replace(",", " ").split()) or KINDS
 
+#: make test-freethreaded runs some files under pytest-run-parallel, each test in 4 threads at
+#: once. Tests whose parameters include a memoryview made at import share that one object
+#: between the threads, and CPython 3.13t's memoryview counts its exports without atomics:
+#: a view made of a shared memoryview can release it for every thread (the stdlib's
+#: base64.b64decode fails the same way on it). Such tests run in one thread there.
+SHARED_VIEW = pytest.mark.thread_unsafe(
+    reason="a memoryview parameter shared by the threads (3.13t's memoryview export race)")
+#: tests that switch a Cython twin's kernels, which are process-wide: threads that save and
+#: restore them at once can leave another kernel in use
+SWITCHES_KERNELS = pytest.mark.thread_unsafe(reason="switches the process-wide kernels")
 
 #: the stream API of one kind is three hot paths: usage rewrite, relay, event decoder
 GROUPS = {"stream": ("usage", "sse", "events")}

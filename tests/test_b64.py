@@ -22,7 +22,7 @@ import pytest
 from _budget import QUICK, examples
 from _cpu import cpu_has
 from _index_objects import Index, Resizer
-from _twins import twin
+from _twins import SHARED_VIEW, SWITCHES_KERNELS, twin
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -128,6 +128,7 @@ def test_rules_are_the_running_binascii() -> None:
                                                     or ""))
 
 
+@SWITCHES_KERNELS
 def test_build_info(b64_twin: ModuleType) -> None:
     info = getattr(b64_twin, "BUILD_INFO", None)
     if b64_twin is _b64_py:
@@ -174,6 +175,7 @@ def test_b64decode_unusual(kernel: ModuleType, data: bytes, validate: bool) -> N
     assert_like_stdlib(kernel, "urlsafe_b64decode", data)
 
 
+@SHARED_VIEW
 @pytest.mark.parametrize(
     "arg",
     [
@@ -188,6 +190,7 @@ def test_decode_argument_types(b64_twin: ModuleType, arg: Any) -> None:
     assert_like_stdlib(b64_twin, "b64decode", arg, validate=True)
 
 
+@SHARED_VIEW
 @pytest.mark.parametrize(
     "arg",
     [
@@ -262,6 +265,7 @@ WARNED_CALLS: list[tuple[str, tuple[Any, ...]]] = [
 ]
 
 
+@SHARED_VIEW
 @pytest.mark.parametrize(("name", "args"), WARNED_CALLS)
 def test_warnings_like_stdlib(b64_twin: ModuleType, name: str, args: tuple[Any, ...]) -> None:
     """Where 3.15's base64 warns, the drop-ins warn the same, at their caller's line."""
@@ -279,6 +283,7 @@ def test_warnings_like_stdlib(b64_twin: ModuleType, name: str, args: tuple[Any, 
         assert ours[1], "3.15 warns here"
 
 
+@SHARED_VIEW
 @pytest.mark.parametrize(
     "altchars", [b"-_", b"+/", b"/+", b"ab", bytearray(b"*!"), "-_", "\u00e9!", b"", b"-", b"-_.",
                  3, memoryview(b"xy"), b"AA", b"==", bytearray(b"-"), bytearray(b"-_."),

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 from _index_objects import Index, Resizer
-from _twins import twins
+from _twins import SHARED_VIEW, twins
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -191,6 +191,7 @@ def test_buffer_overflow(ids_twin: ModuleType, dtype: Any, value: int, order: st
         ids_twin.pack_ids(arr[::-1])
 
 
+@SHARED_VIEW
 @pytest.mark.parametrize("bad", [
     np.array([1.0, 2.0]), np.array([True, False]), np.zeros((2, 2), np.int32),
     np.array(["a"]), memoryview(b"abcd").cast("c"), array.array("d", [1.0]),

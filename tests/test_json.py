@@ -21,7 +21,8 @@ from typing import Any, NamedTuple
 
 import pytest
 from _budget import examples
-from _twins import twin, twins
+from _twins import twin as twin_of
+from _twins import twins
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -733,7 +734,7 @@ def test_set_member_reads_a_memoryview_value_in_place() -> None:
     allocation of the value's size is the result (the guide's zero-copy step)."""
     import tracemalloc
 
-    c = twin("json", "c")
+    c = twin_of("json", "c")
     answer = b'{"ids":"' + b"A" * 2_000_000 + b'"}'
     start, end = c.find_member(answer, "ids")
     view = memoryview(answer)[start:end]

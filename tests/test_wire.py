@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from _budget import QUICK
 from _cpu import cpu_has
-from _twins import twin
+from _twins import SHARED_VIEW, SWITCHES_KERNELS, twin
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -279,6 +279,7 @@ def test_json_the_first_problem_wins(wire_twin: ModuleType) -> None:
         wire_twin.json_to_ids(b"[1,30000000000.5]")  # a fraction is no integer at all
 
 
+@SHARED_VIEW
 @pytest.mark.parametrize("bad, message", [
     (None, "JSON data must be a bytes-like object or str, not NoneType"),
     (5, "JSON data must be a bytes-like object or str, not int"),
@@ -333,6 +334,7 @@ def kernel_texts() -> Iterator[bytes]:
         yield compact(ids)
 
 
+@SWITCHES_KERNELS
 @pytest.mark.draw
 def test_kernels_agree_with_the_scalar_one() -> None:
     c = twin("wire", "c")
@@ -348,6 +350,7 @@ def test_kernels_agree_with_the_scalar_one() -> None:
                 assert want == json.loads(text)
 
 
+@SWITCHES_KERNELS
 @pytest.mark.draw
 def test_kernels_on_damaged_texts() -> None:
     """One byte of a long text changed at every place: each kernel names the same error
@@ -366,6 +369,7 @@ def test_kernels_on_damaged_texts() -> None:
             assert [outcome(c.json_to_ids, t) for t in damaged] == expected, name
 
 
+@SWITCHES_KERNELS
 @given(st.lists(st.sampled_from(EDGES + [5, 55, 555, 5555, 55555]), max_size=60),
        st.lists(st.sampled_from([",", ", ", " , ", ",\n"]), min_size=1, max_size=4))
 def test_kernel_property(ids: list[int], seps: list[str]) -> None:
@@ -376,6 +380,7 @@ def test_kernel_property(ids: list[int], seps: list[str]) -> None:
             assert c.json_to_ids(text.encode()) == ids == json.loads(text), name
 
 
+@SWITCHES_KERNELS
 @pytest.mark.draw
 def test_kernels_on_long_texts() -> None:
     """Texts of many windows, as the servers write them and less tidy: token ids of 1 to 7
@@ -398,6 +403,7 @@ def test_kernels_on_long_texts() -> None:
                 assert c.convert_ids(text, "json", "int32") == struct.pack(f"<{len(ids)}i", *ids)
 
 
+@SWITCHES_KERNELS
 def test_writer_kernels_agree() -> None:
     """The writers' 4-id steps (with "simd": JSON on SSE2, MessagePack on AVX2) and their
     id-by-id ones: every digit count, sign, MessagePack form (the values around each bound)
@@ -418,7 +424,7 @@ def test_writer_kernels_agree() -> None:
                     assert c.convert_ids(raw, "int32", "msgpack") == msgpack.packb(ids)
 
 
-@pytest.mark.thread_unsafe(reason="reads the kernel in use, which the other tests switch")
+@SWITCHES_KERNELS  # and reads the kernel in use
 def test_kernel_names() -> None:
     c = twin("wire", "c")
     # (/proc/cpuinfo under qemu-user is the x86 host's: the build's architecture decides)
