@@ -282,7 +282,10 @@ def test_one_event_decoder_fed_from_several_threads(events_twin: ModuleType) -> 
                     assert events == expected
         return work
 
-    run_together(*[worker(i) for i in range(THREADS)])
+    for _attempt in range(20):  # two feeds overlap most of the time, not every time
+        run_together(*[worker(i) for i in range(THREADS)])
+        if refused or not FREE_THREADED:
+            break
     if FREE_THREADED:  # with the GIL a compiled feed never lets another thread in mid-call
         assert refused, "no two calls overlapped: the test did not race"
     assert decoder.feed(b"data: last\n\n") == [Event(data="last", id="19")]
