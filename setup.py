@@ -138,11 +138,14 @@ def extensions():
     compile_args, link_args = _flags()
     # the C headers the twins include: build_ext recompiles when one is newer than a module
     # (cythonize does not regenerate the C for them, so it would not notice)
-    headers = [str(h.relative_to(HERE)) for h in sorted((HERE / "tokcore").glob("*.h"))]
+    headers = [str(h.relative_to(HERE)) for h in sorted((HERE / "tokcore").rglob("*.h"))]
+    # a twin includes its wing's headers by name (beside its C file) and the package's shared
+    # ones (_freethreading.h, _cpu.h) from tokcore/
     return [
-        Extension(f"tokcore.{pyx.stem}", [str(pyx.relative_to(HERE))], depends=headers,
+        Extension(".".join(pyx.relative_to(HERE).with_suffix("").parts),
+                  [str(pyx.relative_to(HERE))], depends=headers, include_dirs=["tokcore"],
                   extra_compile_args=compile_args, extra_link_args=link_args)
-        for pyx in sorted((HERE / "tokcore").glob("_*_c.pyx"))
+        for pyx in sorted((HERE / "tokcore").rglob("_*_c.pyx"))
     ]
 
 

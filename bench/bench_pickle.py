@@ -48,7 +48,8 @@ from _common import (
     zipf_ids,
 )
 
-from tokcore import _ids_c, _ids_py, _pickle_held, compact_ids, pickling
+from tokcore import _ids_c, _ids_py, compact_ids
+from tokcore.pickling import _compact, _held
 
 LAZY, LAZY_REFERENCE = f"{FAST} lazy", f"{REFERENCE} lazy"
 PLAIN, NUMPY = "plain pickle", "numpy int32 attribute"
@@ -103,7 +104,7 @@ def on(codec: ModuleType | None, run: Timed) -> Timed:
         return run
 
     def timed(arg: Any) -> Any:
-        _pickle_held._codec = codec  # the codec seam of compact_ids
+        _held._codec = codec  # the codec seam of compact_ids
         return run(arg)
     return timed
 
@@ -158,13 +159,13 @@ def check(ids: list[int], impls: list[Impl]) -> None:
         obj = impl.make(ids)
         back = on(impl.codec, round_trip)(obj)
         if impl.name in (LAZY, LAZY_REFERENCE):
-            assert pickling._is_held(back, "prompt_token_ids")
+            assert _compact._is_held(back, "prompt_token_ids")
         assert values(back.prompt_token_ids) == ids
         assert values(on(impl.codec, impl.read)(obj)) == ids
         data = on(impl.codec, relay)(pickle.dumps(obj, PROTOCOL))
         again = pickle.loads(data)
         if impl.name in (LAZY, LAZY_REFERENCE):
-            assert pickling._is_held(again, "prompt_token_ids")
+            assert _compact._is_held(again, "prompt_token_ids")
         assert values(again.prompt_token_ids) == ids
 
 

@@ -197,20 +197,22 @@ def native_build() -> tuple[Path | None, str]:
     clang = shutil.which("clang")
     if clang is None:
         return None, "no clang on PATH (Debian: apt-get install clang)"
-    sources = sorted(p for p in (ROOT / "tokcore").iterdir()
+    # what setup.py reads: the package (its root and its wings), the build backend it loads,
+    # its own configuration and the README that pyproject.toml names
+    sources = sorted(p for p in (ROOT / "tokcore").rglob("*")
                      if p.suffix in (".py", ".pyx", ".pxd", ".pyi", ".h", ".typed"))
-    sources += [ROOT / "setup.py", ROOT / "pyproject.toml"]
+    sources += sorted((ROOT / "build_backend").glob("*.py"))
+    sources += [ROOT / "setup.py", ROOT / "pyproject.toml", ROOT / "README.md"]
     digest = hashlib.sha1(NATIVE_FLAGS.encode())
     for path in sources:
-        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+        digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())
     stamp = NATIVE_DIR / ".sources"
     if not (stamp.exists() and stamp.read_text() == digest.hexdigest()):
         shutil.rmtree(NATIVE_DIR, ignore_errors=True)
-        (NATIVE_DIR / "tokcore").mkdir(parents=True)
         for path in sources:
-            target = NATIVE_DIR / ("tokcore" if path.parent.name == "tokcore" else "") / path.name
+            target = NATIVE_DIR / path.relative_to(ROOT)
+            target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(path, target)
-        shutil.copy2(ROOT / "README.md", NATIVE_DIR / "README.md")
         env = {**os.environ, "CC": clang, "LDSHARED": f"{clang} -shared",
                "CFLAGS": NATIVE_FLAGS, "LDFLAGS": NATIVE_FLAGS,
                "TOKCORE_REQUIRE_EXTENSIONS": "1"}

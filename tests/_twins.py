@@ -35,12 +35,25 @@ SHARED_VIEW = pytest.mark.thread_unsafe(
 #: restore them at once can leave another kernel in use
 SWITCHES_KERNELS = pytest.mark.thread_unsafe(reason="switches the process-wide kernels")
 
+#: each hot path's dispatcher module: its twins are that name + "_c" and + "_py"
+HOT_PATHS = {
+    "ids": "tokcore._ids",
+    "b64": "tokcore._b64",
+    "wire": "tokcore._wire",
+    "json": "tokcore._json",
+    "usage": "tokcore._usage",
+    "sse": "tokcore._sse",
+    "events": "tokcore._events",
+    "bigevent": "tokcore._bigevent",
+    "lazy": "tokcore.pickling._lazy",
+}
 #: the stream API of one kind is three hot paths: usage rewrite, relay, event decoder
 GROUPS = {"stream": ("usage", "sse", "events")}
 
 
 def twin(name: str, kind: str) -> Any:
-    """``tokcore._<name>_<kind>``; the Cython twin is skipped only under NO_EXTENSIONS.
+    """The ``kind`` twin of hot path ``name`` (``HOT_PATHS``); the Cython twin is skipped only
+    under NO_EXTENSIONS.
 
     ``"stream"`` is the public names of the ``_usage``, ``_sse`` and ``_events`` twins of
     that kind together, for tests that use the whole stream API at once.
@@ -52,11 +65,11 @@ def twin(name: str, kind: str) -> Any:
     if name in GROUPS:
         names: dict[str, Any] = {}
         for part in GROUPS[name]:
-            module = importlib.import_module(f"tokcore._{part}_{kind}")
+            module = importlib.import_module(f"{HOT_PATHS[part]}_{kind}")
             names.update((k, v) for k, v in vars(module).items() if not k.startswith("_"))
         names["__name__"] = f"tokcore.{name}_{kind}"
         return SimpleNamespace(**names)
-    return importlib.import_module(f"tokcore._{name}_{kind}")
+    return importlib.import_module(f"{HOT_PATHS[name]}_{kind}")
 
 
 def twins(name: str) -> list[Any]:

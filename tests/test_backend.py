@@ -67,7 +67,7 @@ def test_backend_reports_what_loaded() -> None:
     assert tokcore.BACKEND in ("cython", "python", "mixed")
     for name, kind in _backend.LOADED.items():
         suffix = "c" if kind == "cython" else "py"
-        assert _backend.MODULES[name].__name__ == f"tokcore._{name}_{suffix}"
+        assert _backend.MODULES[name].__name__ == f"tokcore.{name}_{suffix}"
 
 
 def test_main_prints_version_and_backends() -> None:
@@ -84,10 +84,10 @@ def test_public_names() -> None:
 
 def _pure_copy(tmp_path: Path) -> Path:
     """The package as a pure wheel (or one whose extensions fail to load) installs it."""
-    package = tmp_path / "tokcore"
-    package.mkdir()
-    for source in (ROOT / "tokcore").glob("*.py"):
-        (package / source.name).write_bytes(source.read_bytes())
+    for source in (ROOT / "tokcore").rglob("*.py"):  # the root's modules and the wings'
+        target = tmp_path / source.relative_to(ROOT)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(source.read_bytes())
     return tmp_path
 
 
@@ -191,5 +191,5 @@ def test_a_twin_that_turns_the_gil_on_is_refused_when_required(
     monkeypatch.setattr(_backend, "REQUIRE_EXTENSIONS", True)
     loaded = dict(_backend.LOADED)
     with pytest.raises(ImportError, match="turned the GIL on"):
-        _backend.load_twin("ids")
+        _backend.load_twin(tokcore._ids.__name__)
     assert _backend.LOADED == loaded

@@ -574,11 +574,11 @@ def test_simultaneous_first_reads_of_a_lazy_attribute(descriptors: str, layout: 
     the object then keeps (a held placeholder is swapped once)."""
     from _twins import twin
 
-    from tokcore import _pickle_layout, pickling
+    from tokcore.pickling import _compact, _layout
 
     # the seam and the module's names are process-wide: monkeypatch puts them back (and
     # tells pytest-run-parallel that this test runs alone)
-    monkeypatch.setattr(_pickle_layout, "_descriptors", twin("lazy", descriptors))
+    monkeypatch.setattr(_layout, "_descriptors", twin("lazy", descriptors))
     namespace: dict[str, Any] = {"__init__": lambda self, ids: setattr(self, "ids", ids),
                                  "__module__": __name__}
     if layout == "slot":
@@ -589,10 +589,10 @@ def test_simultaneous_first_reads_of_a_lazy_attribute(descriptors: str, layout: 
     data = pickle.dumps(cls(list(range(20_000))))
     for _ in range(ROUNDS // 2):
         obj = pickle.loads(data)
-        assert pickling._is_held(obj, "ids")
+        assert _compact._is_held(obj, "ids")
         lists = at_once(THREADS, lambda _slot, obj=obj: obj.ids)
         assert all(got is obj.ids for got in lists), "two first readers got two lists"
-        assert obj.ids == list(range(20_000)) and not pickling._is_held(obj, "ids")
+        assert obj.ids == list(range(20_000)) and not _compact._is_held(obj, "ids")
 
 
 def test_two_threads_feeding_one_relay(stream_twin: ModuleType) -> None:

@@ -30,7 +30,7 @@ from types import ModuleType
 from typing import Any, NamedTuple
 
 import pytest
-from _twins import ROOT
+from _twins import HOT_PATHS, ROOT
 
 import tokcore
 from tokcore._args import Api
@@ -40,9 +40,15 @@ from tokcore._dialects import DIALECTS
 #: the tokcore under test: the source tree, or site-packages for a suite run on a wheel
 PACKAGE = Path(tokcore.__file__).resolve().parent
 PUBLIC_API = ROOT / "tests" / "typing" / "public_api.py"
-#: twin name -> its dispatcher (None: no dispatcher, the relay twins import it directly)
-TWINS = {"ids": "_ids", "b64": "_b64", "json": "_json", "usage": "_usage", "sse": "_sse",
-         "events": "_events", "lazy": "_lazy", "bigevent": None, "wire": "_wire"}
+#: hot path -> its dispatcher module (tests/_twins.py's table); the big-event scanner has
+#: none: the relay twins import its twins directly
+TWINS = dict(HOT_PATHS)
+NO_DISPATCHER = {"bigevent"}
+
+
+def source_of(module: str, suffix: str) -> Path:
+    """The file of module ``tokcore.<...>`` under the tokcore under test, with ``suffix``."""
+    return PACKAGE.joinpath(*module.split(".")[1:]).with_suffix(suffix)
 #: stub decorators that say something about the compiled class only (PEP 800)
 STUB_ONLY_DECORATORS = {"disjoint_base"}
 
@@ -232,7 +238,7 @@ def annotation_names(node: ast.AST) -> set[str]:
 def dispatched(dispatcher: str) -> tuple[set[str], set[str]]:
     """The names a dispatcher takes from the loaded twin at run time, and those it imports
     from the Python twin for checkers (under ``if TYPE_CHECKING``)."""
-    tree = ast.parse((PACKAGE / f"{dispatcher}.py").read_text())
+    tree = ast.parse(source_of(dispatcher, ".py").read_text())
     at_run_time = {node.targets[0].id for node in ast.walk(tree)
                    if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
                    and isinstance(node.value, ast.Attribute) and text(node.value.value) == "_twin"}
@@ -240,7 +246,8 @@ def dispatched(dispatcher: str) -> tuple[set[str], set[str]]:
     for node in tree.body:
         if isinstance(node, ast.If) and text(node.test) == "TYPE_CHECKING":
             for imp in node.body:
-                assert isinstance(imp, ast.ImportFrom) and imp.module == f"{dispatcher}_py"
+                twin = f"{dispatcher.rsplit('.', 1)[1]}_py"  # imported relatively: ._x_py
+                assert isinstance(imp, ast.ImportFrom) and imp.module == twin
                 for_checkers |= {alias.name for alias in imp.names}
     return at_run_time, for_checkers
 
@@ -248,8 +255,8 @@ def dispatched(dispatcher: str) -> tuple[set[str], set[str]]:
 def compare(name: str, stub_text: str, twin_text: str, twin: ModuleType,
             required: set[str]) -> list[str]:
     """Every difference between the stub of twin ``name`` and its Python twin."""
-    stub = Source(f"tokcore._{name}_c", stub_text)
-    py = Source(f"tokcore._{name}_py", twin_text)
+    stub = Source(f"{TWINS[name]}_c", stub_text)
+    py = Source(f"{TWINS[name]}_py", twin_text)
     problems = [f"{n}: dispatched, not declared in the stub" for n in required - set(stub.defs)]
     for n, node in stub.defs.items():
         twin_node = py.defs.get(n)
@@ -282,10 +289,11 @@ def compare(name: str, stub_text: str, twin_text: str, twin: ModuleType,
 
 
 def stub_and_twin(name: str) -> tuple[str, str, ModuleType, set[str]]:
-    dispatcher = TWINS[name]
-    required = dispatched(dispatcher)[0] if dispatcher else set()
-    return ((PACKAGE / f"_{name}_c.pyi").read_text(), (PACKAGE / f"_{name}_py.py").read_text(),
-            importlib.import_module(f"tokcore._{name}_py"), required)
+    module = TWINS[name]
+    required = set() if name in NO_DISPATCHER else dispatched(module)[0]
+    return (source_of(f"{module}_c", ".pyi").read_text(),
+            source_of(f"{module}_py", ".py").read_text(),
+            importlib.import_module(f"{module}_py"), required)
 
 
 @pytest.mark.parametrize("name", sorted(TWINS))
@@ -293,9 +301,9 @@ def test_stub_declares_what_the_python_twin_does(name: str) -> None:
     assert compare(name, *stub_and_twin(name)) == []
 
 
-@pytest.mark.parametrize("name", sorted(n for n, d in TWINS.items() if d))
+@pytest.mark.parametrize("name", sorted(set(TWINS) - NO_DISPATCHER))
 def test_checkers_see_the_names_that_run(name: str) -> None:
-    at_run_time, for_checkers = dispatched(str(TWINS[name]))
+    at_run_time, for_checkers = dispatched(TWINS[name])
     assert at_run_time and at_run_time == for_checkers
 
 
@@ -343,10 +351,10 @@ def runtime_pairs() -> list[tuple[str, object, object]]:
     """(what, the Cython twin's object, the Python twin's) for each function and method the
     stubs declare."""
     pairs = []
-    for name in TWINS:
-        stub = Source(f"tokcore._{name}_c", (PACKAGE / f"_{name}_c.pyi").read_text())
-        compiled = importlib.import_module(f"tokcore._{name}_c")
-        python = importlib.import_module(f"tokcore._{name}_py")
+    for name, module in TWINS.items():
+        stub = Source(f"{module}_c", source_of(f"{module}_c", ".pyi").read_text())
+        compiled = importlib.import_module(f"{module}_c")
+        python = importlib.import_module(f"{module}_py")
         for n, node in stub.defs.items():
             if not hasattr(python, n):
                 continue
@@ -420,10 +428,10 @@ def test_the_typing_samples_run() -> None:
 
 def test_dispatchers_bind_the_twin_that_loaded() -> None:
     for name, dispatcher in TWINS.items():
-        if dispatcher is None:
+        if name in NO_DISPATCHER:
             continue
-        module = importlib.import_module(f"tokcore.{dispatcher}")
-        kind = "py" if LOADED[name] == "python" else "c"
-        twin = importlib.import_module(f"tokcore._{name}_{kind}")
+        module = importlib.import_module(dispatcher)
+        kind = "py" if LOADED[dispatcher.removeprefix("tokcore.")] == "python" else "c"
+        twin = importlib.import_module(f"{dispatcher}_{kind}")
         for n in dispatched(dispatcher)[0]:
             assert getattr(module, n) is getattr(twin, n)

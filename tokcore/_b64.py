@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 else:
     from ._backend import load_twin
 
-    _twin = load_twin("b64")
+    _twin = load_twin(__name__)
 
     b64encode = _twin.b64encode
     b64decode = _twin.b64decode

@@ -41,9 +41,10 @@ BUILD = "pure" if _pure_build() else "compiled"
 NO_EXTENSIONS = env_flag(NO_EXTENSIONS_VAR)
 REQUIRE_EXTENSIONS = env_flag(REQUIRE_EXTENSIONS_VAR) and not NO_EXTENSIONS
 
-#: hot path name ("ids", "b64", "json", "usage", "sse", "events") -> "cython" or "python"
+#: hot path -> "cython" or "python"; a hot path is named by its dispatcher's module under the
+#: package ("ids._pack", "stream._relay"), whose twins are that name + "_c" and + "_py"
 LOADED: dict[str, str] = {}
-#: hot path name -> the loaded module, for ``python -m tokcore``
+#: hot path -> the loaded twin, for ``python -m tokcore``
 MODULES: dict[str, ModuleType] = {}
 
 
@@ -78,31 +79,35 @@ def _gil_enabled() -> bool:
     return is_gil_enabled is None or bool(is_gil_enabled())
 
 
-def load_twin(name: str) -> ModuleType:
-    """Import ``tokcore._<name>_c``, or ``tokcore._<name>_py`` when that is not possible.
+def load_twin(dispatcher: str) -> ModuleType:
+    """Import the twins of the dispatcher module ``dispatcher`` (its ``__name__``, such as
+    ``"tokcore.ids._pack"``): ``<dispatcher>_c``, or ``<dispatcher>_py`` when that is not
+    possible.
 
     The compiled twins declare free-threading support: on a free-threaded build they load
     with the GIL off (``PYTHON_GIL=0`` or not). One that turns the GIL back on is a build
     from older sources; CPython warns, and ``TOKCORE_REQUIRE_EXTENSIONS`` makes it an error.
     """
+    name = dispatcher.removeprefix("tokcore.")
     if not NO_EXTENSIONS and (BUILD == "compiled" or REQUIRE_EXTENSIONS):
         gil_before = _gil_enabled()
+        compiled = f"{dispatcher}_c"
         try:
-            module = importlib.import_module(f"tokcore._{name}_c")
+            module = importlib.import_module(compiled)
             if REQUIRE_EXTENSIONS and not gil_before and _gil_enabled():
                 raise ImportError(
-                    f"tokcore._{name}_c turned the GIL on: it was built without free-threading "
+                    f"{compiled} turned the GIL on: it was built without free-threading "
                     "support (rebuild it from these sources)")
         except ImportError as exc:
             if REQUIRE_EXTENSIONS:
                 raise ImportError(
-                    f"tokcore: {REQUIRE_EXTENSIONS_VAR}=1 is set and tokcore._{name}_c does not "
+                    f"tokcore: {REQUIRE_EXTENSIONS_VAR}=1 is set and {compiled} does not "
                     f"load ({exc}); to reinstall the compiled build: {RECOVERY}") from exc
-            _missing(f"tokcore._{name}_c", exc)
+            _missing(compiled, exc)
         else:
             LOADED[name], MODULES[name] = "cython", module
             return module
-    module = importlib.import_module(f"tokcore._{name}_py")
+    module = importlib.import_module(f"{dispatcher}_py")
     LOADED[name], MODULES[name] = "python", module
     return module
 

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 else:
     from ._backend import load_twin
 
-    _twin = load_twin("events")
+    _twin = load_twin(__name__)
 
     EventDecoder = _twin.EventDecoder
     iter_events = _twin.iter_events

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 else:
     from ._backend import load_twin
 
-    _twin = load_twin("ids")
+    _twin = load_twin(__name__)
 
     pack_ids = _twin.pack_ids
     unpack_ids = _twin.unpack_ids

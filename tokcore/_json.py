@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 else:
     from ._backend import load_twin
 
-    _twin = load_twin("json")
+    _twin = load_twin(__name__)
 
     find_member = _twin.find_member
     set_member = _twin.set_member

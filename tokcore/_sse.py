@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 else:
     from ._backend import load_twin
 
-    _twin = load_twin("sse")
+    _twin = load_twin(__name__)
 
     UsageRelay = _twin.UsageRelay
 

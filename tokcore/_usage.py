@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 else:
     from ._backend import load_twin
 
-    _twin = load_twin("usage")
+    _twin = load_twin(__name__)
 
     find_usage = _twin.find_usage
     rewrite_usage = _twin.rewrite_usage

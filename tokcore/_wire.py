@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 else:
     from ._backend import load_twin
 
-    _twin = load_twin("wire")
+    _twin = load_twin(__name__)
 
     ids_to_json = _twin.ids_to_json
     json_to_ids = _twin.json_to_ids

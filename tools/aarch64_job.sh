@@ -35,7 +35,7 @@ esac
 
 C_FILES=(
     tests/test_ssescan.py tests/test_b64.py tests/test_object_kernel.py tests/test_ids.py
-    tests/test_relay.py tests/test_events.py tests/test_pickling.py tests/test_fuzz_corpus.py
+    tests/test_relay.py tests/test_events.py tests/pickling/test_compact.py tests/test_fuzz_corpus.py
     tests/test_wire.py
 )
 # random streams through the relay against json: 2 minutes here, the Python oracle's time;
@@ -59,7 +59,7 @@ BROAD_DESELECT=(
 # under them (binascii's rules, byte order, the int and buffer APIs)
 PY_BROAD=(
     tests/test_b64.py tests/test_ids.py tests/test_json.py tests/test_events.py
-    tests/test_sse.py tests/test_pickling.py tests/test_backend.py tests/test_fuzz_corpus.py
+    tests/test_sse.py tests/pickling/test_compact.py tests/test_backend.py tests/test_fuzz_corpus.py
 )
 
 log() { echo "aarch64_job: $*" >&2; }
@@ -76,7 +76,7 @@ fi
 
 # --- the C files of this tree's build ---------------------------------------------------
 shopt -s nullglob
-PYX=(tokcore/_*_c.pyx)
+mapfile -t PYX < <(find tokcore -name '_*_c.pyx' | sort)  # the root's and the wings'
 for pyx in "${PYX[@]}"; do
     c="${pyx%.pyx}.c"
     if ! [ -f "$c" ] || [ "$c" -ot "$pyx" ]; then
@@ -128,7 +128,7 @@ WORK=/work/tokcore
 rm -rf "${ROOT:?}$WORK" && mkdir -p "$ROOT$WORK"
 git ls-files -z -co --exclude-standard | tar --null -T - --ignore-failed-read -cf - 2>/dev/null \
     | tar -xf - -C "$ROOT$WORK"
-cp tokcore/_*_c.c "$ROOT$WORK/tokcore/"
+for pyx in "${PYX[@]}"; do cp "${pyx%.pyx}.c" "$ROOT$WORK/${pyx%.pyx}.c"; done
 
 # the target Python's compiler, flags and module suffix
 mapfile -t CONF < <(in_root /usr/bin/python3 -c '
@@ -139,16 +139,14 @@ export CFLAGS=${CONF[0]} CCSHARED=${CONF[1]} LDSHARED=${CONF[2]} SUFFIX=${CONF[3
 export INCLUDE=${CONF[4]} ROOT WORK
 # Debian's LDSHARED names the compiler aarch64-linux-gnu-gcc: the cross compiler's name
 command -v "${LDSHARED%% *}" >/dev/null || { log "no cross compiler ${LDSHARED%% *}"; exit 1; }
-build_one() {  # $1: tokcore/_x_c.c; setup.py's flags on top: -O3, no debug info, stripped
-    local name
-    name=$(basename "${1%.c}")
+build_one() {  # $1: tokcore/[wing/]_x_c.c; setup.py's flags on top: -O3, no debug info, stripped
     # shellcheck disable=SC2086  # the flags are lists of words
     ${LDSHARED} ${CFLAGS} ${CCSHARED} -O3 -g0 -Wl,-s --sysroot="$ROOT" -I"=$INCLUDE" \
-        -Itokcore "$1" -o "$ROOT$WORK/tokcore/$name$SUFFIX"
+        -Itokcore "$1" -o "$ROOT$WORK/${1%.c}$SUFFIX"
 }
 export -f build_one
 tb=$SECONDS
-printf '%s\n' tokcore/_*_c.c | xargs -P "$(nproc)" -I{} bash -c 'build_one "$@"' _ {}
+printf '%s\n' "${PYX[@]/%.pyx/.c}" | xargs -P "$(nproc)" -I{} bash -c 'build_one "$@"' _ {}
 log "cross-compiled ${#PYX[@]} modules ($SUFFIX) in $((SECONDS - tb)) s"
 
 # --- the suite under emulation -----------------------------------------------------------

@@ -44,12 +44,12 @@ venv=".venv-${MINOR}t-tsan"
 # a copy of the tree with its own in-place build, as make sanitize does
 dir=build/tsan
 rm -rf "$dir" && mkdir -p "$dir"
-cp -r tokcore tests setup.py pyproject.toml README.md "$dir"/
-rm -f "$dir"/tokcore/*.so "$dir"/tokcore/_*_c.c
+cp -r tokcore tests build_backend setup.py pyproject.toml README.md "$dir"/
+find "$dir"/tokcore \( -name '*.so' -o -name '_*_c.c' \) -delete
 (cd "$dir" && CC=clang CFLAGS="-fsanitize=thread -g -O1" LDFLAGS="-fsanitize=thread" \
     TOKCORE_REQUIRE_EXTENSIONS=1 "$ROOT/$venv/bin/python" setup.py -q build_ext --inplace \
     2>&1 | grep -iv warning | grep -v "^$" || true)
-for so in "$dir"/tokcore/*.so; do
+for so in $(find "$dir"/tokcore -name '*.so'); do
     nm -D "$so" | grep -q __tsan_ || { echo "tsan: $so is not instrumented"; exit 1; }
 done
 echo "tsan: tests/test_threads.py, both twins, GIL off, under ThreadSanitizer"

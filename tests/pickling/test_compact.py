@@ -31,7 +31,8 @@ from _pickle_kinds import (
 )
 
 import tokcore
-from tokcore import _pickle_held, _pickle_state, compact_ids, pickling
+from tokcore import compact_ids
+from tokcore.pickling import _held, _state
 
 MARKER = EAGER_MARKER
 
@@ -40,7 +41,7 @@ MARKER = EAGER_MARKER
 def codec(request: pytest.FixtureRequest, ids_twin: ModuleType,
           monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     """compact_ids running on one twin of the token-id codec."""
-    monkeypatch.setattr(_pickle_held, "_codec", ids_twin)
+    monkeypatch.setattr(_held, "_codec", ids_twin)
     return ids_twin
 
 
@@ -124,7 +125,7 @@ def test_shared_list_becomes_two_equal_lists() -> None:
 def test_unnamed_attributes_stay_ordinary() -> None:
     obj = Plain([1, 2], None, label=[3, 4])  # type: ignore[arg-type]
     state = obj.__getstate__()
-    assert state["label"] is obj.label and type(state["ids"]) is _pickle_held._CompactIds
+    assert state["label"] is obj.label and type(state["ids"]) is _held._CompactIds
 
 
 def test_missing_attributes_are_fine() -> None:
@@ -254,8 +255,8 @@ def test_default_state_is_what_pickle_takes(case: str, emulate: bool,
     obj = DEFAULT_STATE_CASES[case]()
     expected = object.__reduce_ex__(obj, 2)[2]  # the state pickle itself would save
     if emulate:
-        monkeypatch.setattr(_pickle_state, "_OBJECT_GETSTATE", None)  # Python 3.9/3.10's path
-    state = pickling.default_state(obj)
+        monkeypatch.setattr(_state, "_OBJECT_GETSTATE", None)  # Python 3.9/3.10's path
+    state = _state.default_state(obj)
     assert state == (expected or None)  # before 3.11 an empty __dict__ is {} rather than None
 
 
@@ -284,7 +285,7 @@ def test_state_outside_pickle_resolves_back() -> None:
     assert other.ids == IDS
     if SLOTTED_DATACLASSES:
         frozen = DataFrozenSlots(list(IDS)).__getstate__()
-        assert type(frozen[0]) is _pickle_held._CompactIds
+        assert type(frozen[0]) is _held._CompactIds
         copy_ = DataFrozenSlots.__new__(DataFrozenSlots)
         copy_.__setstate__(frozen)
         assert copy_.ids == IDS

@@ -12,9 +12,9 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from . import _pickle_held as _held
+from . import _held
+from ._held import _HeldIds
 from ._lazy_py import MISSING as _MISSING
-from ._pickle_held import _HeldIds
 
 _dict_get = dict.get
 _dict_setitem = dict.__setitem__

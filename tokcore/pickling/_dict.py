@@ -8,10 +8,10 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from . import _pickle_held as _held
+from . import _held
+from ._held import _HeldIds, holds
 from ._lazy_py import MISSING as _MISSING
-from ._pickle_held import _HeldIds, holds
-from ._pickle_raw import _dict_value, _list_in_dict, _raw_dict
+from ._raw import _dict_value, _list_in_dict, _raw_dict
 
 _dict_get = dict.get
 _dict_getitem = dict.__getitem__

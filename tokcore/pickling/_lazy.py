@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ._lazy_py import LazyAttr, LazySlot
 else:
-    from ._backend import load_twin
+    from .._backend import load_twin
 
-    _twin = load_twin("lazy")
+    _twin = load_twin(__name__)
 
     LazyAttr = _twin.LazyAttr
     LazySlot = _twin.LazySlot

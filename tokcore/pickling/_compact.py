@@ -1,56 +1,7 @@
-"""``compact_ids``: pickle the token-id attributes of a class as int32 bytes.
+"""``compact_ids`` and ``ids_buffer``: the public decorator and the zero-copy view of held ids.
 
-A serving stack pickles request objects (broadcast to data-parallel ranks, IPC to workers)
-that carry tens of thousands of token ids; pickle writes one opcode and one int object per id.
-With ``@compact_ids("prompt_token_ids")`` the attribute travels as a single bytes object
-(``pack_ids``) and comes back as a ``list[int]`` (``unpack_ids``). With
-``@compact_ids("prompt_token_ids", lazy=True)`` it comes back *held*: the object keeps the
-int32 bytes and builds the list on the attribute's first read, so a process that only
-forwards the object, or hands the ids to C++ (``ids_buffer``), never makes an int.
-
-How it works. The decorator gives the class a ``__getstate__`` that takes the state the class
-would have pickled anyway (its own ``__getstate__``, or the default one: ``__dict__`` and
-``__slots__`` values) and replaces each named value that is a flat list or tuple of int32s by
-a ``_CompactIds`` marker. A marker pickles as a call: ``_ids_from_int32(<bytes>)`` for an
-eager name, which the unpickler turns back into a list *before* any ``__setstate__`` runs (so
-the receiving class, even an undecorated one, only ever sees plain lists), or
-``_held_ids_from_int32(<bytes>)`` for a lazy name, which makes a ``_HeldIds`` placeholder
-that only wraps the bytes. Those calls, references to private functions of this module, are
-the markers in the pickle stream; no user value pickles like them. The decorator also gives
-the class a ``__setstate__`` (wrapping the class's own, if any) that resolves markers left in
-a state that never went through pickle (``copy.copy``) and installs placeholders.
-
-Laziness. A lazy name gets a data descriptor on the class (``_lazy``, a Cython twin and a
-Python one): ``LazyAttr`` for an attribute kept in the instance ``__dict__``, ``LazySlot``
-(wrapping the slot's member descriptor) for a ``__slots__`` attribute. The placeholder sits
-where the list would be, in the same dict position or slot; the descriptor's first read
-unpacks it and puts the list in its place (under a lock, so concurrent first reads all
-return one list), and assignment and ``del`` work on that same place. An instance
-``__dict__`` that holds a placeholder is a ``_LazyDict``, a dict whose Python-level reads
-(``vars(obj)[name]``, ``items()``, ``dict(...)``, ``==``, ``repr``, ``copy``) see the list,
-not the placeholder. While the decorator's ``__getstate__`` runs (and while ``ids_buffer``
-reads), reads of that object's held values give the placeholders themselves ("raw mode", per
-thread), so pickling it again sends the held bytes as they are.
-
-What travels compact: a value whose type is exactly ``list`` or ``tuple`` and whose items
-``pack_ids`` accepts and that fit int32, and a held placeholder. Anything else travels
-unchanged, as pickle would send it: ``None``, nested lists, numpy arrays, ``array.array``,
-list subclasses, lists with an item outside int32 or not an integer. Compact values come
-back as a ``list`` of plain ints: a tuple comes back as a list, and ``bool`` or numpy integer
-items as the ints they index to. A compact list is sent by value: if the same list object is
-also referenced from elsewhere in what is pickled, the unpickled copies are two distinct
-lists.
-
-State shapes the decorator understands: a dict (attribute name -> value), the default
-``(dict or None, slots dict)`` pair, and the field-value list of a frozen ``slots=True``
-dataclass. A class whose own ``__getstate__`` returns anything else still pickles exactly
-as before, without the compaction. Pickles made before the class was decorated still load.
-
-Where each part lives: this module has the public decorator and ``ids_buffer``;
-``_pickle_held`` the pickle format's values (markers, the ``_HeldIds`` placeholder, the two
-unpickling functions, named here in every pickle); ``_pickle_state`` the state compaction
-and resolution; ``_pickle_raw`` raw mode and first reads; ``_pickle_dict`` ``_LazyDict``;
-``_pickle_layout`` the descriptors put on a class and the per-type layout of its lazy names.
+The package's docstring (``tokcore/pickling/__init__.py``) says how compact pickling works and
+which module holds each part.
 """
 
 from __future__ import annotations
@@ -59,16 +10,14 @@ from array import array
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from . import _pickle_held as _held
-from . import _pickle_layout
-from ._ids_py import ID_BYTES, LITTLE_ENDIAN_HOST
-from ._pickle_dict import _adopt_placeholders, _lazy_dict_of, _set_lazy_dict
-from ._pickle_held import _held_ids_from_int32 as _held_ids_from_int32
-from ._pickle_held import _HeldIds
-from ._pickle_held import _ids_from_int32 as _ids_from_int32  # with the above: the pickle format
-from ._pickle_layout import _NO_LAYOUT, _defines, _hold_lazily, _layout
-from ._pickle_raw import _enter_raw, _exit_raw
-from ._pickle_state import (
+from .._ids_py import ID_BYTES, LITTLE_ENDIAN_HOST
+from . import _held
+from ._dict import _adopt_placeholders, _lazy_dict_of, _set_lazy_dict
+from ._held import _HeldIds
+from ._layout import _NO_LAYOUT, _defines, _hold_lazily, _layout
+from ._layout import forget as _forget_layouts
+from ._raw import _enter_raw, _exit_raw
+from ._state import (
     _DATACLASS_GETSTATE,
     _compact_state,
     _Plan,
@@ -233,7 +182,7 @@ def compact_ids(*names: str, lazy: bool = False) -> Callable[[_T], _T]:
         klass.__setstate__ = __setstate__
         klass.__compact_ids__ = plan.names
         klass.__compact_lazy__ = tuple(name for name in plan.names if name in plan.lazy)
-        _pickle_layout.forget()  # layouts of its subclasses may change too
+        _forget_layouts()  # layouts of its subclasses may change too
         return cls
 
     return decorate

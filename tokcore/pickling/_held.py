@@ -14,8 +14,8 @@ from operator import index as _index
 from types import ModuleType
 from typing import Any, overload
 
-from . import _ids
-from ._ids_py import ID_BYTES, length_error
+from .. import _ids
+from .._ids_py import ID_BYTES, length_error
 
 #: the token-id codec in use: the dispatched twin (tests and benchmarks swap in either one)
 _codec: ModuleType = _ids

@@ -12,7 +12,7 @@ from cpython.dict cimport PyDict_DelItem, PyDict_GetItemWithError, PyDict_SetIte
 from cpython.object cimport PyObject, PyObject_GenericGetDict, Py_TYPE
 
 from tokcore._freethreading cimport tok_dict_get, tok_dict_release
-from tokcore._lazy_py import absent, absent_on_delete, on_class
+from tokcore.pickling._lazy_py import absent, absent_on_delete, on_class
 
 cdef extern from "Python.h":
     # the two slots of a descriptor's type that the member descriptor of a slot fills

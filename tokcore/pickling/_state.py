@@ -11,13 +11,13 @@ import sys
 from collections.abc import Callable, Container
 from typing import Any, NamedTuple
 
-from . import _pickle_held as _held
+from . import _held
+from ._dict import _LazyDict
+from ._held import MARKERS as _MARKERS
+from ._held import _CompactIds, _HeldIds, _HeldRef
+from ._held import holds as _holds
+from ._layout import _layout, _list_of_held
 from ._lazy_py import MISSING as _MISSING
-from ._pickle_dict import _LazyDict
-from ._pickle_held import MARKERS as _MARKERS
-from ._pickle_held import _CompactIds, _HeldIds, _HeldRef
-from ._pickle_held import holds as _holds
-from ._pickle_layout import _layout, _list_of_held
 
 # dataclasses gives frozen slots=True classes this __getstate__: a list of field values
 _DATACLASS_GETSTATE = getattr(dataclasses, "_dataclass_getstate", None)

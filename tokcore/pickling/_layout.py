@@ -8,12 +8,11 @@ import weakref
 from types import MemberDescriptorType, ModuleType
 from typing import Any, NamedTuple
 
-from . import _lazy
-from . import _pickle_held as _held
+from . import _held, _lazy
+from ._dict import _instance_dict
+from ._held import _HeldIds
 from ._lazy_py import MISSING as _MISSING
-from ._pickle_dict import _instance_dict
-from ._pickle_held import _HeldIds
-from ._pickle_raw import _dict_value, _list_in_dict, _list_in_slot, _slot_value
+from ._raw import _dict_value, _list_in_dict, _list_in_slot, _slot_value
 
 _dict_items = dict.items
 
@@ -24,7 +23,7 @@ _descriptors: ModuleType = _lazy
 def _descriptor_kind(value: object) -> str | None:
     """``"attr"`` or ``"slot"`` for a lazy descriptor of either twin, else None."""
     kind = type(value)
-    if kind.__module__ in ("tokcore._lazy_py", "tokcore._lazy_c"):
+    if kind.__module__ in ("tokcore.pickling._lazy_py", "tokcore.pickling._lazy_c"):
         if kind.__name__ == "LazyAttr":
             return "attr"
         if kind.__name__ == "LazySlot":

@@ -42,7 +42,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tokcore
-from tokcore import _pickle_held, _pickle_layout, compact_ids, ids_buffer, pickling
+from tokcore import compact_ids, ids_buffer, pickling
+from tokcore.pickling import _compact, _held, _layout
 
 MORE = (5, 6, 7)
 
@@ -69,7 +70,7 @@ class Spy:
 def codec(ids_twin: ModuleType, monkeypatch: pytest.MonkeyPatch) -> Spy:
     """compact_ids running on one twin of the token-id codec, its calls counted."""
     spy = Spy(ids_twin)
-    monkeypatch.setattr(_pickle_held, "_codec", spy)
+    monkeypatch.setattr(_held, "_codec", spy)
     return spy
 
 
@@ -83,11 +84,11 @@ def define(lazy: bool, descriptors: ModuleType | None = None) -> dict[str, type]
         prefix = "Eager"
     else:
         prefix = "" if descriptors.__name__.endswith("_c") else "Py"  # type: ignore[union-attr]
-        previous, _pickle_layout._descriptors = _pickle_layout._descriptors, descriptors
+        previous, _layout._descriptors = _layout._descriptors, descriptors
         try:
             return define_kinds(lazy, prefix, __name__)
         finally:
-            _pickle_layout._descriptors = previous
+            _layout._descriptors = previous
     return define_kinds(lazy, prefix, __name__)
 
 
@@ -110,7 +111,7 @@ def frozen(kind: type) -> bool:
 
 
 def held(obj: object, name: str = "ids") -> bool:
-    return pickling._is_held(obj, name)
+    return _compact._is_held(obj, name)
 
 
 _DEFAULT: Any = object()
@@ -411,7 +412,7 @@ def test_descriptor_twins() -> None:
                             "Lazy"):
                         assert type(vars(klass)[name]).__module__ == twin.__name__
     # by default, the dispatched twin's (the Cython one when built)
-    assert _pickle_layout._descriptors.LazyAttr is tokcore._lazy._twin.LazyAttr
+    assert _layout._descriptors.LazyAttr is tokcore.pickling._lazy._twin.LazyAttr
 
 
 # --- class kinds: own state methods, layouts, subclasses ------------------------------------------

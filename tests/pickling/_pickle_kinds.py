@@ -14,7 +14,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from tokcore import _pickle_held, compact_ids
+from tokcore import compact_ids
+from tokcore.pickling import _held
 
 PROTOCOLS = range(pickle.HIGHEST_PROTOCOL + 1)
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
@@ -97,7 +98,7 @@ def define_kinds(lazy: bool, prefix: str, module_name: str) -> dict[str, type]:
             return state
 
         def __setstate__(self, state: dict[str, Any]) -> None:
-            assert all(type(state[k]) is not _pickle_held._CompactIds for k in ("ids", "more"))
+            assert all(type(state[k]) is not _held._CompactIds for k in ("ids", "more"))
             self.__dict__.update(state)
             self.cache = object()
             self.restored = True
