@@ -23,7 +23,7 @@ from _common import (
     zipf_ids,
 )
 
-from tokcore import _b64_c, _b64_py
+from tokcore.ids import _b64_c, _b64_py
 
 BUFFER_SIZES = {"4 KiB": 4 * 1024, "160 KiB": 160 * 1024, "512 KiB": 512 * 1024}
 if not FULL:  # the size the goals name

@@ -9,7 +9,7 @@ from array import array
 import numpy as np
 from _common import FAST, REFERENCE, Target, add, id_sets, make_runner
 
-from tokcore import _ids_c, _ids_py
+from tokcore.ids import _pack_c, _pack_py
 
 # Goals are the level reached (a ratchet; docs/contributing/benchmarks.md): 0.7 times the
 # lower ratio of two default 'make bench' runs on the 2-core development machine (their
@@ -34,19 +34,19 @@ def main() -> None:
     runner = make_runner()
     for label, ids in id_sets():
         case = f"pack {label}"
-        add(runner, case, FAST, _ids_c.pack_ids, ids)
-        add(runner, case, REFERENCE, _ids_py.pack_ids, ids)
+        add(runner, case, FAST, _pack_c.pack_ids, ids)
+        add(runner, case, REFERENCE, _pack_py.pack_ids, ids)
         add(runner, case, "struct.pack", lambda ids=ids: struct.pack(f"<{len(ids)}i", *ids))
         add(runner, case, "array('i', ids).tobytes()", lambda ids=ids: array("i", ids).tobytes())
         add(runner, case, "np.asarray(ids, int32).tobytes()",
             lambda ids=ids: np.asarray(ids, np.int32).tobytes())
         add(runner, case, "pickle.dumps(ids)", pickle.dumps, ids, pickle.HIGHEST_PROTOCOL)
 
-        data = _ids_c.pack_ids(ids)
+        data = _pack_c.pack_ids(ids)
         pickled = pickle.dumps(ids, pickle.HIGHEST_PROTOCOL)
         case = f"unpack {label}"
-        add(runner, case, FAST, _ids_c.unpack_ids, data)
-        add(runner, case, REFERENCE, _ids_py.unpack_ids, data)
+        add(runner, case, FAST, _pack_c.unpack_ids, data)
+        add(runner, case, REFERENCE, _pack_py.unpack_ids, data)
         add(runner, case, "array.frombytes().tolist()", array_unpack, data)
         add(runner, case, "np.frombuffer().tolist()",
             lambda data=data: np.frombuffer(data, "<i4").tolist())

@@ -48,7 +48,8 @@ from _common import (
     zipf_ids,
 )
 
-from tokcore import _ids_c, _ids_py, compact_ids
+from tokcore import compact_ids
+from tokcore.ids import _pack_c, _pack_py
 from tokcore.pickling import _compact, _held
 
 LAZY, LAZY_REFERENCE = f"{FAST} lazy", f"{REFERENCE} lazy"
@@ -135,11 +136,11 @@ class Impl:
 
 
 IMPLS = [
-    Impl(FAST, lambda ids: CompactRequest("req-1", ids), _ids_c),
-    Impl(LAZY, lambda ids: LazyRequest("req-1", ids), _ids_c),
+    Impl(FAST, lambda ids: CompactRequest("req-1", ids), _pack_c),
+    Impl(LAZY, lambda ids: LazyRequest("req-1", ids), _pack_c),
     # the Python twins: only the 40k round trips
-    Impl(REFERENCE, lambda ids: CompactRequest("req-1", ids), _ids_py, everywhere=False),
-    Impl(LAZY_REFERENCE, lambda ids: LazyRequest("req-1", ids), _ids_py, everywhere=False),
+    Impl(REFERENCE, lambda ids: CompactRequest("req-1", ids), _pack_py, everywhere=False),
+    Impl(LAZY_REFERENCE, lambda ids: LazyRequest("req-1", ids), _pack_py, everywhere=False),
     Impl(PLAIN, lambda ids: Request("req-1", ids), None),
     # what a user might do by hand instead: keep the ids in a numpy int32 array (40k only)
     Impl(NUMPY, lambda ids: Request("req-1", np.asarray(ids, np.int32)), None,

@@ -17,7 +17,7 @@ import struct
 
 from _common import FAST, REFERENCE, SIZES, Target, add, make_runner, uniform_ids
 
-from tokcore import _wire_c, _wire_py
+from tokcore.ids import _wire_c, _wire_py
 
 FORMATS = ("int32", "b64", "json", "msgpack", "msgpack_bin")
 ORJSON_LOADS, JSON_LOADS = "orjson.loads", "json.loads"

@@ -122,7 +122,7 @@ def machine() -> dict[str, str]:
                 break
     except OSError:
         pass
-    from tokcore import _b64_c
+    from tokcore.ids import _b64_c
     return {"cpu": cpu, "cores": str(os.cpu_count()), "python": platform.python_version(),
             "system": f"{platform.system()} {platform.release()}",
             "b64 kernels": _b64_c.BUILD_INFO.get("simd", "?")}

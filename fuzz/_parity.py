@@ -52,29 +52,30 @@ class HostileError(Exception):
 # --- twins ---------------------------------------------------------------------------------
 
 def load_twins(name: str) -> dict[str, ModuleType]:
-    """``{"c": tokcore._<name>_c, "py": tokcore._<name>_py}``, minus ``c`` without extensions.
+    """``{"c": tokcore.<name>_c, "py": tokcore.<name>_py}``, minus ``c`` without extensions;
+    ``name`` is a hot path's dispatcher under the package (``"ids._pack"``, ``"stream._relay"``).
 
     Outside TOKCORE_NO_EXTENSIONS a missing Cython twin is an error, never a quiet skip.
     """
     from tokcore._backend import NO_EXTENSIONS
 
-    twins = {"py": importlib.import_module(f"tokcore._{name}_py")}
+    twins = {"py": importlib.import_module(f"tokcore.{name}_py")}
     if not NO_EXTENSIONS:
-        twins = {"c": importlib.import_module(f"tokcore._{name}_c"), **twins}
+        twins = {"c": importlib.import_module(f"tokcore.{name}_c"), **twins}
     return twins
 
 
 def missing_hot_paths(harness_file: Path) -> list[str]:
-    """``tokcore/_<x>_py.py`` files that a harness loads twins from and that do not exist.
+    """``tokcore/<x>_py.py`` files that a harness loads twins from and that do not exist.
 
     A hot path that has not landed in this tree yet cannot be fuzzed (that is reported, not
     hidden); one whose Python twin exists but whose Cython twin fails to import is an error.
     """
     import re
 
-    names = re.findall(r'load_twins\("(\w+)"\)', harness_file.read_text())
-    return [f"tokcore/_{n}_py.py" for n in names
-            if not (ROOT / "tokcore" / f"_{n}_py.py").exists()]
+    names = re.findall(r'load_twins\("([\w.]+)"\)', harness_file.read_text())
+    paths = [f"tokcore/{n.replace('.', '/')}_py.py" for n in names]
+    return [path for path in paths if not (ROOT / path).exists()]
 
 
 #: run.py --native: the Cython twins were built with clang's -fsanitize=fuzzer-no-link, so
@@ -102,8 +103,8 @@ def instrumented(active: bool, own: Sequence[str] = (),
 def instrument_tokcore(atheris: Any, own: Sequence[str], skip: Sequence[str] = ()) -> int:
     """Patch every function of the loaded ``tokcore`` modules for coverage.
 
-    The modules of the code a harness is about (``own``: ``"_sse_py"`` for
-    ``tokcore._sse_py``) trace branches and comparisons (atheris' dataflow tracing: the
+    The modules of the code a harness is about (``own``: ``"stream._relay_py"`` for
+    ``tokcore.stream._relay_py``) trace branches and comparisons (atheris' dataflow tracing: the
     operands of ``==`` and ``in`` guide the mutator); every other module traces its
     branches only: helpers fuzzed with comparisons by their own harness (the JSON scan for
     the relay) still show their paths, for less. The modules in ``skip`` are not patched.

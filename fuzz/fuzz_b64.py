@@ -26,8 +26,8 @@ from _parity import (
     same_outcome,
 )
 
-with instrumented(__name__ == "__main__" and "--random" not in sys.argv, own=["_b64_py"]):
-    TWINS = load_twins("b64")
+with instrumented(__name__ == "__main__" and "--random" not in sys.argv, own=["ids._b64_py"]):
+    TWINS = load_twins("ids._b64")
 
 # The stdlib decides, input by input, what the drop-ins must do: return its value, or raise
 # its exception, of exactly its type with exactly its message: binascii.Error (a

@@ -28,9 +28,9 @@ from _parity import (
 )
 
 with instrumented(__name__ == "__main__" and "--random" not in sys.argv,
-                  own=["_b64_py", "_ids_py"]):
-    TWINS = load_twins("b64")
-    IDS_PY = load_twins("ids")["py"]
+                  own=["ids._b64_py", "ids._pack_py"]):
+    TWINS = load_twins("ids._b64")
+    IDS_PY = load_twins("ids._pack")["py"]
 
 from fuzz_b64 import VALIDATE_VALUES  # noqa: E402
 from fuzz_ids import build_ids, draw_values  # noqa: E402

@@ -34,8 +34,8 @@ from _parity import (
     same_outcome,
 )
 
-with instrumented(__name__ == "__main__" and "--random" not in sys.argv, own=["_ids_py"]):
-    TWINS = load_twins("ids")
+with instrumented(__name__ == "__main__" and "--random" not in sys.argv, own=["ids._pack_py"]):
+    TWINS = load_twins("ids._pack")
 
 import numpy as np  # noqa: E402  (after the instrumented import of tokcore)
 

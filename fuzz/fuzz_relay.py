@@ -52,7 +52,7 @@ from _parity import (
 with instrumented(__name__ == "__main__" and "--random" not in sys.argv,
                   own=["_sse_py", "_usage_py", "_dialects"],
                   native_skip=["_bigevent_py", "_json_py"]):
-    TWINS = load_twins("sse")
+    TWINS = load_twins("_sse")
 FAST = TWINS.get("c", TWINS["py"])  # the twin that replays the stream whole
 
 DEFAULT_LIMIT = 1 << 20  # larger than any fuzz input: nothing is oversized

@@ -36,7 +36,7 @@ from _parity import Allow, Draw, Raised, agree, fail, fuzz_main, instrumented, l
 
 with instrumented(__name__ == "__main__" and "--random" not in sys.argv,
                   own=["_usage_py", "_json_py", "_dialects", "_args"]):
-    TWINS = load_twins("usage")
+    TWINS = load_twins("_usage")
 
 PROMPTS = [0, 1, 7, 12_345, 40_000, 2**31 - 1, 2**31, 2**62, 2**63 - 1]
 CACHED: list[Any] = [0, 1, 3, 7, 12_345, 2**31, 2**63 - 1]

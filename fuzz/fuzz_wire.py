@@ -5,7 +5,7 @@ The first bytes choose the entry point and how its data is made: a JSON text or 
 array of drawn ids (drawn whitespace, encodings and headers) with drawn damage (bytes
 spliced in, a cut at a drawn place), or the rest of the input as it is; then, for a text or
 array made whole, its cuts (each must be a ValueError at the end of the data): every one of
-a short one, 12 spread over a long one (tests/test_wire.py cuts long ones at every byte).
+a short one, 12 spread over a long one (tests/ids/test_wire.py cuts long ones at every byte).
 
 What each must do, input by input:
 - ``json_to_ids``: where ``json.loads`` of the UTF-8 text gives a list of ints, exactly those
@@ -42,8 +42,8 @@ from _parity import (
 )
 
 with instrumented(__name__ == "__main__" and "--random" not in sys.argv,
-                  own=["_wire_py"]):
-    TWINS = load_twins("wire")
+                  own=["ids._wire_py"]):
+    TWINS = load_twins("ids._wire")
 
 import msgpack  # noqa: E402
 from fuzz_ids import build_ids, draw_value, draw_values  # noqa: E402

@@ -37,9 +37,9 @@ SWITCHES_KERNELS = pytest.mark.thread_unsafe(reason="switches the process-wide k
 
 #: each hot path's dispatcher module: its twins are that name + "_c" and + "_py"
 HOT_PATHS = {
-    "ids": "tokcore._ids",
-    "b64": "tokcore._b64",
-    "wire": "tokcore._wire",
+    "pack": "tokcore.ids._pack",
+    "b64": "tokcore.ids._b64",
+    "wire": "tokcore.ids._wire",
     "json": "tokcore._json",
     "usage": "tokcore._usage",
     "sse": "tokcore._sse",

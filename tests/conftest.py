@@ -40,7 +40,7 @@ def twin_fixture(name: str) -> Callable[..., Any]:
     return pytest.fixture(params=KINDS, scope="session", name=f"{name}_twin")(fixture)
 
 
-ids_twin = twin_fixture("ids")  # pack_ids, unpack_ids
+pack_twin = twin_fixture("pack")  # pack_ids, unpack_ids
 b64_twin = twin_fixture("b64")  # base64 drop-ins, ids_to_b64, b64_to_ids
 json_twin = twin_fixture("json")  # find_member, set_member, del_member
 usage_twin = twin_fixture("usage")  # find_usage, rewrite_usage
@@ -51,9 +51,9 @@ wire_twin = twin_fixture("wire")  # ids_to_json, json_to_ids, ids_to_msgpack, ..
 
 
 @pytest.fixture(scope="session")
-def ids_pair() -> tuple[ModuleType, ModuleType]:
-    """``(tokcore._ids_c, tokcore._ids_py)``, for parity checks."""
-    return twin("ids", "c"), twin("ids", "py")
+def pack_pair() -> tuple[ModuleType, ModuleType]:
+    """``(tokcore.ids._pack_c, tokcore.ids._pack_py)``, for parity checks."""
+    return twin("pack", "c"), twin("pack", "py")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -31,16 +31,16 @@ def test_no_extensions_loads_python_twins() -> None:
     out = run_python("import tokcore, tokcore._backend as b; print(tokcore.BACKEND, "
                      "sorted(set(b.LOADED.values())), tokcore.pack_ids.__module__)",
                      TOKCORE_NO_EXTENSIONS="1")
-    assert out == "python ['python'] tokcore._ids_py"
+    assert out == "python ['python'] tokcore.ids._pack_py"
 
 
 @pytest.mark.parametrize("value", ["", "0"])
 def test_flag_off_values(value: str) -> None:
     out = run_python("import tokcore; print(tokcore.pack_ids.__module__)",
                      TOKCORE_NO_EXTENSIONS=value)
-    expected = "tokcore._ids_py" if _backend.NO_EXTENSIONS else "tokcore._ids_c"
+    expected = "tokcore.ids._pack_py" if _backend.NO_EXTENSIONS else "tokcore.ids._pack_c"
     # an off flag changes nothing: the default choice (the Cython twin when built)
-    assert out in (expected, "tokcore._ids_c")
+    assert out in (expected, "tokcore.ids._pack_c")
 
 
 def test_env_flag_rules(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -79,7 +79,7 @@ def test_main_prints_version_and_backends() -> None:
 def test_public_names() -> None:
     for name in tokcore.__all__:
         assert hasattr(tokcore, name), name
-    assert tokcore.pack_ids is tokcore._ids.pack_ids
+    assert tokcore.pack_ids is tokcore.ids._pack.pack_ids
 
 
 def _pure_copy(tmp_path: Path) -> Path:
@@ -152,7 +152,7 @@ def test_the_build_records_a_pure_choice_only(tmp_path: Path, pure: bool) -> Non
         environ["TOKCORE_NO_EXTENSIONS"] = "1"
     subprocess.run([sys.executable, "setup.py", "-q", "build_py", "-d", str(tmp_path)],
                    cwd=ROOT, env=environ, capture_output=True, check=True)
-    assert (tmp_path / "tokcore" / "_ids_py.py").exists()
+    assert (tmp_path / "tokcore" / "ids" / "_pack_py.py").exists()  # the wings are packages
     assert marker.exists() == pure
     if pure:
         assert marker.read_text() == _backend.PURE_BUILD_TEXT
@@ -161,7 +161,7 @@ def test_the_build_records_a_pure_choice_only(tmp_path: Path, pure: bool) -> Non
 def test_required_extensions_missing_fail_the_import(tmp_path: Path) -> None:
     done = _import_copy(_pure_copy(tmp_path), TOKCORE_REQUIRE_EXTENSIONS="1")
     assert done.returncode == 1
-    assert "ModuleNotFoundError: No module named 'tokcore._" in done.stderr
+    assert "ModuleNotFoundError: No module named 'tokcore." in done.stderr
     assert _backend.RECOVERY in done.stderr
 
 
@@ -191,5 +191,5 @@ def test_a_twin_that_turns_the_gil_on_is_refused_when_required(
     monkeypatch.setattr(_backend, "REQUIRE_EXTENSIONS", True)
     loaded = dict(_backend.LOADED)
     with pytest.raises(ImportError, match="turned the GIL on"):
-        _backend.load_twin(tokcore._ids.__name__)
+        _backend.load_twin(tokcore.ids._pack.__name__)
     assert _backend.LOADED == loaded

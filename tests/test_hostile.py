@@ -95,7 +95,7 @@ def test_index_that_raises(exc: BaseException, where: int) -> None:
         ids[where] = Raises(exc)
         return m.pack_ids(ids)
 
-    assert same_everywhere("ids", call, (type(exc),)) is type(exc)
+    assert same_everywhere("pack", call, (type(exc),)) is type(exc)
 
 
 @pytest.mark.parametrize("action", ["clear", "grow", "pop", "insert", "replace-all",
@@ -108,7 +108,7 @@ def test_index_that_mutates(action: str, where: int, container: str) -> None:
         victim[where] = Mutates(victim, action)
         return m.pack_ids(victim if container == "list" else tuple(victim))
 
-    result = same_everywhere("ids", call, (RuntimeError, OverflowError, Hostile))
+    result = same_everywhere("pack", call, (RuntimeError, OverflowError, Hostile))
     if container == "tuple-of-list-items":  # the tuple itself cannot change
         assert result == struct.pack("<8i", *[5 if i == where else i for i in range(8)])
 
@@ -116,7 +116,7 @@ def test_index_that_mutates(action: str, where: int, container: str) -> None:
 @pytest.mark.parametrize("item, error", [(ReturnsNonInt(), TypeError),
                                          (ReturnsHuge(), OverflowError)])
 def test_index_that_returns_nonsense(item: Any, error: type[BaseException]) -> None:
-    assert same_everywhere("ids", lambda m: m.pack_ids([1, item]), (error,)) is error
+    assert same_everywhere("pack", lambda m: m.pack_ids([1, item]), (error,)) is error
 
 
 def test_iterator_that_raises_midway() -> None:
@@ -124,7 +124,7 @@ def test_iterator_that_raises_midway() -> None:
         yield 1
         raise Hostile("midway")
 
-    assert same_everywhere("ids", lambda m: m.pack_ids(gen()), (Hostile,)) is Hostile
+    assert same_everywhere("pack", lambda m: m.pack_ids(gen()), (Hostile,)) is Hostile
 
 
 class LyingLength:
@@ -136,7 +136,7 @@ class LyingLength:
 
 
 def test_length_that_lies() -> None:
-    assert same_everywhere("ids", lambda m: m.pack_ids(LyingLength()), ()) == \
+    assert same_everywhere("pack", lambda m: m.pack_ids(LyingLength()), ()) == \
         struct.pack("<3i", 1, 2, 3)
 
 
@@ -158,12 +158,12 @@ def test_every_dtype_stride_and_edge(dtype: str, order: str, step: int) -> None:
             continue
         arr = np.array([edge, 7, edge, 9, edge], dtype=dt)[::step]
         values = [int(v) for v in arr]
-        result = same_everywhere("ids", lambda m, a=arr: m.pack_ids(a), (OverflowError,))
+        result = same_everywhere("pack", lambda m, a=arr: m.pack_ids(a), (OverflowError,))
         if INT32_MIN <= edge <= INT32_MAX:
             assert result == struct.pack(f"<{len(values)}i", *values), (dtype, edge)
         else:
             assert result is OverflowError, (dtype, order, step, edge)
-            for m in twins("ids"):  # the message names the first bad index and its value
+            for m in twins("pack"):  # the message names the first bad index and its value
                 with pytest.raises(OverflowError, match=rf"ids\[{values.index(edge)}\] = {edge}\b"):
                     m.pack_ids(arr)
 
@@ -173,9 +173,9 @@ def test_unaligned_and_empty_buffers(dtype: str) -> None:
     values = np.arange(-3, 50, dtype=dtype) if dtype[0] == "i" else np.arange(50, dtype=dtype)
     raw = b"\0" + values.tobytes()
     unaligned = np.frombuffer(raw, dtype=dtype, offset=1)  # every item straddles a boundary
-    assert same_everywhere("ids", lambda m: m.pack_ids(unaligned), ()) == le32(values)
+    assert same_everywhere("pack", lambda m: m.pack_ids(unaligned), ()) == le32(values)
     empty = np.zeros(0, dtype)[::-1]
-    assert same_everywhere("ids", lambda m: m.pack_ids(empty), ()) == b""
+    assert same_everywhere("pack", lambda m: m.pack_ids(empty), ()) == b""
 
 
 @pytest.mark.parametrize("bad", [np.zeros(3, "f2"), np.zeros(3, "?"), np.zeros(3, "c8"),
@@ -184,7 +184,7 @@ def test_unaligned_and_empty_buffers(dtype: str) -> None:
                                  np.zeros((3, 2), "i4")[:, 0], np.zeros((), "i4"),
                                  np.zeros((2, 3), "i4").T])
 def test_buffers_that_are_not_id_vectors(bad: Any) -> None:
-    result = same_everywhere("ids", lambda m: m.pack_ids(bad), (TypeError, ValueError))
+    result = same_everywhere("pack", lambda m: m.pack_ids(bad), (TypeError, ValueError))
     if isinstance(result, bytes):  # a strided column of a 2-D array is a 1-D view: fine
         assert result == le32(bad)
 
@@ -198,13 +198,13 @@ def le32(values: Any) -> bytes:
 @pytest.mark.parametrize("data", [b"\0" * 3, b"\xff" * 5, b"\0\0\0\0\0", bytearray(7),
                                   memoryview(b"\0" * 9), np.zeros(3, np.uint8)])
 def test_unpack_bad_lengths(data: Any) -> None:
-    assert same_everywhere("ids", lambda m: m.unpack_ids(data), (ValueError,)) is ValueError
+    assert same_everywhere("pack", lambda m: m.unpack_ids(data), (ValueError,)) is ValueError
 
 
 @pytest.mark.parametrize("data", ["", "abcd", 0, None, [0, 0, 0, 0], np.zeros(8, np.uint8)[::2],
                                   np.zeros((4, 4), np.uint8)[:, 1]])
 def test_unpack_not_data(data: Any) -> None:
-    assert same_everywhere("ids", lambda m: m.unpack_ids(data), (TypeError,)) is TypeError
+    assert same_everywhere("pack", lambda m: m.unpack_ids(data), (TypeError,)) is TypeError
 
 
 @pytest.mark.parametrize("data", [memoryview(b"")[::2], memoryview(b"abcdefgh")[::8],
@@ -213,12 +213,12 @@ def test_unpack_views_that_hold_at_most_one_item(data: Any) -> None:
     """Found by fuzzing (fuzz/corpus/ids): an empty strided view is contiguous to the buffer
     protocol, so the Cython twin returned [] where the Python twin raised TypeError."""
     expected = [] if memoryview(data).nbytes == 0 else ValueError
-    assert same_everywhere("ids", lambda m: m.unpack_ids(data), (ValueError,)) == expected
+    assert same_everywhere("pack", lambda m: m.unpack_ids(data), (ValueError,)) == expected
 
 
 def test_unpack_nul_and_high_bytes() -> None:
     data = b"\0\0\0\0\xff\xff\xff\xff\0\0\0\x80\xff\xff\xff\x7f"
-    assert same_everywhere("ids", lambda m: m.unpack_ids(data), ()) == \
+    assert same_everywhere("pack", lambda m: m.unpack_ids(data), ()) == \
         [0, -1, INT32_MIN, INT32_MAX]
 
 
@@ -449,7 +449,7 @@ def test_b64_altchars_of_every_shape(altchars: Any) -> None:
 @pytest.mark.parametrize("validate", [False, True])
 def test_b64_to_ids_on_garbage(text: Any, validate: bool) -> None:
     def composed() -> Any:
-        return twins("ids")[0].unpack_ids(base64.b64decode(text, validate=validate))
+        return twins("pack")[0].unpack_ids(base64.b64decode(text, validate=validate))
 
     assert same_everywhere("b64", lambda m: m.b64_to_ids(text, validate=validate),
                            (ValueError, TypeError)) == outcome(composed)
@@ -476,7 +476,7 @@ def test_b64_validate_of_every_type(validate: Any) -> None:
     """binascii reads validate as a C int through __index__ on 3.11 and 3.12, and as any
     object's truth from 3.13 on; so must both twins, in b64decode and in b64_to_ids, before
     looking at the data (empty data included)."""
-    unpack = twins("ids")[0].unpack_ids
+    unpack = twins("pack")[0].unpack_ids
     for data in (b"", b"QQ==", b"Q*Q==", b"AAAAAAA="):
         expected = outcome(lambda d=data: base64.b64decode(d, validate=validate))
         assert same_everywhere("b64", lambda m, d=data: m.b64decode(d, validate=validate),

@@ -258,10 +258,10 @@ PACKED_SMALL = b"".join(i.to_bytes(4, "little", signed=True) for i in SMALL_IDS)
 
 
 @pytest.mark.parametrize("label, call, error", IDS_CASES, ids=[c[0] for c in IDS_CASES])
-def test_ids_memory_is_flat(record: list[str], ids_twin: ModuleType, label: str,
+def test_ids_memory_is_flat(record: list[str], pack_twin: ModuleType, label: str,
                             call: Callable[[ModuleType], Any],
                             error: type[BaseException] | None) -> None:
-    check(record, ids_twin, label, lambda: call(ids_twin), error)
+    check(record, pack_twin, label, lambda: call(pack_twin), error)
 
 
 def test_rss_probe_works_here() -> None:

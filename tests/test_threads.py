@@ -98,7 +98,7 @@ def le32(values: Any) -> bytes:
 
 # --- token ids -----------------------------------------------------------------------------
 
-def test_ids_shared_inputs(ids_twin: ModuleType) -> None:
+def test_ids_shared_inputs(pack_twin: ModuleType) -> None:
     rng = np.random.default_rng(1)
     values = rng.integers(-(2**31), 2**31, 30_000, dtype=np.int64)  # 240 KB: no-GIL path
     as_list = values.tolist()
@@ -119,9 +119,9 @@ def test_ids_shared_inputs(ids_twin: ModuleType) -> None:
     def worker() -> None:
         for _ in range(ROUNDS // 4):
             for ids, expected in inputs:
-                assert ids_twin.pack_ids(ids) == expected
+                assert pack_twin.pack_ids(ids) == expected
             for data in unpack_inputs:
-                assert ids_twin.unpack_ids(data) == as_list
+                assert pack_twin.unpack_ids(data) == as_list
 
     run_together(*[worker] * THREADS)
 
@@ -142,14 +142,14 @@ def check_race(got: Any) -> None:
     assert ((upper & 0xFF) <= 1).all() and ((upper >> 8) <= 1).all()
 
 
-def test_pack_ids_of_an_array_another_thread_writes(ids_twin: ModuleType) -> None:
+def test_pack_ids_of_an_array_another_thread_writes(pack_twin: ModuleType) -> None:
     shared = RACE_IDS.copy()  # 320 KB of int64: packed with the GIL released
     race(flip(shared, RACE_NEW, RACE_IDS),
-         lambda: check_race(np.frombuffer(ids_twin.pack_ids(shared[::-1]), "<i4")[::-1]),
+         lambda: check_race(np.frombuffer(pack_twin.pack_ids(shared[::-1]), "<i4")[::-1]),
          ROUNDS)
 
 
-def test_unpack_ids_of_a_bytearray_another_thread_writes(ids_twin: ModuleType) -> None:
+def test_unpack_ids_of_a_bytearray_another_thread_writes(pack_twin: ModuleType) -> None:
     """unpack_ids reads with the GIL held, so a writer that needs the GIL (``shared[:] =``)
     never runs during a read and a race test with it cannot fail. numpy's copy releases the
     GIL: this writer rewrites the bytearray while unpack_ids reads it, and reads that caught a
@@ -166,7 +166,7 @@ def test_unpack_ids_of_a_bytearray_another_thread_writes(ids_twin: ModuleType) -
         np.copyto(target, old_bytes)
 
     def read() -> None:
-        got = ids_twin.unpack_ids(shared)
+        got = pack_twin.unpack_ids(shared)
         check_race(got)
         if got != old_ids and got != new_ids:
             mixed.append(1)
@@ -178,7 +178,7 @@ def test_unpack_ids_of_a_bytearray_another_thread_writes(ids_twin: ModuleType) -
     assert mixed, "no read overlapped a write: the test did not race"
 
 
-def test_pack_ids_of_a_list_another_thread_resizes(ids_twin: ModuleType) -> None:
+def test_pack_ids_of_a_list_another_thread_resizes(pack_twin: ModuleType) -> None:
     """``__index__`` runs Python code, so other threads get in mid-call and resize the list:
     the outcome is the packing of some state of the list, or the contract's RuntimeError."""
     shared: list[Any] = [Index(i) for i in range(2000)]
@@ -192,7 +192,7 @@ def test_pack_ids_of_a_list_another_thread_resizes(ids_twin: ModuleType) -> None
 
     def read() -> None:
         try:
-            got = ids_twin.pack_ids(shared)
+            got = pack_twin.pack_ids(shared)
         except RuntimeError as exc:
             assert "changed size" in str(exc)
             outcomes.append("resized")
@@ -518,7 +518,7 @@ def check_mutated_state(ids: tuple[int, ...]) -> None:
     assert set(ids[size:]) <= {-1, -2, -3}
 
 
-def test_pack_ids_of_a_list_another_thread_mutates(ids_twin: ModuleType) -> None:
+def test_pack_ids_of_a_list_another_thread_mutates(pack_twin: ModuleType) -> None:
     """A list of exact ints resized and rewritten by one thread while the others pack it:
     each result is one state of the list (never a torn read, never a crash), or the
     contract's RuntimeError when its size changed mid-call."""
@@ -526,7 +526,7 @@ def test_pack_ids_of_a_list_another_thread_mutates(ids_twin: ModuleType) -> None
 
     def read() -> None:
         try:
-            got = ids_twin.pack_ids(shared)
+            got = pack_twin.pack_ids(shared)
         except RuntimeError as exc:
             assert "changed size" in str(exc)
         else:
@@ -555,7 +555,7 @@ def test_threads_filling_the_id_cache_agree() -> None:
     instant all get the one int each slot kept (a compare and swap without the GIL)."""
     from _twins import twin
 
-    ids_c = twin("ids", "c")
+    ids_c = twin("pack", "c")
     if ids_c.BUILD_INFO["id cache"] == "off":
         pytest.skip("this build has no id cache")
     start = 200_000 + (int(time.monotonic_ns()) % 50_000)  # ids the cache may not hold yet

@@ -123,8 +123,9 @@ class Source:
             elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
                 self.defs[node.target.id] = node
             elif isinstance(node, ast.ImportFrom):
+                package = module.rpartition(".")[0]  # where its relative imports start
                 base = importlib.util.resolve_name("." * node.level + (node.module or ""),
-                                                   "tokcore") if node.level else node.module
+                                                   package) if node.level else node.module
                 for alias in node.names:
                     self.imports[alias.asname or alias.name] = (str(base), alias.name)
 
@@ -309,13 +310,13 @@ def test_checkers_see_the_names_that_run(name: str) -> None:
 
 # A broken stub is found: each change below, made to a copy of a stub, is reported.
 MUTATIONS = [
-    ("ids", "-> list[int]", "-> list[str]", "unpack_ids: returns list[str]"),
-    ("ids", "data: BytesLike", "data: Any", "unpack_ids(data): annotated Any"),
-    ("ids", "def pack_ids(ids: IdsArg)", "def pack_ids(values: IdsArg)", "parameter values"),
+    ("pack", "-> list[int]", "-> list[str]", "unpack_ids: returns list[str]"),
+    ("pack", "data: BytesLike", "data: Any", "unpack_ids(data): annotated Any"),
+    ("pack", "def pack_ids(ids: IdsArg)", "def pack_ids(values: IdsArg)", "parameter values"),
     ("b64", "*, validate: bool = False", "validate: bool = False", "(positional) in the stub"),
     ("b64", "validate: bool = False) -> list", "validate: bool = True) -> list", "default True"),
-    ("b64", "from ._args import BytesLike, TextOrBytes",
-     "from ._args import TextOrBytes\nfrom builtins import bytes as BytesLike",
+    ("b64", "from .._args import BytesLike, TextOrBytes",
+     "from .._args import TextOrBytes\nfrom builtins import bytes as BytesLike",
      "BytesLike is not the same object"),
     ("usage", 'api: Api = "chat") -> Span', 'api: str = "chat") -> Span', "annotated str"),
     ("sse", "    def close(self) -> bytes: ...\n", "", "UsageRelay.close: in the Python twin"),

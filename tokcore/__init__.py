@@ -1,14 +1,19 @@
 """tokcore: the host-side hot paths of LLM serving, with a Cython and a pure-Python twin.
 
 Every public name is here; the modules behind it are private. Each has its static type
-whichever twin loads: checkers read the typed Python twins (see tokcore/_ids.py).
+whichever twin loads: checkers read the typed Python twins (see tokcore/ids/_pack.py).
 """
 
 from __future__ import annotations
 
 from typing import Literal, cast
 
-from ._b64 import (
+from ._backend import backend_summary
+from ._events import Event, EventDecoder, EventTooLarge, iter_events
+from ._json import del_member, find_member, set_member
+from ._sse import RelayCounts, UsageRelay
+from ._usage import find_usage, rewrite_usage
+from .ids._b64 import (
     b64_to_ids,
     b64decode,
     b64encode,
@@ -18,13 +23,8 @@ from ._b64 import (
     urlsafe_b64decode,
     urlsafe_b64encode,
 )
-from ._backend import backend_summary
-from ._events import Event, EventDecoder, EventTooLarge, iter_events
-from ._ids import pack_ids, unpack_ids
-from ._json import del_member, find_member, set_member
-from ._sse import RelayCounts, UsageRelay
-from ._usage import find_usage, rewrite_usage
-from ._wire import convert_ids, ids_to_json, ids_to_msgpack, json_to_ids, msgpack_to_ids
+from .ids._pack import pack_ids, unpack_ids
+from .ids._wire import convert_ids, ids_to_json, ids_to_msgpack, json_to_ids, msgpack_to_ids
 from .pickling import compact_ids, ids_buffer
 from .relay import arelay_usage, relay_usage
 

@@ -14,8 +14,8 @@
 # Emulation runs this suite about 100x slower than the host (pytest and hypothesis are
 # interpreter-bound), so there are three selections, with hypothesis drawing fewer examples
 # (TOKCORE_TEST_PROFILE=quick) in the first two:
-#   default  CI's: the kernel tests (tests/test_ssescan.py, tests/test_b64.py whole,
-#            tests/test_object_kernel.py but C_DESELECT, tests/test_wire.py: the JSON
+#   default  CI's: the kernel tests (tests/test_ssescan.py, tests/ids/test_b64.py whole,
+#            tests/test_object_kernel.py but C_DESELECT, tests/ids/test_wire.py: the JSON
 #            reader's NEON windows), and the Cython twins' ids, relay
 #            (but C_DESELECT), event, pickling and fuzz-corpus tests; the Python twins'
 #            base64 and ids tests. About 8 minutes on a free machine with the root and venv
@@ -34,15 +34,15 @@ case "${1:-}" in
 esac
 
 C_FILES=(
-    tests/test_ssescan.py tests/test_b64.py tests/test_object_kernel.py tests/test_ids.py
+    tests/test_ssescan.py tests/ids/test_b64.py tests/test_object_kernel.py tests/ids/test_pack.py
     tests/test_relay.py tests/test_events.py tests/pickling/test_compact.py tests/test_fuzz_corpus.py
-    tests/test_wire.py
+    tests/ids/test_wire.py
 )
 # random streams through the relay against json: 2 minutes here, the Python oracle's time;
 # generated objects through the object check: 160 s for 20 drawn under emulation (the NEON
 # kernel meets every input of the enumerated tests, in C, and the objects run on x86)
 C_DESELECT="test_generated_streams_against_json or test_kernel_agrees_on_objects"
-PY_FILES=(tests/test_b64.py tests/test_ids.py)
+PY_FILES=(tests/ids/test_b64.py tests/ids/test_pack.py)
 # --broad: every file but these, which repeat whole workloads thousands of times (80 s to
 # 10 minutes each here) or need other programs
 BROAD_IGNORE=(
@@ -58,7 +58,7 @@ BROAD_DESELECT=(
 # The Python twins are the same code on every architecture: what can differ is the Python
 # under them (binascii's rules, byte order, the int and buffer APIs)
 PY_BROAD=(
-    tests/test_b64.py tests/test_ids.py tests/test_json.py tests/test_events.py
+    tests/ids/test_b64.py tests/ids/test_pack.py tests/test_json.py tests/test_events.py
     tests/test_sse.py tests/pickling/test_compact.py tests/test_backend.py tests/test_fuzz_corpus.py
 )
 

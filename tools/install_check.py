@@ -40,7 +40,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / "build" / "install-check"
 #: the suite's files that need only pytest, hypothesis and numpy, and run in seconds
-QUICK_TESTS = ["tests/test_backend.py", "tests/test_ids.py", "tests/test_b64.py",
+QUICK_TESTS = ["tests/test_backend.py", "tests/ids/test_pack.py", "tests/ids/test_b64.py",
                "tests/test_readme.py"]
 TEST_DEPS = ["pytest>=7", "hypothesis>=6", "numpy"]
 
@@ -106,7 +106,7 @@ def build() -> tuple[Path, Path]:
     run([sys.executable, "-m", "twine", "check", "--strict", str(sdist), str(wheel)])
     with tarfile.open(sdist) as archive:
         names = archive.getnames()
-    for wanted in ("tokcore/_ids_c.pxd", "tokcore/_b64_core.h", "tests/conftest.py",
+    for wanted in ("tokcore/ids/_pack_c.pxd", "tokcore/ids/_b64_core.h", "tests/conftest.py",
                    "tests/_twins.py", "LICENSE", "DESIGN.md", "CHANGELOG.md",
                    "build_backend/tokcore_build.py"):
         if not any(name.endswith("/" + wanted) for name in names):

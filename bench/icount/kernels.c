@@ -1,4 +1,4 @@
-/* The kernels of tokcore/_ssescan.h, tokcore/_b64_core.h and tokcore/_json_object.h, one at
+/* The kernels of tokcore/_ssescan.h, tokcore/ids/_b64_core.h and tokcore/_json_object.h, one at
  * a time, for instruction counts (bench/instructions.py runs it under callgrind or QEMU and
  * takes the difference of two repeat counts, so start-up and the set-up of the input cancel
  * out).
@@ -11,7 +11,7 @@
  * scalar code is Cython's, in _json_c.pyx).
  */
 #include "_ssescan.h"
-#include "_b64_core.h"
+#include "ids/_b64_core.h"
 #include "_json_object.h"
 
 #include <stdio.h>

@@ -38,11 +38,11 @@ MARKER = EAGER_MARKER
 
 
 @pytest.fixture(params=["c", "py"])
-def codec(request: pytest.FixtureRequest, ids_twin: ModuleType,
+def codec(request: pytest.FixtureRequest, pack_twin: ModuleType,
           monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     """compact_ids running on one twin of the token-id codec."""
-    monkeypatch.setattr(_held, "_codec", ids_twin)
-    return ids_twin
+    monkeypatch.setattr(_held, "_codec", pack_twin)
+    return pack_twin
 
 
 # --- every kind of class, decorated (_pickle_kinds; registered here, where pickle finds them) --

@@ -67,9 +67,9 @@ class Spy:
 
 
 @pytest.fixture
-def codec(ids_twin: ModuleType, monkeypatch: pytest.MonkeyPatch) -> Spy:
+def codec(pack_twin: ModuleType, monkeypatch: pytest.MonkeyPatch) -> Spy:
     """compact_ids running on one twin of the token-id codec, its calls counted."""
-    spy = Spy(ids_twin)
+    spy = Spy(pack_twin)
     monkeypatch.setattr(_held, "_codec", spy)
     return spy
 

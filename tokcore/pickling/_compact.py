@@ -10,7 +10,7 @@ from array import array
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from .._ids_py import ID_BYTES, LITTLE_ENDIAN_HOST
+from ..ids._pack_py import ID_BYTES, LITTLE_ENDIAN_HOST
 from . import _held
 from ._dict import _adopt_placeholders, _lazy_dict_of, _set_lazy_dict
 from ._held import _HeldIds

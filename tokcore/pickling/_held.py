@@ -14,11 +14,11 @@ from operator import index as _index
 from types import ModuleType
 from typing import Any, overload
 
-from .. import _ids
-from .._ids_py import ID_BYTES, length_error
+from ..ids import _pack
+from ..ids._pack_py import ID_BYTES, length_error
 
 #: the token-id codec in use: the dispatched twin (tests and benchmarks swap in either one)
-_codec: ModuleType = _ids
+_codec: ModuleType = _pack
 
 #: the module the pickle format names
 FORMAT_MODULE = "tokcore.pickling"

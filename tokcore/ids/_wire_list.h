@@ -12,7 +12,7 @@
 #define TOKCORE_IDLIST_H
 
 #include "_intfast.h"
-#include "_idmsgpack.h"
+#include "_wire_msgpack.h"
 
 #define TOK_LIST_LAG 32
 

@@ -5,8 +5,8 @@
 The kernels are in ``_b64_core.h`` (scalar tables, AVX2 when the CPU has it, NEON on
 aarch64 from ``_b64_neon.h``; ``BUILD_INFO["simd"]`` names the one in use). Argument
 handling off the fast path (altchars, unusual argument types) and the error messages come
-from ``_b64_py`` and ``_ids_py``; the int reading and the shared id-int table from
-``_ids_c``; so the twins accept, return and raise the same things.
+from ``_b64_py`` and ``_pack_py``; the int reading and the shared id-int table from
+``_pack_c``; so the twins accept, return and raise the same things.
 """
 
 from cpython.buffer cimport (
@@ -19,20 +19,20 @@ from libc.stdint cimport int32_t
 from libc.stdlib cimport free, malloc
 
 from tokcore._freethreading cimport tok_cs, tok_cs_begin, tok_cs_end
-from tokcore._ids_c cimport _slow_value, shared_id_objects
+from tokcore.ids._pack_c cimport _slow_value, shared_id_objects
 
 from binascii import a2b_base64 as _a2b_base64
 from operator import index as _index
 
-from tokcore._b64_py import (
+from tokcore.ids._b64_py import (
     GH145264_RULES, KEYWORDS_315, STRICT_MODE, STRICT_MODE_BY_TRUTH,
     STRICT_PAD_AFTER_QUAD_ERROR, UNSET, Error, apply_decode_altchars,
     apply_encode_altchars, check_legacy_validate, decode_data,
     standard_to_urlsafe, urlsafe_decode_315, urlsafe_to_standard,
 )
-from tokcore import _b64_py as _py
-from tokcore._ids_c import pack_ids
-from tokcore._ids_py import buffer_layout, coerce_ids, length_error, resized_error
+from tokcore.ids import _b64_py as _py
+from tokcore.ids._pack_c import pack_ids
+from tokcore.ids._pack_py import buffer_layout, coerce_ids, length_error, resized_error
 
 cdef extern from "Python.h":
     PyObject **PySequence_Fast_ITEMS_PTR "PySequence_Fast_ITEMS"(object o)
@@ -375,7 +375,7 @@ cdef str _new_text(Py_ssize_t nbytes, unsigned char **out):
 
 cdef str _encode_sequence(object seq):
     """``seq`` is a list or a tuple: ids go through a small block, never a bytes object."""
-    cdef tok_cs cs  # a critical section on the list without the GIL, as _ids_c's pack
+    cdef tok_cs cs  # a critical section on the list without the GIL, as _pack_c's pack
     tok_cs_begin(&cs, seq)
     cdef Py_ssize_t size = PySequence_Fast_GET_SIZE(seq)
     tok_cs_end(&cs)

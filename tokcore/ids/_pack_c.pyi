@@ -1,5 +1,5 @@
-from ._args import BytesLike
-from ._ids_py import IdsArg
+from .._args import BytesLike
+from ._pack_py import IdsArg
 
 BUILD_INFO: dict[str, str]
 

@@ -58,7 +58,7 @@ static inline int tok_compact_value(PyObject *o, long *out) { (void)o; (void)out
 
 /* The int object for an id, from a table of TOK_ID_CACHE_LIMIT shared ints that is filled
  * on first use (ints are immutable, so sharing them is safe); NULL with an exception set on
- * failure. _ids_c owns the one table; _b64_c borrows it, so both fill the same cache. */
+ * failure. _pack_c owns the one table; _b64_c borrows it, so both fill the same cache. */
 static inline PyObject *tok_id_object(PyObject **table, int32_t value) {
     if (TOK_ID_CACHE_ENABLED && (uint32_t)value < (uint32_t)TOK_ID_CACHE_LIMIT) {
         PyObject *obj = TOK_ID_SLOT(&table[value]);

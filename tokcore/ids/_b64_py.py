@@ -16,8 +16,8 @@ import sys
 import warnings
 from typing import TYPE_CHECKING, Any
 
-from ._args import BytesLike, TextOrBytes
-from ._ids_py import IdsArg, pack_ids, unpack_ids
+from .._args import BytesLike, TextOrBytes
+from ._pack_py import IdsArg, pack_ids, unpack_ids
 
 #: what the stdlib raises for malformed base64 (a subclass of ValueError)
 Error = binascii.Error

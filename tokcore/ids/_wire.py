@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ._wire_py import convert_ids, ids_to_json, ids_to_msgpack, json_to_ids, msgpack_to_ids
 else:
-    from ._backend import load_twin
+    from .._backend import load_twin
 
     _twin = load_twin(__name__)
 

@@ -4,7 +4,7 @@ JSON int arrays (``[1,-2,151644]``), MessagePack arrays of ints, MessagePack ``b
 int32, base64 of int32 and raw int32, each to and from token ids, and from any one to any
 other (``convert_ids``). The grammar, the error kinds and their messages, and the argument
 checks are defined here once; the Cython twin imports them, and its kernels
-(``_idjson.h``, ``_idmsgpack.h``) return the same error kinds at the same offsets.
+(``_wire_json.h``, ``_wire_msgpack.h``) return the same error kinds at the same offsets.
 
 Speed here comes from the standard library's C loops (``re``, ``json``, ``array``,
 ``base64``) on the well-formed path; the byte-by-byte readers below run only to name the
@@ -20,9 +20,9 @@ import struct
 from array import array
 from typing import Literal
 
+from .._args import BytesLike, TextOrBytes
 from . import _b64_py
-from ._args import BytesLike, TextOrBytes
-from ._ids_py import (
+from ._pack_py import (
     INT32_MAX,
     INT32_MIN,
     LITTLE_ENDIAN_HOST,
@@ -98,7 +98,7 @@ def found(data: memoryview | bytes, offset: int, text: bool = True) -> str:
 
 JSON_WHAT = "JSON data"
 JSON_PREFIX = "not a JSON array of int32 ids"
-# The error kinds, numbered as _idjson.h numbers them (TOK_IJ_*): each is the reason at
+# The error kinds, numbered as _wire_json.h numbers them (TOK_IJ_*): each is the reason at
 # the offset of the first byte that no valid text could have there.
 J_OPEN, J_FIRST, J_INT, J_DIGIT, J_SEP, J_ZERO, J_FRACTION, J_TRAILING = range(1, 9)
 JSON_REASONS = {
@@ -226,7 +226,7 @@ def json_text(values: list[int]) -> bytes:
 MSGPACK_WHAT = "MessagePack data"
 MSGPACK_PREFIX = "not a MessagePack array of int32 ids"
 BIN_PREFIX = "not a MessagePack bin of int32 ids"
-# The error kinds, numbered as _idmsgpack.h numbers them (TOK_MP_*)
+# The error kinds, numbered as _wire_msgpack.h numbers them (TOK_MP_*)
 M_ARRAY, M_ARRAY_REST, M_INT, M_INT_REST, M_TRAILING, M_BIN, M_BIN_REST, M_BIN_TRAILING = \
     range(1, 9)
 MSGPACK_REASONS = {

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from operator import index as _index
 from typing import Any, SupportsIndex
 
-from ._args import Buffer, BytesLike
+from .._args import Buffer, BytesLike
 
 INT32_MIN = -(2**31)
 INT32_MAX = 2**31 - 1

@@ -1,4 +1,4 @@
-# The pieces of _ids_c that _b64_c and _wire_c reuse (cimported, so calls go straight to C).
+# The pieces of _pack_c that _b64_c and _wire_c reuse (cimported, so calls go straight to C).
 from cpython.object cimport PyObject
 
 

@@ -1,8 +1,8 @@
 # cython: language_level=3
 # cython: freethreading_compatible=True
-"""Token ids <-> little-endian int32 bytes: the Cython twin of ``_ids_py``.
+"""Token ids <-> little-endian int32 bytes: the Cython twin of ``_pack_py``.
 
-Argument checks and error messages come from ``_ids_py`` (they are off the hot path), so
+Argument checks and error messages come from ``_pack_py`` (they are off the hot path), so
 the two twins accept, return and raise the same things.
 """
 
@@ -20,7 +20,7 @@ from libc.string cimport memcpy
 
 from tokcore._freethreading cimport tok_cs, tok_cs_begin, tok_cs_end
 
-from tokcore._ids_py import (
+from tokcore.ids._pack_py import (
     LITTLE_ENDIAN_HOST, _buffer_values, buffer_layout, coerce_ids, length_error,
     overflow_error, resized_error, type_error, unexportable_error,
 )
@@ -237,7 +237,7 @@ cdef PyObject *_id_objects[TOK_ID_CACHE_LIMIT]
 
 
 cdef PyObject **shared_id_objects() noexcept:
-    """The table itself, for the other modules that make id ints (see _ids_c.pxd)."""
+    """The table itself, for the other modules that make id ints (see _pack_c.pxd)."""
     return _id_objects
 
 

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
         urlsafe_b64encode,
     )
 else:
-    from ._backend import load_twin
+    from .._backend import load_twin
 
     _twin = load_twin(__name__)
 

@@ -1,5 +1,5 @@
-from ._args import BytesLike, TextOrBytes
-from ._ids_py import IdsArg
+from .._args import BytesLike, TextOrBytes
+from ._pack_py import IdsArg
 from ._wire_py import IdFormat
 
 BUILD_INFO: dict[str, str]

@@ -3,9 +3,9 @@
 """Token ids in the wire formats the serving stacks speak: the Cython twin of ``_wire_py``.
 
 Every conversion goes through little-endian int32: a JSON array is read whole into int32
-bytes first (``_idjson.h``: sized for the most ids its length allows, so the text is read
+bytes first (``_wire_json.h``: sized for the most ids its length allows, so the text is read
 once, and shrunk in place), a MessagePack array a small block on the stack at a time
-(``_idmsgpack.h``); a writer turns them into ints of the shared id cache for a list, or into
+(``_wire_msgpack.h``); a writer turns them into ints of the shared id cache for a list, or into
 the output bytes. No Python int or list is made unless the caller asked for a list. An
 output is allocated once at its bound and shrunk in place. The grammar's error kinds and
 messages, and the argument checks, are ``_wire_py``'s.
@@ -22,13 +22,13 @@ from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memcpy, memmove
 
 from tokcore._freethreading cimport tok_cs, tok_cs_begin, tok_cs_end
-from tokcore._ids_c cimport pack_block, shared_id_objects
+from tokcore.ids._pack_c cimport pack_block, shared_id_objects
 
-from tokcore._b64_c import b64decode as _b64decode
-from tokcore._b64_c import b64encode as _b64encode
-from tokcore._ids_c import pack_ids
-from tokcore._ids_py import coerce_ids, length_error, overflow_error, unexportable_error
-from tokcore._wire_py import (
+from tokcore.ids._b64_c import b64decode as _b64decode
+from tokcore.ids._b64_c import b64encode as _b64encode
+from tokcore.ids._pack_c import pack_ids
+from tokcore.ids._pack_py import coerce_ids, length_error, overflow_error, unexportable_error
+from tokcore.ids._wire_py import (
     JSON_WHAT, MSGPACK_WHAT, check_format, found, json_error_found, json_overflow,
     msgpack_error_found, text_bytes,
 )
@@ -61,7 +61,7 @@ cdef extern from "_intfast.h":
     int tok_fill_ids(PyObject **table, const unsigned char *src, Py_ssize_t n,
                      PyObject **items) except -1
 
-cdef extern from "_idjson.h" nogil:
+cdef extern from "_wire_json.h" nogil:
     ctypedef struct tok_ij_reader:
         size_t pos
         size_t count
@@ -86,7 +86,7 @@ cdef extern from "_idjson.h" nogil:
     unsigned char *tok_ij_write(const unsigned char *ids, size_t n, unsigned char *out,
                                 int first, int kernel)
 
-cdef extern from "_idmsgpack.h" nogil:
+cdef extern from "_wire_msgpack.h" nogil:
     ctypedef struct tok_mp_reader:
         size_t pos
         size_t count
@@ -113,7 +113,7 @@ cdef extern from "_idmsgpack.h" nogil:
                                 int simd)
     int tok_mp_avx2()
 
-cdef extern from "_idlist.h":
+cdef extern from "_wire_list.h":
     int tok_mp_read_list(tok_mp_reader *r, const unsigned char *s, size_t n,
                          unsigned char *block, size_t cap, PyObject **table, PyObject **items,
                          size_t *got) except -1
@@ -377,7 +377,7 @@ cdef list _list_of(const unsigned char *raw, size_t count):
 
 cdef list _msgpack_list(Reader *r):
     """The ids of a MessagePack array as a list of the shared int cache's ints (as unpack_ids
-    makes them), each made as the reader goes on (_idlist.h), a block at a time."""
+    makes them), each made as the reader goes on (_wire_list.h), a block at a time."""
     cdef unsigned char block[BLOCK_IDS * ID_BYTES]
     cdef size_t k = 0, got = 0
     cdef list result = PyList_New(<Py_ssize_t>r.total)

@@ -1,7 +1,7 @@
 import sys
 
-from ._args import BytesLike, TextOrBytes
-from ._ids_py import IdsArg
+from .._args import BytesLike, TextOrBytes
+from ._pack_py import IdsArg
 
 BUILD_INFO: dict[str, str]
 
