@@ -19,7 +19,7 @@ from typing import Any
 
 from _common import FAST, REFERENCE, Target, add, make_runner, uniform_ids
 
-from tokcore import _json_c, _json_py
+from tokcore.members import _members_c, _members_py
 
 KEY = "prompt_token_ids_b64"
 N_IDS = 40_000
@@ -132,45 +132,45 @@ def main() -> None:
     assert 200_000 < len(body) < 230_000 and 400 < len(request) < 700, (len(body), len(request))
 
     # correctness first: every impl of a case gives what json.loads says
-    for twin in (_json_c, _json_py):
+    for twin in (_members_c, _members_py):
         span = twin.find_member(body, KEY)
         assert span is not None and json.loads(body[span[0]:span[1]]) == ids_text
-    start, end = _json_c.find_member(body, KEY)
+    start, end = _members_c.find_member(body, KEY)
     assert body.index(b'"', start + 1) == end - 1
     assert json_find(body) == orjson_find(body) == ids_text
     ids_value = body[start:end]  # the raw JSON string, quotes included
 
     request_dict = json.loads(request)
     request_dict[KEY] = ids_text
-    for twin in (_json_c, _json_py):
+    for twin in (_members_c, _members_py):
         assert json.loads(twin.set_member(request, KEY, ids_value)) == request_dict
     assert json.loads(json.dumps(request_dict)) == orjson.loads(orjson.dumps(request_dict)) \
         == request_dict
 
     without = json.loads(body)
     del without[KEY]
-    for twin in (_json_c, _json_py):
+    for twin in (_members_c, _members_py):
         assert json.loads(twin.del_member(body, KEY)) == without
     assert json.loads(json_del(body)) == json.loads(orjson_del(body)) == without
 
     runner = make_runner()
-    add(runner, FIND, FAST, _json_c.find_member, body, KEY)
-    add(runner, FIND, REFERENCE, _json_py.find_member, body, KEY)
+    add(runner, FIND, FAST, _members_c.find_member, body, KEY)
+    add(runner, FIND, REFERENCE, _members_py.find_member, body, KEY)
     add(runner, FIND, JSON_FIND, json_find, body)
     add(runner, FIND, ORJSON_FIND, orjson_find, body)
     add(runner, FIND, INDEX, body.index, b'"', start + 1)
 
     # the orchestrator's call: the value is tokcore's own output (trusted=True, as in the
     # proxy and bench-guard); the checked call (the default) is timed beside it
-    add(runner, SET, FAST, partial(_json_c.set_member, trusted=True), request, KEY, ids_value)
-    add(runner, SET, REFERENCE, partial(_json_py.set_member, trusted=True), request, KEY,
+    add(runner, SET, FAST, partial(_members_c.set_member, trusted=True), request, KEY, ids_value)
+    add(runner, SET, REFERENCE, partial(_members_py.set_member, trusted=True), request, KEY,
         ids_value)
-    add(runner, SET, CHECKED, _json_c.set_member, request, KEY, ids_value)
+    add(runner, SET, CHECKED, _members_c.set_member, request, KEY, ids_value)
     add(runner, SET, JSON_SET, json.dumps, request_dict)
     add(runner, SET, ORJSON_SET, orjson.dumps, request_dict)
 
-    add(runner, DEL, FAST, _json_c.del_member, body, KEY)
-    add(runner, DEL, REFERENCE, _json_py.del_member, body, KEY)
+    add(runner, DEL, FAST, _members_c.del_member, body, KEY)
+    add(runner, DEL, REFERENCE, _members_py.del_member, body, KEY)
     add(runner, DEL, JSON_DEL, json_del, body)
     add(runner, DEL, ORJSON_DEL, orjson_del, body)
 

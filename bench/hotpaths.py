@@ -320,9 +320,10 @@ BY_NAME = {case.name: case for case in CASES}
 def kernels() -> dict[str, str]:
     """The vector kernels this process picked (under valgrind: those of valgrind's CPU, which
     has AVX2 but no AVX-512)."""
-    from tokcore import _json_c, _sse_c
+    from tokcore import _sse_c
     from tokcore.ids import _b64_c
-    return {"b64": _b64_c.BUILD_INFO["simd"], "object check": _json_c.BUILD_INFO["object check"],
+    from tokcore.members import _members_c
+    return {"b64": _b64_c.BUILD_INFO["simd"], "object check": _members_c.BUILD_INFO["object check"],
             "byte scan": _sse_c.BUILD_INFO["byte scan"]}
 
 

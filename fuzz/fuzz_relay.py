@@ -51,7 +51,7 @@ from _parity import (
 
 with instrumented(__name__ == "__main__" and "--random" not in sys.argv,
                   own=["_sse_py", "_usage_py", "_dialects"],
-                  native_skip=["_bigevent_py", "_json_py"]):
+                  native_skip=["_bigevent_py", "members._members_py"]):
     TWINS = load_twins("_sse")
 FAST = TWINS.get("c", TWINS["py"])  # the twin that replays the stream whole
 

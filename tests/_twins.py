@@ -40,7 +40,7 @@ HOT_PATHS = {
     "pack": "tokcore.ids._pack",
     "b64": "tokcore.ids._b64",
     "wire": "tokcore.ids._wire",
-    "json": "tokcore._json",
+    "members": "tokcore.members._members",
     "usage": "tokcore._usage",
     "sse": "tokcore._sse",
     "events": "tokcore._events",

@@ -42,7 +42,7 @@ def twin_fixture(name: str) -> Callable[..., Any]:
 
 pack_twin = twin_fixture("pack")  # pack_ids, unpack_ids
 b64_twin = twin_fixture("b64")  # base64 drop-ins, ids_to_b64, b64_to_ids
-json_twin = twin_fixture("json")  # find_member, set_member, del_member
+members_twin = twin_fixture("members")  # find_member, set_member, del_member
 usage_twin = twin_fixture("usage")  # find_usage, rewrite_usage
 sse_twin = twin_fixture("sse")  # UsageRelay
 events_twin = twin_fixture("events")  # EventDecoder, iter_events

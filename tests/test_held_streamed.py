@@ -31,7 +31,7 @@ from _twins import twins
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tokcore import _json_py
+from tokcore.members import _members_py
 
 APIS = ("chat", "responses", "messages")
 PATHS = {"chat": (("usage",),), "responses": (("usage",), ("response", "usage")),
@@ -163,8 +163,8 @@ def without_oversized(counts: tuple[int, ...]) -> tuple[int, ...]:
 
 def is_object_text(data: bytes) -> bool:
     try:
-        _json_py.scan_object(data, 0, len(data), True)
-    except _json_py.ScanError:
+        _members_py.scan_object(data, 0, len(data), True)
+    except _members_py.ScanError:
         return False
     return True
 
@@ -174,8 +174,8 @@ def usage_members(data: bytes, api: str) -> int | None:
     too; under every member of a path's first key, as the stream meets them); None when an
     object on a path is not one (the held event finds it unreadable)."""
     def members(start: int, end: int, top: bool) -> list[tuple[str | None, int, int]]:
-        found, _ = _json_py.scan_object(data, start, end, top)
-        return [(_json_py.decode_key(data[m.key_start + 1:m.key_end - 1]), m.value_start,
+        found, _ = _members_py.scan_object(data, start, end, top)
+        return [(_members_py.decode_key(data[m.key_start + 1:m.key_end - 1]), m.value_start,
                  m.value_end) for m in found]
     count = 0
     try:
@@ -186,7 +186,7 @@ def usage_members(data: bytes, api: str) -> int | None:
             elif any(len(path) == 2 and path[0] == key for path in PATHS[api]) \
                     and data[start] == 0x7B:
                 count += sum(inner == "usage" for inner, _, _ in members(start, end, False))
-    except _json_py.ScanError:
+    except _members_py.ScanError:
         return None
     return count
 

@@ -14,8 +14,9 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import tokcore
-from tokcore import _events_py, _json_py, _usage_py
+from tokcore import _events_py, _usage_py
 from tokcore._backend import REQUIRE_EXTENSIONS
+from tokcore.members import _members_py
 
 NOT_FOUND = object()
 MARK = b"[987654321]"  # a value no generated payload holds
@@ -59,7 +60,8 @@ def check_rewrite(twin: ModuleType, payload: bytes, prompt: int, cached: int | N
     old, new = payload[start:end], result[start:new_end]
     for key in usage:
         if key not in SET_KEYS:
-            old_span, new_span = _json_py.find_member(old, key), _json_py.find_member(new, key)
+            old_span = _members_py.find_member(old, key)
+            new_span = _members_py.find_member(new, key)
             assert old_span and new_span
             assert old[old_span[0]:old_span[1]] == new[new_span[0]:new_span[1]], key
 
@@ -400,7 +402,8 @@ def test_event_decoder_split_invariance(lines: list[bytes], ends: list[bytes],
 def test_backend_is_cython_when_required() -> None:
     if REQUIRE_EXTENSIONS:
         from tokcore._backend import LOADED
-        assert all(LOADED[name] == "cython" for name in ("json", "usage", "sse", "events"))
+        assert all(LOADED[name] == "cython"
+                   for name in ("members._members", "_usage", "_sse", "_events"))
 
 
 @pytest.mark.parametrize("key", [b'"usage"', b'"us\\u0061ge"'])

@@ -322,7 +322,7 @@ MUTATIONS = [
     ("sse", "    def close(self) -> bytes: ...\n", "", "UsageRelay.close: in the Python twin"),
     ("sse", "    @property\n    def counts", "    def counts", "UsageRelay.counts: decorated []"),
     ("events", "def iter_events(", "def iter_event(", "iter_events: dispatched, not declared"),
-    ("json", "def find_member(payload: BytesLike, path: KeyPath)",
+    ("members", "def find_member(payload: BytesLike, path: KeyPath)",
      "def find_member(payload: BytesLike, path: str)", "find_member(path): annotated str"),
     ("lazy", "    name: str\n    default", "    name: bytes\n    default", "LazyAttr.name"),
 ]

@@ -217,30 +217,31 @@ def test_constructors_raise_the_same_type_error(call: Any) -> None:
 
 # --- 3. the member API ----------------------------------------------------------------------
 
-def test_set_member_checks_its_value(json_twin: ModuleType) -> None:
+def test_set_member_checks_its_value(members_twin: ModuleType) -> None:
     with pytest.raises(ValueError, match=r"^value is not one JSON value \(RFC 8259, UTF-8\): "
                                          r"it stops at offset 1$"):
-        json_twin.set_member(b'{"a":1}', "k", b"not json")
-    assert json_twin.set_member(b'{"a":1}', "k", b"not json", trusted=True) == \
+        members_twin.set_member(b'{"a":1}', "k", b"not json")
+    assert members_twin.set_member(b'{"a":1}', "k", b"not json", trusted=True) == \
         b'{"a":1,"k":not json}'  # the caller said it trusts the bytes
     for bad, offset in ((b"", 0), (b"[1,", 3), (b'"\xff"', 1), (b"1 2", 2), (b"{}x", 2)):
         with pytest.raises(ValueError, match=f"it stops at offset {offset}$"):
-            json_twin.set_member(b"{}", "k", bad)
-    assert json_twin.set_member(b"{}", "k", b' [1, {"a": "\xc3\xa9"}] ') == \
+            members_twin.set_member(b"{}", "k", bad)
+    assert members_twin.set_member(b"{}", "k", b' [1, {"a": "\xc3\xa9"}] ') == \
         b'{"k": [1, {"a": "\xc3\xa9"}] }'
 
 
-def test_one_key_path_for_the_three(json_twin: ModuleType) -> None:
+def test_one_key_path_for_the_three(members_twin: ModuleType) -> None:
     text = b'{"a":{"b":1,"c":2},"d":3}'
-    assert json_twin.find_member(text, ("a", "b")) == (10, 11)
-    assert json_twin.set_member(text, ("a", "b"), b"5") == b'{"a":{"b":5,"c":2},"d":3}'
-    assert json_twin.del_member(text, ("a", "b")) == b'{"a":{"c":2},"d":3}'
-    assert json_twin.set_member(text, ("a", "e"), b"5") == b'{"a":{"b":1,"c":2,"e":5},"d":3}'
-    assert json_twin.set_member(text, ("x", "y"), b"5") == b'{"a":{"b":1,"c":2},"d":3,"x":{"y":5}}'
-    assert json_twin.set_member(b"{}", ("x", "y", "z"), b"[]") == b'{"x":{"y":{"z":[]}}}'
-    assert json_twin.del_member(text, ("x", "y")) is text  # absent on the way: unchanged
-    assert json_twin.find_member(text, ("x", "y")) is None
-    assert json_twin.find_member(text, "d") == json_twin.find_member(text, ("d",))
+    assert members_twin.find_member(text, ("a", "b")) == (10, 11)
+    assert members_twin.set_member(text, ("a", "b"), b"5") == b'{"a":{"b":5,"c":2},"d":3}'
+    assert members_twin.del_member(text, ("a", "b")) == b'{"a":{"c":2},"d":3}'
+    assert members_twin.set_member(text, ("a", "e"), b"5") == b'{"a":{"b":1,"c":2,"e":5},"d":3}'
+    assert members_twin.set_member(text, ("x", "y"), b"5") == \
+        b'{"a":{"b":1,"c":2},"d":3,"x":{"y":5}}'
+    assert members_twin.set_member(b"{}", ("x", "y", "z"), b"[]") == b'{"x":{"y":{"z":[]}}}'
+    assert members_twin.del_member(text, ("x", "y")) is text  # absent on the way: unchanged
+    assert members_twin.find_member(text, ("x", "y")) is None
+    assert members_twin.find_member(text, "d") == members_twin.find_member(text, ("d",))
 
 
 @pytest.mark.parametrize("text, path, message", [
@@ -253,33 +254,33 @@ def test_one_key_path_for_the_three(json_twin: ModuleType) -> None:
     (b'{"a":{"b" 1}}', ("a", "b"), "the value at ('a',) is not a JSON object: the scan "
                                    "stopped at offset 10"),
 ])
-def test_one_rule_for_what_is_not_an_object(json_twin: ModuleType, text: bytes, path: Any,
+def test_one_rule_for_what_is_not_an_object(members_twin: ModuleType, text: bytes, path: Any,
                                             message: str) -> None:
-    for call in (lambda: json_twin.find_member(text, path),
-                 lambda: json_twin.set_member(text, path, b"1"),
-                 lambda: json_twin.del_member(text, path)):
+    for call in (lambda: members_twin.find_member(text, path),
+                 lambda: members_twin.set_member(text, path, b"1"),
+                 lambda: members_twin.del_member(text, path)):
         with pytest.raises(ValueError) as info:
             call()
         assert str(info.value) == message
 
 
 @pytest.mark.parametrize("path", [(), ["a"], ("a", 1), b"a", None, 1])
-def test_a_path_is_a_str_or_a_tuple_of_str(json_twin: ModuleType, path: Any) -> None:
+def test_a_path_is_a_str_or_a_tuple_of_str(members_twin: ModuleType, path: Any) -> None:
     error = ValueError if path == () else TypeError
-    for call in (lambda: json_twin.find_member(b"{}", path),
-                 lambda: json_twin.set_member(b"{}", path, b"1"),
-                 lambda: json_twin.del_member(b"{}", path)):
+    for call in (lambda: members_twin.find_member(b"{}", path),
+                 lambda: members_twin.set_member(b"{}", path, b"1"),
+                 lambda: members_twin.del_member(b"{}", path)):
         with pytest.raises(error):
             call()
 
 
-def test_the_twins_say_the_same(json_twin: ModuleType) -> None:
+def test_the_twins_say_the_same(members_twin: ModuleType) -> None:
     from _twins import twins
     calls = [lambda m: m.find_member(b"{}", ()), lambda m: m.find_member(b"{}", ("a", 1)),
              lambda m: m.set_member(b"{}", "a", b"1,"), lambda m: m.del_member(b"[", ("a",))]
     for call in calls:
         seen = set()
-        for twin in twins("json"):
+        for twin in twins("members"):
             try:
                 call(twin)
             except (TypeError, ValueError) as exc:

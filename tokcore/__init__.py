@@ -10,7 +10,6 @@ from typing import Literal, cast
 
 from ._backend import backend_summary
 from ._events import Event, EventDecoder, EventTooLarge, iter_events
-from ._json import del_member, find_member, set_member
 from ._sse import RelayCounts, UsageRelay
 from ._usage import find_usage, rewrite_usage
 from .ids._b64 import (
@@ -25,6 +24,7 @@ from .ids._b64 import (
 )
 from .ids._pack import pack_ids, unpack_ids
 from .ids._wire import convert_ids, ids_to_json, ids_to_msgpack, json_to_ids, msgpack_to_ids
+from .members._members import del_member, find_member, set_member
 from .pickling import compact_ids, ids_buffer
 from .relay import arelay_usage, relay_usage
 

@@ -18,7 +18,7 @@ from tokcore._args import in_use
 from tokcore._bigevent_py import N_OUTCOMES, path_keys
 from tokcore._dialects import NONE, NOT_OBJECT, TOO_LARGE, UNREADABLE
 from tokcore._fields import rewrite_value
-from tokcore._json_py import decode_key
+from tokcore.members._members_py import decode_key
 
 cdef extern from "_ssescan.h":
     Py_ssize_t tok_next_candidate(const char *p, Py_ssize_t n, int with_cr) noexcept nogil
@@ -319,7 +319,7 @@ cdef class BigEvent:
         raw = PyBytes_FromStringAndSize(self._key, size)
         self._key_len = 0
         name = None
-        if size <= self._key_limit:  # read as _json_py.key_is reads a key
+        if size <= self._key_limit:  # read as _members_py.key_is reads a key
             name = decode_key(raw) if b"\\" in raw else self._raw_keys.get(raw)
         self._key_name = name
         path = (*self._prefix, name)

@@ -7,7 +7,7 @@ either, and holds only a usage value at one of the dialect's paths, from its ``{
 ``}``. That value is rewritten as in a held event (``_fields.rewrite_value``) and sent on; a
 usage value itself larger than the bound goes out as it came (TOO_LARGE).
 
-The JSON rules are those of ``_json_py.scan_object`` where they matter: the top-level object
+The JSON rules are those of ``_members_py.scan_object`` where they matter: the top-level object
 and the objects on a dialect path are read member by member (key, colon, value, comma); below
 them, strings and bracket depth only, so any depth costs the same. What differs from a held
 event, since the end cannot be waited for: every usage member at a path is rewritten as it
@@ -26,8 +26,8 @@ from ._args import enter_init, in_use
 from ._dialects import DIALECTS, NONE, NOT_OBJECT, TOO_LARGE, UNREADABLE, Dialect
 from ._events_py import BOM
 from ._fields import rewrite_value
-from ._json_py import decode_key, utf8
 from ._usage_py import ESCAPE_NEEDLE, USAGE_NEEDLE, Rules
+from .members._members_py import decode_key, utf8
 
 # line states: the stream's first bytes (a BOM may lead), a field name being matched against
 # "data", "data" matched, "data:" matched (one optional space), in a data value, in a line
@@ -317,7 +317,7 @@ class BigEvent:
         raw = bytes(self._key)
         self._key.clear()
         name: str | None = None
-        if len(raw) <= self._key_limit:  # read as _json_py.key_is reads a key
+        if len(raw) <= self._key_limit:  # read as _members_py.key_is reads a key
             name = decode_key(raw) if b"\\" in raw else self._raw_keys.get(raw)
         self._key_name = name
         path = (*self._prefix, name)

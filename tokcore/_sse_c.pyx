@@ -13,7 +13,7 @@ from cpython.mem cimport PyMem_Free, PyMem_Realloc
 from libc.string cimport memchr, memcmp, memcpy
 
 from tokcore._bigevent_c cimport BigEvent, tok_big_event
-from tokcore._json_c cimport tok_object_memo, tok_object_memo_clear
+from tokcore.members._members_c cimport tok_object_memo, tok_object_memo_clear
 from tokcore._freethreading cimport (
     tok_busy, tok_busy_enter, tok_busy_leave, tok_cs, tok_cs_end, tok_idle_begin,
 )

@@ -1,6 +1,6 @@
 # The usage rewrite of _usage_c, for the relay's Cython twin (cimport tokcore._usage_c).
 
-from tokcore._json_c cimport tok_object_memo
+from tokcore.members._members_c cimport tok_object_memo
 
 cdef enum:
     TOK_MAX_EDITS = 4  # a count or two replaced, cached set, one group of added members

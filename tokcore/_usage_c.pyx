@@ -2,7 +2,7 @@
 # cython: freethreading_compatible=True
 """Usage located by dialect and rewritten in place: the Cython twin of ``_usage_py``.
 
-The same steps over the raw buffer, with ``_json_c``'s member scanner (cimported); counts
+The same steps over the raw buffer, with ``_members_c``'s member scanner (cimported); counts
 are formatted in C. The rules are ``_dialects``' table and the counts are checked by
 ``_usage_py.make_rules``, so both twins write the same bytes.
 """
@@ -10,7 +10,7 @@ are formatted in C. The rules are ``_dialects``' table and the counts are checke
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from libc.string cimport memcmp, memcpy
 
-from tokcore._json_c cimport (
+from tokcore.members._members_c cimport (
     tok_key_is, tok_last_member, tok_member, tok_object, tok_object_next, tok_object_open,
     tok_is_object_line, tok_is_object_text, tok_object_memo, tok_raw_key_is, tok_value_error,
 )
@@ -19,7 +19,7 @@ from tokcore._args import payload_bytes
 from tokcore._dialects import (
     DIALECTS, FOREIGN, MAX_COUNT_DIGITS, NONE, NOT_OBJECT, REWRITTEN, UNREADABLE, dialect,
 )
-from tokcore._json_py import key_text, utf8
+from tokcore.members._members_py import key_text, utf8
 from tokcore._usage_py import Rules, make_rules
 
 cdef extern from "Python.h":
@@ -298,7 +298,7 @@ cdef char *_put_int(char *out, long long value) noexcept nogil:
 
 
 cdef inline char *_put_key(char *out, UsageRules r, int key) noexcept:
-    """``"key":``, the key written as ``_json_py.key_text`` writes it."""
+    """``"key":``, the key written as ``_members_py.key_text`` writes it."""
     return _put(out, r.key_texts[key], r.key_text_lens[key])
 
 

@@ -23,7 +23,7 @@ from ._dialects import (
     Dialect,
     dialect,
 )
-from ._json_py import (
+from .members._members_py import (
     Member,
     ScanError,
     key_is,

@@ -15,7 +15,7 @@
 # interpreter-bound), so there are three selections, with hypothesis drawing fewer examples
 # (TOKCORE_TEST_PROFILE=quick) in the first two:
 #   default  CI's: the kernel tests (tests/test_ssescan.py, tests/ids/test_b64.py whole,
-#            tests/test_object_kernel.py but C_DESELECT, tests/ids/test_wire.py: the JSON
+#            tests/members/test_object_kernel.py but C_DESELECT, tests/ids/test_wire.py: the JSON
 #            reader's NEON windows), and the Cython twins' ids, relay
 #            (but C_DESELECT), event, pickling and fuzz-corpus tests; the Python twins'
 #            base64 and ids tests. About 8 minutes on a free machine with the root and venv
@@ -34,7 +34,7 @@ case "${1:-}" in
 esac
 
 C_FILES=(
-    tests/test_ssescan.py tests/ids/test_b64.py tests/test_object_kernel.py tests/ids/test_pack.py
+    tests/test_ssescan.py tests/ids/test_b64.py tests/members/test_object_kernel.py tests/ids/test_pack.py
     tests/test_relay.py tests/test_events.py tests/pickling/test_compact.py tests/test_fuzz_corpus.py
     tests/ids/test_wire.py
 )
@@ -58,7 +58,7 @@ BROAD_DESELECT=(
 # The Python twins are the same code on every architecture: what can differ is the Python
 # under them (binascii's rules, byte order, the int and buffer APIs)
 PY_BROAD=(
-    tests/ids/test_b64.py tests/ids/test_pack.py tests/test_json.py tests/test_events.py
+    tests/ids/test_b64.py tests/ids/test_pack.py tests/members/test_members.py tests/test_events.py
     tests/test_sse.py tests/pickling/test_compact.py tests/test_backend.py tests/test_fuzz_corpus.py
 )
 

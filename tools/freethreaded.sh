@@ -106,5 +106,5 @@ echo "freethreaded: pytest-run-parallel, 4 threads per test (2 cores), the compi
 # tests that measure the process's memory (tracemalloc is one per process) run on one thread
 time (TOKCORE_REQUIRE_EXTENSIONS=1 TOKCORE_TEST_TWINS=c "${PYTEST[@]}" --parallel-threads=4 \
     -o thread_unsafe_functions=tracemalloc.start \
-    tests/ids/test_pack.py tests/ids/test_b64.py tests/test_json.py tests/test_sse.py \
+    tests/ids/test_pack.py tests/ids/test_b64.py tests/members/test_members.py tests/test_sse.py \
     tests/test_events.py tests/test_threads.py tests/ids/test_wire.py | tail -25)

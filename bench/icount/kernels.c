@@ -1,4 +1,4 @@
-/* The kernels of tokcore/_ssescan.h, tokcore/ids/_b64_core.h and tokcore/_json_object.h, one at
+/* The kernels of tokcore/_ssescan.h, tokcore/ids/_b64_core.h and tokcore/members/_json_object.h, one at
  * a time, for instruction counts (bench/instructions.py runs it under callgrind or QEMU and
  * takes the difference of two repeat counts, so start-up and the set-up of the input cancel
  * out).
@@ -8,11 +8,11 @@
  * WORK is one of the inputs below, KIND is simd (SSE2/AVX2, NEON) or portable, BYTES the
  * size of the input. It prints the kernel's result summed over the repeats, which the
  * caller checks against the other kind's. The object check has no portable kind here (its
- * scalar code is Cython's, in _json_c.pyx).
+ * scalar code is Cython's, in _members_c.pyx).
  */
 #include "_ssescan.h"
 #include "ids/_b64_core.h"
-#include "_json_object.h"
+#include "members/_json_object.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -9,7 +9,7 @@ leniently, but both twins read it the same way, and on every text ``json.loads``
 agree with it.
 
 ``scan_object`` raises ``ScanError`` with the offset where the text stops being an object.
-The ``_usage_py`` twin and the ``_json_c`` twin's escaped-key path use this module's helpers.
+The ``_usage_py`` twin and the ``_members_c`` twin's escaped-key path use this module's helpers.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import re
 from functools import lru_cache
 from typing import NamedTuple
 
-from ._args import BytesLike, KeyPath, check_path, check_switch, payload_bytes, payload_view
+from .._args import BytesLike, KeyPath, check_path, check_switch, payload_bytes, payload_view
 
 Span = tuple[int, int]
 

@@ -20,8 +20,8 @@ from _twins import twins
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tokcore import _json_py
 from tokcore._backend import NO_EXTENSIONS
+from tokcore.members import _members_py
 
 
 def strict(data: bytes) -> bool:
@@ -35,11 +35,11 @@ def strict(data: bytes) -> bool:
 
 
 def answers(data: bytes) -> set[int]:
-    found = {_json_py.value_error(data, 0, len(data))}
+    found = {_members_py.value_error(data, 0, len(data))}
     if not NO_EXTENSIONS:
-        from tokcore import _json_c
-        found.add(_json_c._value_error(data))
-        found.add(_json_c._value_error(data, simd=False))
+        from tokcore.members import _members_c
+        found.add(_members_c._value_error(data))
+        found.add(_members_c._value_error(data, simd=False))
     return found
 
 
@@ -99,19 +99,19 @@ def test_value_check_offsets(data: bytes, stop: int) -> None:
 @given(st.lists(PIECES | st.sampled_from([b'"usage":null', b'{"a":1}', b"\xef\xbb\xbf"]),
                 max_size=16).map(b"".join))
 def test_object_text_check_is_the_scan(data: bytes) -> None:
-    from tokcore import _json_c
+    from tokcore.members import _members_c
     for text in (data, b"{" + data, b'{"a":' + data + b"}"):
         try:
-            _json_py.scan_object(text, 0, len(text), True)
+            _members_py.scan_object(text, 0, len(text), True)
             expected = True
-        except _json_py.ScanError:
+        except _members_py.ScanError:
             expected = False
-        assert _json_c._is_object_text(text) is expected, text
+        assert _members_c._is_object_text(text) is expected, text
 
 
 def test_the_twins_are_here() -> None:
     # the kinds this run tests (TOKCORE_TEST_TWINS): the Cython twin is missing only
     # under TOKCORE_NO_EXTENSIONS, never because its build broke
-    kinds = [m.__name__.rsplit("_", 1)[1] for m in twins("json")]
+    kinds = [m.__name__.rsplit("_", 1)[1] for m in twins("members")]
     wanted = ("py",) if _twins.ONLY == ("dispatch",) else _twins.ONLY
     assert sorted(kinds) == sorted(k for k in wanted if not (k == "c" and NO_EXTENSIONS))

@@ -1,4 +1,4 @@
-/* One JSON value, strictly (RFC 8259, UTF-8): the C twin of _json_py.value_error.
+/* One JSON value, strictly (RFC 8259, UTF-8): the C twin of _members_py.value_error.
  *
  * tok_json_value_error(d, start, end): -1 when d[start:end] is one JSON value (whitespace
  * may surround it), else the offset where it stops being the start of one (the first byte no
@@ -301,7 +301,7 @@ static inline int tok_valid_digit(const unsigned char *d, Py_ssize_t i, Py_ssize
 }
 
 /* Just past the number that starts at i, or -(offset + 1) where it stops (the grammar of
- * _json_py._NUMBER; cut short or broken: the end of its longest start). */
+ * _members_py._NUMBER; cut short or broken: the end of its longest start). */
 static inline Py_ssize_t tok_valid_number(const unsigned char *d, Py_ssize_t i, Py_ssize_t end) {
     if (i < end && d[i] == '-')
         i++;

@@ -1,5 +1,5 @@
-from ._args import BytesLike, KeyPath
-from ._json_py import Span
+from .._args import BytesLike, KeyPath
+from ._members_py import Span
 
 BUILD_INFO: dict[str, str]
 _OBJECT_KERNELS: tuple[str, ...]

@@ -513,18 +513,18 @@ def check_not_object(twin: ModuleType, text: bytes, first_byte: int | None = Non
     (b'{"a":null}', ("a", "b"), NOT_AN_OBJECT),
     (b'{"x":1}', ("a", "b"), None),  # absent on the way: None, whatever follows
 ])
-def test_find_member_cases(json_twin: ModuleType, text: bytes, path: tuple[str, ...],
+def test_find_member_cases(members_twin: ModuleType, text: bytes, path: tuple[str, ...],
                            span: Span | None | str) -> None:
     if span == NOT_AN_OBJECT:
         with pytest.raises(ValueError, match=r"the value at \('a'.*\) is not a JSON object"):
-            json_twin.find_member(text, path)
+            members_twin.find_member(text, path)
     else:
-        assert json_twin.find_member(text, path) == span
+        assert members_twin.find_member(text, path) == span
         if len(path) == 1:
-            assert json_twin.find_member(text, path[0]) == span  # a str is a path of one
+            assert members_twin.find_member(text, path[0]) == span  # a str is a path of one
     doc = Doc(text)
     assert doc.span(path) == span  # the oracle agrees with the hand-written answer
-    check_find(json_twin, doc, path)
+    check_find(members_twin, doc, path)
 
 
 @pytest.mark.parametrize("text, path", [
@@ -533,24 +533,24 @@ def test_find_member_cases(json_twin: ModuleType, text: bytes, path: tuple[str, 
     (b'{"\\ud83d\\ude00":1}', ("\ud83d\ude00",)),  # two str chars: not the key json decodes
     (b'{"\\ud83d":1,"\\ude00":2}', ("\ud83d",)),
 ])
-def test_find_member_surrogate_keys(json_twin: ModuleType, text: bytes,
+def test_find_member_surrogate_keys(members_twin: ModuleType, text: bytes,
                                     path: tuple[str, ...]) -> None:
-    check_find(json_twin, Doc(text), path)
+    check_find(members_twin, Doc(text), path)
 
 
 @settings(max_examples=examples(150), suppress_health_check=[HealthCheck.too_slow])
 @given(texts(), SEEDS)
-def test_find_member_agrees_with_json_loads(json_twin: ModuleType, text: bytes,
+def test_find_member_agrees_with_json_loads(members_twin: ModuleType, text: bytes,
                                             seed: int) -> None:
     doc = Doc(text)
     for path in probe_paths(doc, random.Random(seed)):
-        check_find(json_twin, doc, path)
+        check_find(members_twin, doc, path)
 
 
 @settings(max_examples=examples(40), suppress_health_check=[HealthCheck.too_slow,
                                                    HealthCheck.large_base_example])
 @given(deep_values(), deep_values(), SEEDS)
-def test_find_member_deep_nesting(json_twin: ModuleType, before: Any, target: Any,
+def test_find_member_deep_nesting(members_twin: ModuleType, before: Any, target: Any,
                                   seed: int) -> None:
     # a deep value to skip, then a deep value to walk into
     text = dump(Obj([("k", before), ("usage", target), ("z", 0)]),
@@ -558,40 +558,40 @@ def test_find_member_deep_nesting(json_twin: ModuleType, before: Any, target: An
     doc = Doc(text)
     paths = key_paths(doc.value)
     for path in [*paths, *(p + ("absent",) for p in paths[-3:])]:
-        check_find(json_twin, doc, path)
+        check_find(members_twin, doc, path)
 
 
-def test_find_member_any_depth(json_twin: ModuleType) -> None:
+def test_find_member_any_depth(members_twin: ModuleType) -> None:
     # far deeper than json.loads goes (it recurses): the scan does not
     depth = 100_000
     nested = b"[" * depth + b'"]}"' + b"]" * depth
     text = b'{"a":' + nested + b',"b":{"c":1}}'
     start = text.index(b'{"c"')
-    assert json_twin.find_member(text, "b") == (start, start + 7)
-    assert json_twin.find_member(text, ("b", "c")) == (start + 5, start + 6)
-    assert json_twin.find_member(text, "a") == (5, 5 + len(nested))
+    assert members_twin.find_member(text, "b") == (start, start + 7)
+    assert members_twin.find_member(text, ("b", "c")) == (start + 5, start + 6)
+    assert members_twin.find_member(text, "a") == (5, 5 + len(nested))
     with pytest.raises(ValueError, match="offset"):
-        json_twin.find_member(text[:-1], "b")  # truncated at the very end
+        members_twin.find_member(text[:-1], "b")  # truncated at the very end
     # a key path hundreds of steps long (each step scans the rest of the text: keep it short)
     steps = 600
     keys = b'{"k":' * steps + b"1" + b"}" * steps
-    assert json_twin.find_member(keys, ("k",) * steps) == (5 * steps, 5 * steps + 1)
+    assert members_twin.find_member(keys, ("k",) * steps) == (5 * steps, 5 * steps + 1)
     with pytest.raises(ValueError, match="offset"):
-        json_twin.find_member(keys, ("k",) * (steps + 1))  # the last step is into a number
+        members_twin.find_member(keys, ("k",) * (steps + 1))  # the last step is into a number
     with pytest.raises(ValueError, match="offset"):
-        json_twin.find_member(keys[:-1], "k")
+        members_twin.find_member(keys[:-1], "k")
 
 
 @pytest.mark.parametrize("key", [b'"usage"', b'"us\\u0061ge"', b'"\\u0075sage"'])
-def test_find_member_at_every_offset(json_twin: ModuleType, key: bytes) -> None:
+def test_find_member_at_every_offset(members_twin: ModuleType, key: bytes) -> None:
     # a scanner that reads blocks of bytes: the key and the escapes across every boundary
     for pad in range(70):
         text = b'{"' + b"a" * pad + b'":"x\\"usage\\":\\\\",' + key + b':{"n":1}}'
         start = len(text) - 8
-        assert json_twin.find_member(text, "usage") == (start, start + 7), pad
-        assert json_twin.find_member(text, ("usage", "n")) == (start + 5, start + 6), pad
-        assert json_twin.find_member(text.replace(key, b'"usagf"'), "usage") is None, pad
-        check_find(json_twin, Doc(text), ("usage",))
+        assert members_twin.find_member(text, "usage") == (start, start + 7), pad
+        assert members_twin.find_member(text, ("usage", "n")) == (start + 5, start + 6), pad
+        assert members_twin.find_member(text.replace(key, b'"usagf"'), "usage") is None, pad
+        check_find(members_twin, Doc(text), ("usage",))
 
 
 NOT_OBJECTS = [
@@ -607,17 +607,17 @@ NOT_OBJECTS = [
 
 
 @pytest.mark.parametrize("text, first_byte", NOT_OBJECTS)
-def test_not_an_object(json_twin: ModuleType, text: bytes, first_byte: int | None) -> None:
+def test_not_an_object(members_twin: ModuleType, text: bytes, first_byte: int | None) -> None:
     try:
         assert not isinstance(oracle_loads(text), dict)
     except Invalid:
         pass
-    check_not_object(json_twin, text, first_byte)
+    check_not_object(members_twin, text, first_byte)
 
 
 @settings(max_examples=examples(40), suppress_health_check=[HealthCheck.too_slow])
 @given(texts(deep=False), SEEDS)
-def test_every_prefix_is_not_an_object(json_twin: ModuleType, text: bytes,
+def test_every_prefix_is_not_an_object(members_twin: ModuleType, text: bytes,
                                        seed: int) -> None:
     doc = Doc(text)
     rnd = random.Random(seed)
@@ -628,13 +628,13 @@ def test_every_prefix_is_not_an_object(json_twin: ModuleType, text: bytes,
         prefix = text[:cut]
         for key in keys:
             with pytest.raises(ValueError, match="(?i)offset"):
-                json_twin.find_member(prefix, key)
+                members_twin.find_member(prefix, key)
         with pytest.raises(ValueError, match="(?i)offset"):
-            json_twin.set_member(prefix, keys[0], b"1")
+            members_twin.set_member(prefix, keys[0], b"1")
         with pytest.raises(ValueError, match="(?i)offset"):
-            json_twin.del_member(prefix, keys[0])
+            members_twin.del_member(prefix, keys[0])
     for cut in range(end, len(text) + 1):  # the object and some of its whitespace: valid
-        check_find(json_twin, Doc(text[:cut]), (keys[0],))
+        check_find(members_twin, Doc(text[:cut]), (keys[0],))
 
 
 # --- set_member ----------------------------------------------------------------------------
@@ -661,66 +661,67 @@ def test_every_prefix_is_not_an_object(json_twin: ModuleType, text: bytes,
     (b"{}", "\ud800", b"1", b'{"\\ud800":1}'),
     (b"{}", "", b"1", b'{"":1}'),
 ])
-def test_set_member_cases(json_twin: ModuleType, text: bytes, key: str, value: bytes,
+def test_set_member_cases(members_twin: ModuleType, text: bytes, key: str, value: bytes,
                           expected: bytes) -> None:
     if value == b"xyz":
         with pytest.raises(ValueError, match="not one JSON value"):
-            json_twin.set_member(text, key, value)
-    assert json_twin.set_member(text, key, value, trusted=True) == expected
+            members_twin.set_member(text, key, value)
+    assert members_twin.set_member(text, key, value, trusted=True) == expected
     if value != b"xyz":
-        assert json_twin.set_member(text, key, value) == expected
-        assert json_twin.set_member(text, (key,), value) == expected
-        check_set(json_twin, Doc(text), key, value)
+        assert members_twin.set_member(text, key, value) == expected
+        assert members_twin.set_member(text, (key,), value) == expected
+        check_set(members_twin, Doc(text), key, value)
 
 
 @pytest.mark.parametrize("trusted", ["yes", 1, 0, None, 1.0, b"", [True], object()])
-def test_set_member_trusted_is_a_bool_only(json_twin: ModuleType, trusted: object) -> None:
+def test_set_member_trusted_is_a_bool_only(members_twin: ModuleType, trusted: object) -> None:
     """The review's repro: trusted="yes" (or 1) skipped the value check, so invalid JSON was
     written without the caller having said trusted=True. A keyword that switches a safety
     check off takes True or False only (as compact_ids(lazy=) does); nothing is written."""
     with pytest.raises(TypeError, match=rf"^trusted must be True or False, not "
                                         rf"{type(trusted).__name__}$"):
-        json_twin.set_member(b"{}", "k", b"nope", trusted=trusted)
-    assert json_twin.set_member(b"{}", "k", b"1", trusted=False) == b'{"k":1}'
+        members_twin.set_member(b"{}", "k", b"nope", trusted=trusted)
+    assert members_twin.set_member(b"{}", "k", b"1", trusted=False) == b'{"k":1}'
 
 
 @settings(max_examples=examples(150), suppress_health_check=[HealthCheck.too_slow])
 @given(texts(), st.data())
-def test_set_member_agrees_with_json_loads(json_twin: ModuleType, text: bytes,
+def test_set_member_agrees_with_json_loads(members_twin: ModuleType, text: bytes,
                                            data: st.DataObject) -> None:
     doc = Doc(text)
     present = [m.key for m in doc.top()]
     key = data.draw(st.sampled_from(present) | KEYS if present else KEYS)
     value = data.draw(VALUE_TEXTS)
-    check_set(json_twin, doc, key, value, data.draw(KINDS))
+    check_set(members_twin, doc, key, value, data.draw(KINDS))
 
 
-def test_set_member_keeps_a_big_value_verbatim(json_twin: ModuleType) -> None:
+def test_set_member_keeps_a_big_value_verbatim(members_twin: ModuleType) -> None:
     value = b'"' + b"A" * 200_000 + b'"'
     request = b'{"model":"m","prompt":"hi","max_tokens":16}'
-    assert json_twin.set_member(request, "ids", value) == request[:-1] + b',"ids":' + value + b"}"
-    assert json_twin.set_member(request[:-1] + b',"ids":null}', "ids", value) == \
+    assert members_twin.set_member(request, "ids", value) == \
+        request[:-1] + b',"ids":' + value + b"}"
+    assert members_twin.set_member(request[:-1] + b',"ids":null}', "ids", value) == \
         request[:-1] + b',"ids":' + value + b"}"
 
 
 @pytest.mark.parametrize("kind", [bytearray, memoryview, "nested path", "slice"])
-def test_set_member_takes_any_bytes_like_value(json_twin: ModuleType, kind: object) -> None:
+def test_set_member_takes_any_bytes_like_value(members_twin: ModuleType, kind: object) -> None:
     """A bytes-like value gives what its bytes give, checked or trusted, a new key, a
     replaced one or a path of absent objects; a bad one names its offset the same."""
     answer = b'{"id":"c1","prompt_token_ids":[151644,872,198],"usage":{}}'
-    start, end = json_twin.find_member(answer, "prompt_token_ids")
+    start, end = members_twin.find_member(answer, "prompt_token_ids")
     value = answer[start:end]
     arg: object = memoryview(answer)[start:end] if kind == "slice" else \
         kind(value) if callable(kind) else bytearray(value)
     path: tuple[str, ...] = ("a", "b", "ids") if kind == "nested path" else ("ids",)
-    expected = json_twin.set_member(b'{"m":1}', path, value)
+    expected = members_twin.set_member(b'{"m":1}', path, value)
     assert json.loads(expected) == {"m": 1, **nest(path, [151644, 872, 198])}
     for trusted in (False, True):
-        assert json_twin.set_member(b'{"m":1}', path, arg, trusted=trusted) == expected
-    replaced = json_twin.set_member(b'{"ids":null,"m":1}', "ids", arg)
+        assert members_twin.set_member(b'{"m":1}', path, arg, trusted=trusted) == expected
+    replaced = members_twin.set_member(b'{"ids":null,"m":1}', "ids", arg)
     assert replaced == b'{"ids":[151644,872,198],"m":1}'
     with pytest.raises(ValueError, match="stops at offset 3$"):
-        json_twin.set_member(b"{}", "k", memoryview(b'[1,]'))
+        members_twin.set_member(b"{}", "k", memoryview(b'[1,]'))
 
 
 def nest(path: tuple[str, ...], value: object) -> dict[str, object]:
@@ -734,7 +735,7 @@ def test_set_member_reads_a_memoryview_value_in_place() -> None:
     allocation of the value's size is the result (the guide's zero-copy step)."""
     import tracemalloc
 
-    c = twin_of("json", "c")
+    c = twin_of("members", "c")
     answer = b'{"ids":"' + b"A" * 2_000_000 + b'"}'
     start, end = c.find_member(answer, "ids")
     view = memoryview(answer)[start:end]
@@ -762,9 +763,9 @@ def test_set_member_reads_a_memoryview_value_in_place() -> None:
     (b'{"us\\u0061ge":{"p":1},"id":"x"}', "usage", b'{"id":"x"}'),
     (BOM + b' {"a":1,"b":2} \n', "a", BOM + b' {"b":2} \n'),
 ])
-def test_del_member_cases(json_twin: ModuleType, text: bytes, key: str, expected: bytes) -> None:
-    assert json_twin.del_member(text, key) == expected
-    check_del(json_twin, Doc(text), key)
+def test_del_member_cases(members_twin: ModuleType, text: bytes, key: str, expected: bytes) -> None:
+    assert members_twin.del_member(text, key) == expected
+    check_del(members_twin, Doc(text), key)
 
 
 @pytest.mark.parametrize("text, key", [
@@ -775,41 +776,42 @@ def test_del_member_cases(json_twin: ModuleType, text: bytes, key: str, expected
     (b'{\n  "a": 1,\n  "b": 2,\n  "a": 3\n}\n', "a"),
     (b'{"a":1 ,\t"a":2 ,\r"b":3}', "a"),
 ])
-def test_del_member_spaced(json_twin: ModuleType, text: bytes, key: str) -> None:
-    check_del(json_twin, Doc(text), key)
+def test_del_member_spaced(members_twin: ModuleType, text: bytes, key: str) -> None:
+    check_del(members_twin, Doc(text), key)
 
 
 @pytest.mark.parametrize("text", [b"{}", b"{ }", b'{"a":1}', b'{"x":{"b":1}}', b'{"x":"\\"b\\":1"}',
                                   b'{"b\\u0000":1}', b'{"B":1}'])
-def test_del_member_absent_is_the_same_object(json_twin: ModuleType, text: bytes) -> None:
-    assert json_twin.del_member(text, "b") is text
+def test_del_member_absent_is_the_same_object(members_twin: ModuleType, text: bytes) -> None:
+    assert members_twin.del_member(text, "b") is text
     for kind in ("bytearray", "memoryview"):
-        result = json_twin.del_member(as_kind(text, kind), "b")
+        result = members_twin.del_member(as_kind(text, kind), "b")
         assert type(result) is bytes and result == text
 
 
 @settings(max_examples=examples(150), suppress_health_check=[HealthCheck.too_slow])
 @given(texts(), st.data())
-def test_del_member_agrees_with_json_loads(json_twin: ModuleType, text: bytes,
+def test_del_member_agrees_with_json_loads(members_twin: ModuleType, text: bytes,
                                            data: st.DataObject) -> None:
     doc = Doc(text)
     present = [m.key for m in doc.top()]
     key = data.draw(st.sampled_from(present) | KEYS if present else KEYS)
-    check_del(json_twin, doc, key, data.draw(KINDS))
+    check_del(members_twin, doc, key, data.draw(KINDS))
 
 
 # --- arguments -----------------------------------------------------------------------------
 
-def test_bytes_like_inputs(json_twin: ModuleType) -> None:
+def test_bytes_like_inputs(members_twin: ModuleType) -> None:
     text = b'{"a":1,"b":{"c":[2]}}'
     for kind in ("bytes", "bytearray", "memoryview"):
         payload = as_kind(text, kind)
-        assert json_twin.find_member(payload, ("b", "c")) == (16, 19)
-        assert json_twin.set_member(payload, "a", as_kind(b"5", kind)) == b'{"a":5,"b":{"c":[2]}}'
-        assert json_twin.del_member(payload, "a") == b'{"b":{"c":[2]}}'
+        assert members_twin.find_member(payload, ("b", "c")) == (16, 19)
+        assert members_twin.set_member(payload, "a", as_kind(b"5", kind)) == \
+            b'{"a":5,"b":{"c":[2]}}'
+        assert members_twin.del_member(payload, "a") == b'{"b":{"c":[2]}}'
     with pytest.raises(ValueError, match="offset 0"):
-        json_twin.find_member(bytearray(), "a")
-    assert json_twin.set_member(b"{}", "a", memoryview(b"[1]")) == b'{"a":[1]}'
+        members_twin.find_member(bytearray(), "a")
+    assert members_twin.set_member(b"{}", "a", memoryview(b"[1]")) == b'{"a":[1]}'
 
 
 @pytest.mark.parametrize("call", [
@@ -840,9 +842,9 @@ def test_bytes_like_inputs(json_twin: ModuleType) -> None:
     lambda m: m.del_member(b'{"a":1}', 1),
     lambda m: m.del_member(b"{}", None),
 ])
-def test_type_errors(json_twin: ModuleType, call: Callable[[ModuleType], Any]) -> None:
+def test_type_errors(members_twin: ModuleType, call: Callable[[ModuleType], Any]) -> None:
     with pytest.raises(TypeError):
-        call(json_twin)
+        call(members_twin)
 
 
 # --- twin parity ---------------------------------------------------------------------------
@@ -889,7 +891,7 @@ def run_all(twin: ModuleType, text: bytes, paths: list[tuple[str, ...]]) -> list
 
 def check_parity(text: bytes, paths: list[tuple[str, ...]]) -> None:
     """The twins give the same results and errors; on a text json.loads accepts, its answers."""
-    modules = twins("json")
+    modules = twins("members")
     first = run_all(modules[0], text, paths)
     for other in modules[1:]:
         assert run_all(other, text, paths) == first, text

@@ -1,12 +1,13 @@
 from libc.string cimport memcmp
 
-cdef extern from "_json_object_memo.h":
+# named from tokcore/, the include path of every twin: the stream wing cimports this too
+cdef extern from "members/_json_object_memo.h":
     ctypedef struct tok_object_memo:
         int blocks
         int taken
     void tok_object_memo_clear(tok_object_memo *memo) noexcept nogil
 
-# The member scanner of _json_c, for the other Cython twins (cimport tokcore._json_c).
+# The member scanner of _members_c, for the other Cython twins (cimport tokcore.members._members_c).
 
 ctypedef struct tok_member:
     Py_ssize_t key_start  # the key's opening quote
@@ -41,7 +42,7 @@ cdef bint tok_is_object_text(const unsigned char *d, Py_ssize_t n,
 cdef bint tok_is_object_line(const unsigned char *d, Py_ssize_t n,
                              tok_object_memo *memo) noexcept nogil
 # Whether m's key decodes to the key whose UTF-8 bytes are key[:length] (str_key: the same
-# key as a str, for keys spelled with escapes, which are decoded by _json_py).
+# key as a str, for keys spelled with escapes, which are decoded by _members_py).
 cdef int tok_key_is(const unsigned char *d, const tok_member *m, const char *key,
                     Py_ssize_t length, object str_key) except -1
 # Scan the rest of the object: 1 with the last member of that key in found[0], 0 when it
@@ -54,7 +55,7 @@ cdef inline bint tok_raw_key_is(const unsigned char *d, const tok_member *m, con
                                 Py_ssize_t length) noexcept nogil:
     return m.key_end - m.key_start - 2 == length and \
         memcmp(d + m.key_start + 1, key, length) == 0
-# _json_py.value_error of d[start:end]: -1 for one JSON value (RFC 8259, UTF-8), else the
+# _members_py.value_error of d[start:end]: -1 for one JSON value (RFC 8259, UTF-8), else the
 # offset where it stops; MemoryError for a nesting too deep for the memory left.
 cdef Py_ssize_t tok_value_error(const unsigned char *d, Py_ssize_t start,
                                 Py_ssize_t end) except -2

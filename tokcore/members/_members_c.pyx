@@ -1,12 +1,12 @@
 # cython: language_level=3
 # cython: freethreading_compatible=True
-"""JSON object members without parsing: the Cython twin of ``_json_py``.
+"""JSON object members without parsing: the Cython twin of ``_members_py``.
 
-The scan is ``_json_py.scan_object``'s, step for step, over the raw buffer: strings are
+The scan is ``_members_py.scan_object``'s, step for step, over the raw buffer: strings are
 skipped to the next quote (escaped when an odd run of backslashes precedes it; inline for the
 first 64 bytes, then ``memchr``), nested values by a depth counter over the brackets outside
 strings (``_json_valid.h``: 16 bytes a step with SSE2 while a block has no backslash). Keys
-spelled with escapes are decoded by ``_json_py.decode_key``; argument checks and messages
+spelled with escapes are decoded by ``_members_py.decode_key``; argument checks and messages
 come from ``_args``.
 """
 
@@ -15,7 +15,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes
 from libc.string cimport memchr, memcmp, memcpy, memset
 
 from tokcore._args import check_path, check_switch, payload_bytes, payload_view
-from tokcore._json_py import decode_key, key_text, not_json, utf8
+from tokcore.members._members_py import decode_key, key_text, not_json, utf8
 
 cdef extern from "_json_valid.h":
     Py_ssize_t tok_json_value_error_simd(const unsigned char *d, Py_ssize_t start,
@@ -107,7 +107,7 @@ cdef inline bint _has_backslash(const unsigned char *d, Py_ssize_t i,
 cdef inline Py_ssize_t _skip_nested(const unsigned char *d, Py_ssize_t i,
                                     Py_ssize_t end) noexcept nogil:
     """Just past the object or array that opens at ``i``; -1 when it does not close (the
-    depth rule of ``_json_py.skip_nested``, in ``_json_valid.h``)."""
+    depth rule of ``_members_py.skip_nested``, in ``_json_valid.h``)."""
     return tok_skip_nested(d, i, end)
 
 
@@ -397,7 +397,7 @@ cdef Py_ssize_t tok_value_error(const unsigned char *d, Py_ssize_t start,
 
 
 def _value_error(data, bint simd=True):
-    """``_json_py.value_error`` of the whole of ``data`` (bytes-like): -1 for one JSON value,
+    """``_members_py.value_error`` of the whole of ``data`` (bytes-like): -1 for one JSON value,
     else where it stops; ``simd`` False runs the portable string loop (for the tests)."""
     data = payload_bytes(data, "data")
     cdef Py_ssize_t r = tok_json_value_error_simd(
@@ -420,7 +420,7 @@ cdef _not_an_object(Py_ssize_t offset, tuple path):
 
 cdef int _open_at(tok_object *o, const unsigned char *d, Py_ssize_t start, Py_ssize_t end,
                   tuple keys, Py_ssize_t step) except -1:
-    """``_json_py.path_object``'s check: open the object at ``keys[:step]`` (the whole text
+    """``_members_py.path_object``'s check: open the object at ``keys[:step]`` (the whole text
     for step 0), or its ``ValueError``."""
     if step and d[start] != 123:
         raise _not_an_object(start, keys[:step])
@@ -567,7 +567,7 @@ def del_member(payload, path):
     _open_at(&o, d, start, end, keys, last)
     key = keys[last]
     raw = utf8(key)
-    ranges = []  # (start, end) pairs to cut, in order (_json_py.removed_ranges' rule)
+    ranges = []  # (start, end) pairs to cut, in order (_members_py.removed_ranges' rule)
     while _next(&o, &m, keys, last):
         if first_key < 0:
             first_key = m.key_start

@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING
 # declares the same signatures (tests/test_typing.py compares them). At run time the twin
 # that loads is used.
 if TYPE_CHECKING:
-    from ._json_py import del_member, find_member, set_member
+    from ._members_py import del_member, find_member, set_member
 else:
-    from ._backend import load_twin
+    from .._backend import load_twin
 
     _twin = load_twin(__name__)
 

@@ -1,4 +1,4 @@
-/* Whether a text is one JSON object as the member scan reads it (_json_c's
+/* Whether a text is one JSON object as the member scan reads it (_members_c's
  * tok_is_object_text: the check that lets the relay forward an event whose last member is
  * "usage":null without reading its members), 64 bytes a step with AVX-512BW or AVX2 where
  * the CPU has it, and whether it has a LF or CR (the relay wants a data field on one line).

@@ -1,6 +1,6 @@
 """The object-text check's vector kernels (``_json_object.h``: AVX2 and AVX-512BW on x86-64,
-NEON on aarch64) against its scalar check (``_json_c._object_text_scalar``, itself compared with
-``_json_py.scan_object`` in test_json_value): on every input over a few bytes, with every
+NEON on aarch64) against its scalar check (``_members_c._object_text_scalar``, itself compared with
+``_members_py.scan_object`` in test_json_value): on every input over a few bytes, with every
 pattern of a few bytes at every offset around the 64-byte blocks, through one memo as a
 relay keeps one, on every byte value and on generated objects, whole and with one byte
 changed. ``_is_object_text(text, kernel)`` is that kernel's answer (``"scalar"``: the scalar
@@ -23,19 +23,19 @@ from _twins import twin
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tokcore import _json_py
+from tokcore.members import _members_py
 
 
 @pytest.fixture(scope="module")
 def json_c() -> ModuleType:
-    module: ModuleType = twin("json", "c")
+    module: ModuleType = twin("members", "c")
     return module
 
 
 def scanned(text: bytes) -> bool:
     try:
-        _json_py.scan_object(text, 0, len(text), True)
-    except _json_py.ScanError:
+        _members_py.scan_object(text, 0, len(text), True)
+    except _members_py.ScanError:
         return False
     return True
 
