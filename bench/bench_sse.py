@@ -285,22 +285,22 @@ def reads(body: bytes, read: int) -> list[bytes]:
 
 def main() -> None:
     # imported here: bench/hotpaths.py uses this module's streams on older builds too
-    from tokcore import _sse_c, _sse_py, _usage_c
+    from tokcore.stream import _relay_c, _relay_py, _usage_c
 
     runner = make_runner()
     for case, event in (("feed 1 event, pass-through", token_event(1, False)),
                         ('feed 1 event, "usage":null', token_event(1, True))):
-        assert feeder(_sse_c)(event) is event
-        add(runner, case, FAST, feeder(_sse_c), event)
-        add(runner, case, REFERENCE, feeder(_sse_py), event)
+        assert feeder(_relay_c)(event) is event
+        add(runner, case, FAST, feeder(_relay_c), event)
+        add(runner, case, REFERENCE, feeder(_relay_py), event)
         add(runner, case, PREFILTER, prefilter, event)
         add(runner, case, FIND, find, event)
         add(runner, case, LOADS, loads, event)
 
     case = "rewrite the usage event"
-    assert feeder(_sse_c)(USAGE_EVENT) == round_trip(USAGE_EVENT)
-    add(runner, case, FAST, feeder(_sse_c), USAGE_EVENT)
-    add(runner, case, REFERENCE, feeder(_sse_py), USAGE_EVENT)
+    assert feeder(_relay_c)(USAGE_EVENT) == round_trip(USAGE_EVENT)
+    add(runner, case, FAST, feeder(_relay_c), USAGE_EVENT)
+    add(runner, case, REFERENCE, feeder(_relay_py), USAGE_EVENT)
     add(runner, case, ROUND_TRIP, round_trip, USAGE_EVENT)
     add(runner, case, "rewrite_usage(data) (tokcore-c)", _usage_c.rewrite_usage,
         USAGE_EVENT[6:-2], PROMPT, CACHED)
@@ -308,14 +308,14 @@ def main() -> None:
     # the default run: the 64 KiB reads of the stream without "usage":null (the goals' case)
     for label, usage_null in (("", False), (', "usage":null', True))[:2 if FULL else 1]:
         body = stream(usage_null)
-        expected = b"".join(relay_all(_sse_py, [body]))
+        expected = b"".join(relay_all(_relay_py, [body]))
         for read in (1024, 65536) if FULL else (65536,):
             chunks = [body[i:i + read] for i in range(0, len(body), read)]
-            assert b"".join(relay_all(_sse_c, chunks)) == expected
+            assert b"".join(relay_all(_relay_c, chunks)) == expected
             case = f"relay 1 MiB in {read // 1024} KiB reads{label}"
-            add(runner, case, FAST, relay_all, _sse_c, chunks)
+            add(runner, case, FAST, relay_all, _relay_c, chunks)
             if read == 65536 and not usage_null:
-                add(runner, case, REFERENCE, relay_all, _sse_py, chunks)
+                add(runner, case, REFERENCE, relay_all, _relay_py, chunks)
             add(runner, case, NAIVE, naive_relay, chunks)
 
     chat_chunks = reads(stream(False), 65536)
@@ -325,12 +325,12 @@ def main() -> None:
         chunks = reads(body, 65536)
         expected = b"".join(naive_dialect_relay([body], api))
         assert expected != body  # the usage events were rewritten
-        assert b"".join(relay_dialect(_sse_c, chunks, api)) == expected
-        assert b"".join(relay_dialect(_sse_py, [body], api)) == expected
+        assert b"".join(relay_dialect(_relay_c, chunks, api)) == expected
+        assert b"".join(relay_dialect(_relay_py, [body], api)) == expected
         case = f"relay 1 MiB in 64 KiB reads, {api}"
-        add(runner, case, FAST, relay_dialect, _sse_c, chunks, api)
-        add(runner, case, CHAT_SAME_SIZE, relay_all, _sse_c, chat_chunks)
-        add(runner, case, REFERENCE, relay_dialect, _sse_py, chunks, api)
+        add(runner, case, FAST, relay_dialect, _relay_c, chunks, api)
+        add(runner, case, CHAT_SAME_SIZE, relay_all, _relay_c, chat_chunks)
+        add(runner, case, REFERENCE, relay_dialect, _relay_py, chunks, api)
         add(runner, case, NAIVE, naive_dialect_relay, chunks, api)
 
 

@@ -22,8 +22,8 @@ import time
 from collections.abc import Callable
 from types import ModuleType
 
-from tokcore import _sse_c, _sse_py
 from tokcore.ids import _b64_c, _b64_py, _pack_c, _pack_py
+from tokcore.stream import _relay_c, _relay_py
 
 RUNNER = "plain"
 THREADS = (1, 2, 4)
@@ -87,8 +87,8 @@ def main() -> None:
     print(f"{sys.version.split()[0]}, GIL {'on' if gil else 'off'}; a unit: pack_ids + "
           f"ids_to_b64 of 40k ids, a 200-event relay; best of {ROUNDS} rounds; throughput "
           "against 1 thread")
-    for label, twins in (("tokcore-c", (_pack_c, _b64_c, _sse_c)),
-                         ("tokcore-py", (_pack_py, _b64_py, _sse_py))):
+    for label, twins in (("tokcore-c", (_pack_c, _b64_c, _relay_c)),
+                         ("tokcore-py", (_pack_py, _b64_py, _relay_py))):
         work, units = unit(*twins), UNITS[label]
         work(Request())  # warm up
         best = {n: min(wall_time(work, n, units) for _ in range(ROUNDS)) for n in THREADS}

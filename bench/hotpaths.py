@@ -213,8 +213,8 @@ def _new_decoder(pool: int) -> Work:
 
 def _new_big_event(pool: int) -> Work:
     # the relay starts one for each event over max_event_bytes; it has no public name
-    from tokcore._bigevent_c import BigEvent
-    from tokcore._usage_py import make_rules
+    from tokcore.stream._bigevent_c import BigEvent
+    from tokcore.stream._usage_py import make_rules
 
     return BigEvent, (make_rules(PROMPT, CACHED, "chat"), 64, False), 1
 
@@ -320,11 +320,11 @@ BY_NAME = {case.name: case for case in CASES}
 def kernels() -> dict[str, str]:
     """The vector kernels this process picked (under valgrind: those of valgrind's CPU, which
     has AVX2 but no AVX-512)."""
-    from tokcore import _sse_c
     from tokcore.ids import _b64_c
     from tokcore.members import _members_c
+    from tokcore.stream import _relay_c
     return {"b64": _b64_c.BUILD_INFO["simd"], "object check": _members_c.BUILD_INFO["object check"],
-            "byte scan": _sse_c.BUILD_INFO["byte scan"]}
+            "byte scan": _relay_c.BUILD_INFO["byte scan"]}
 
 
 def main() -> None:

@@ -39,8 +39,8 @@ from _parity import (
 )
 
 with instrumented(__name__ == "__main__" and "--random" not in sys.argv,
-                  own=["_events_py", "_args"], native_skip=["_events_py"]):
-    TWINS = load_twins("_events")
+                  own=["stream._events_py", "_args"], native_skip=["stream._events_py"]):
+    TWINS = load_twins("stream._events")
 # a twin may share the other's decoder class: decoding twice with it would prove nothing
 DECODERS = {kind: t for kind, t in TWINS.items()
             if kind == "py" or t.EventDecoder is not TWINS["py"].EventDecoder}

@@ -50,9 +50,9 @@ from _parity import (
 )
 
 with instrumented(__name__ == "__main__" and "--random" not in sys.argv,
-                  own=["_sse_py", "_usage_py", "_dialects"],
-                  native_skip=["_bigevent_py", "members._members_py"]):
-    TWINS = load_twins("_sse")
+                  own=["stream._relay_py", "stream._usage_py", "stream._dialects"],
+                  native_skip=["stream._bigevent_py", "members._members_py"]):
+    TWINS = load_twins("stream._relay")
 FAST = TWINS.get("c", TWINS["py"])  # the twin that replays the stream whole
 
 DEFAULT_LIMIT = 1 << 20  # larger than any fuzz input: nothing is oversized

@@ -35,8 +35,8 @@ from _oracles import (
 from _parity import Allow, Draw, Raised, agree, fail, fuzz_main, instrumented, load_twins, outcomes
 
 with instrumented(__name__ == "__main__" and "--random" not in sys.argv,
-                  own=["_usage_py", "members._members_py", "_dialects", "_args"]):
-    TWINS = load_twins("_usage")
+                  own=["stream._usage_py", "members._members_py", "stream._dialects", "_args"]):
+    TWINS = load_twins("stream._usage")
 
 PROMPTS = [0, 1, 7, 12_345, 40_000, 2**31 - 1, 2**31, 2**62, 2**63 - 1]
 CACHED: list[Any] = [0, 1, 3, 7, 12_345, 2**31, 2**63 - 1]

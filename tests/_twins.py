@@ -41,14 +41,14 @@ HOT_PATHS = {
     "b64": "tokcore.ids._b64",
     "wire": "tokcore.ids._wire",
     "members": "tokcore.members._members",
-    "usage": "tokcore._usage",
-    "sse": "tokcore._sse",
-    "events": "tokcore._events",
-    "bigevent": "tokcore._bigevent",
+    "usage": "tokcore.stream._usage",
+    "relay": "tokcore.stream._relay",
+    "events": "tokcore.stream._events",
+    "bigevent": "tokcore.stream._bigevent",
     "lazy": "tokcore.pickling._lazy",
 }
 #: the stream API of one kind is three hot paths: usage rewrite, relay, event decoder
-GROUPS = {"stream": ("usage", "sse", "events")}
+GROUPS = {"stream": ("usage", "relay", "events")}
 
 
 def twin(name: str, kind: str) -> Any:

@@ -35,7 +35,7 @@ from _twins import HOT_PATHS, ROOT
 import tokcore
 from tokcore._args import Api
 from tokcore._backend import LOADED, NO_EXTENSIONS
-from tokcore._dialects import DIALECTS
+from tokcore.stream._dialects import DIALECTS
 
 #: the tokcore under test: the source tree, or site-packages for a suite run on a wheel
 PACKAGE = Path(tokcore.__file__).resolve().parent
@@ -319,8 +319,8 @@ MUTATIONS = [
      "from .._args import TextOrBytes\nfrom builtins import bytes as BytesLike",
      "BytesLike is not the same object"),
     ("usage", 'api: Api = "chat") -> Span', 'api: str = "chat") -> Span', "annotated str"),
-    ("sse", "    def close(self) -> bytes: ...\n", "", "UsageRelay.close: in the Python twin"),
-    ("sse", "    @property\n    def counts", "    def counts", "UsageRelay.counts: decorated []"),
+    ("relay", "    def close(self) -> bytes: ...\n", "", "UsageRelay.close: in the Python twin"),
+    ("relay", "    @property\n    def counts", "    def counts", "UsageRelay.counts: decorated []"),
     ("events", "def iter_events(", "def iter_event(", "iter_events: dispatched, not declared"),
     ("members", "def find_member(payload: BytesLike, path: KeyPath)",
      "def find_member(payload: BytesLike, path: str)", "find_member(path): annotated str"),
@@ -388,7 +388,7 @@ def test_compiled_signatures_match_the_python_twins() -> None:
     # only the classes' __init__ slots go unchecked here (tests of each twin call them)
     assert sorted(unsigned) == ["_bigevent.BigEvent.__init__", "_events.EventDecoder.__init__",
                                 "_lazy.LazyAttr.__init__", "_lazy.LazySlot.__init__",
-                                "_sse.UsageRelay.__init__"]
+                                "_relay.UsageRelay.__init__"]
 
 
 def test_api_literal_names_the_dialects() -> None:
@@ -407,7 +407,7 @@ def test_every_public_name_has_a_typing_sample() -> None:
 def test_typing_extensions_is_not_imported_at_run_time(env: str) -> None:
     if env == "TOKCORE_REQUIRE_EXTENSIONS" and NO_EXTENSIONS:
         pytest.skip("TOKCORE_NO_EXTENSIONS is set: the Cython twins are not under test")
-    code = ("import sys, tokcore, tokcore.relay, tokcore.pickling; "
+    code = ("import sys, tokcore, tokcore.stream._relay_iter, tokcore.pickling; "
             "assert 'typing_extensions' not in sys.modules, 'typing_extensions imported'")
     environment = {k: v for k, v in os.environ.items() if not k.startswith("TOKCORE_")}
     environment.update({"PYTHONPATH": str(PACKAGE.parent), env: "1"})

@@ -9,9 +9,6 @@ from __future__ import annotations
 from typing import Literal, cast
 
 from ._backend import backend_summary
-from ._events import Event, EventDecoder, EventTooLarge, iter_events
-from ._sse import RelayCounts, UsageRelay
-from ._usage import find_usage, rewrite_usage
 from .ids._b64 import (
     b64_to_ids,
     b64decode,
@@ -26,7 +23,10 @@ from .ids._pack import pack_ids, unpack_ids
 from .ids._wire import convert_ids, ids_to_json, ids_to_msgpack, json_to_ids, msgpack_to_ids
 from .members._members import del_member, find_member, set_member
 from .pickling import compact_ids, ids_buffer
-from .relay import arelay_usage, relay_usage
+from .stream._events import Event, EventDecoder, EventTooLarge, iter_events
+from .stream._relay import RelayCounts, UsageRelay
+from .stream._relay_iter import arelay_usage, relay_usage
+from .stream._usage import find_usage, rewrite_usage
 
 __version__ = "0.1.0"
 

@@ -22,7 +22,7 @@ def describe() -> str:
     for name, kind in sorted(LOADED.items()):
         info = getattr(MODULES[name], "BUILD_INFO", {})
         details = ", ".join(f"{key}: {value}" for key, value in info.items())
-        lines.append(f"  {name:<15} {kind:<7} {details}".rstrip())
+        lines.append(f"  {name:<16} {kind:<7} {details}".rstrip())
     return "\n".join(lines)
 
 

@@ -14,7 +14,7 @@
 # Emulation runs this suite about 100x slower than the host (pytest and hypothesis are
 # interpreter-bound), so there are three selections, with hypothesis drawing fewer examples
 # (TOKCORE_TEST_PROFILE=quick) in the first two:
-#   default  CI's: the kernel tests (tests/test_ssescan.py, tests/ids/test_b64.py whole,
+#   default  CI's: the kernel tests (tests/stream/test_scan.py, tests/ids/test_b64.py whole,
 #            tests/members/test_object_kernel.py but C_DESELECT, tests/ids/test_wire.py: the JSON
 #            reader's NEON windows), and the Cython twins' ids, relay
 #            (but C_DESELECT), event, pickling and fuzz-corpus tests; the Python twins'
@@ -34,8 +34,8 @@ case "${1:-}" in
 esac
 
 C_FILES=(
-    tests/test_ssescan.py tests/ids/test_b64.py tests/members/test_object_kernel.py tests/ids/test_pack.py
-    tests/test_relay.py tests/test_events.py tests/pickling/test_compact.py tests/test_fuzz_corpus.py
+    tests/stream/test_scan.py tests/ids/test_b64.py tests/members/test_object_kernel.py tests/ids/test_pack.py
+    tests/stream/test_relay.py tests/stream/test_events.py tests/pickling/test_compact.py tests/test_fuzz_corpus.py
     tests/ids/test_wire.py
 )
 # random streams through the relay against json: 2 minutes here, the Python oracle's time;
@@ -48,7 +48,7 @@ PY_FILES=(tests/ids/test_b64.py tests/ids/test_pack.py)
 BROAD_IGNORE=(
     tests/test_leaks.py        # 400,000 calls a twin, the heap after each batch
     tests/test_threads.py      # 6 threads over shared data, 2k rounds
-    tests/test_stream_close.py # loopback HTTP servers and clients (aiohttp)
+    tests/stream/test_stream_close.py # loopback HTTP servers and clients (aiohttp)
     tests/test_examples.py     # imports the openai and anthropic clients: 100 s before a test
 )
 BROAD_DESELECT=(
@@ -58,8 +58,8 @@ BROAD_DESELECT=(
 # The Python twins are the same code on every architecture: what can differ is the Python
 # under them (binascii's rules, byte order, the int and buffer APIs)
 PY_BROAD=(
-    tests/ids/test_b64.py tests/ids/test_pack.py tests/members/test_members.py tests/test_events.py
-    tests/test_sse.py tests/pickling/test_compact.py tests/test_backend.py tests/test_fuzz_corpus.py
+    tests/ids/test_b64.py tests/ids/test_pack.py tests/members/test_members.py tests/stream/test_events.py
+    tests/stream/test_usage.py tests/pickling/test_compact.py tests/test_backend.py tests/test_fuzz_corpus.py
 )
 
 log() { echo "aarch64_job: $*" >&2; }

@@ -92,7 +92,7 @@ print('freethreaded: every compiled twin loaded, the GIL stays off:', sorted(_ba
 # clients and servers, which this venv leaves out: they run on every GIL build; here the hot
 # paths do
 PYTEST=("$venv/bin/python" -W error::RuntimeWarning -m pytest -q -rfE -p no:cacheprovider
-        -p pytest_gil_off --ignore=tests/test_examples.py --ignore=tests/test_stream_close.py
+        -p pytest_gil_off --ignore=tests/test_examples.py --ignore=tests/stream/test_stream_close.py
         --ignore=tests/test_adapters.py --ignore=tests/test_answer.py --ignore=tests/test_docs.py)
 export PYTHONPATH="$PWD/tools" TOKCORE_TEST_QUICK=1 TOKCORE_TEST_WITHOUT_MSGSPEC=1
 
@@ -106,5 +106,5 @@ echo "freethreaded: pytest-run-parallel, 4 threads per test (2 cores), the compi
 # tests that measure the process's memory (tracemalloc is one per process) run on one thread
 time (TOKCORE_REQUIRE_EXTENSIONS=1 TOKCORE_TEST_TWINS=c "${PYTEST[@]}" --parallel-threads=4 \
     -o thread_unsafe_functions=tracemalloc.start \
-    tests/ids/test_pack.py tests/ids/test_b64.py tests/members/test_members.py tests/test_sse.py \
-    tests/test_events.py tests/test_threads.py tests/ids/test_wire.py | tail -25)
+    tests/ids/test_pack.py tests/ids/test_b64.py tests/members/test_members.py tests/stream/test_usage.py \
+    tests/stream/test_events.py tests/test_threads.py tests/ids/test_wire.py | tail -25)

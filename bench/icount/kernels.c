@@ -1,4 +1,4 @@
-/* The kernels of tokcore/_ssescan.h, tokcore/ids/_b64_core.h and tokcore/members/_json_object.h, one at
+/* The kernels of tokcore/stream/_ssescan.h, tokcore/ids/_b64_core.h and tokcore/members/_json_object.h, one at
  * a time, for instruction counts (bench/instructions.py runs it under callgrind or QEMU and
  * takes the difference of two repeat counts, so start-up and the set-up of the input cancel
  * out).
@@ -10,7 +10,7 @@
  * caller checks against the other kind's. The object check has no portable kind here (its
  * scalar code is Cython's, in _members_c.pyx).
  */
-#include "_ssescan.h"
+#include "stream/_ssescan.h"
 #include "ids/_b64_core.h"
 #include "members/_json_object.h"
 

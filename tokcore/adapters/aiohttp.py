@@ -40,9 +40,9 @@ from aiohttp import ClientError, ClientResponse, ClientSession, web
 from yarl import URL
 
 from .._args import Api
-from .._sse import UsageRelay
-from .._sse_py import DEFAULT_MAX_EVENT_BYTES
-from ..relay import _relay
+from ..stream._relay import UsageRelay
+from ..stream._relay_iter import _relay_of
+from ..stream._relay_py import DEFAULT_MAX_EVENT_BYTES
 from .answer import (
     SSE_HEADERS,
     AnswerStream,
@@ -204,7 +204,7 @@ async def relay_response(request: web.BaseRequest, upstream: ClientResponse,
     client of ``request`` with usage rewritten, and return the prepared
     ``StreamResponse``. Give the counts or ``relay=`` (as ``arelay_usage``); the arguments
     are checked before anything is sent. :func:`relay_answer` relays any answer."""
-    usage_relay = _relay(prompt_tokens, cached_tokens, api, max_event_bytes, relay)
+    usage_relay = _relay_of(prompt_tokens, cached_tokens, api, max_event_bytes, relay)
     check_hook(on_complete)
     stream = AnswerStream(_Body(upstream), usage_relay, api=api, status=status,
                           upstream=f"upstream {upstream.url}")

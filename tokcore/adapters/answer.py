@@ -34,11 +34,11 @@ from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 from .._args import Api, BytesLike
-from .._sse import RelayCounts, UsageRelay
-from .._sse_py import OUTCOME_FIELDS
-from .._usage import rewrite_usage
-from .._usage_py import make_rules, text_edits
-from ..relay import arelay_usage
+from ..stream._relay import RelayCounts, UsageRelay
+from ..stream._relay_iter import arelay_usage
+from ..stream._relay_py import OUTCOME_FIELDS
+from ..stream._usage import rewrite_usage
+from ..stream._usage_py import make_rules, text_edits
 from .errors import relayed_error
 
 __all__ = ["JSON_HEADERS", "SSE_HEADERS", "AnswerStream", "AsyncAnswer", "BaseAnswer",

@@ -45,8 +45,8 @@ from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from .._args import Api
-from .._sse import RelayCounts, UsageRelay
-from .._sse_py import DEFAULT_MAX_EVENT_BYTES
+from ..stream._relay import RelayCounts, UsageRelay
+from ..stream._relay_py import DEFAULT_MAX_EVENT_BYTES
 from .answer import AnswerStream, AsyncAnswer, Completion, CompletionHook, check_hook, report
 from .answer import aopen_answer as _open_any
 from .errors import stream_error_event

@@ -1,6 +1,6 @@
 /* The types of the object-text kernels (_json_object.h) that a caller keeps: the state carried
  * from block to block, and the memo a relay keeps of its last event's first blocks. Apart so
- * that a module holding a memo (_sse_c) includes no kernel. */
+ * that a module holding a memo (_relay_c) includes no kernel. */
 #ifndef TOK_JSON_OBJECT_MEMO_H
 #define TOK_JSON_OBJECT_MEMO_H
 

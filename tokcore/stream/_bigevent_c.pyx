@@ -15,9 +15,9 @@ from libc.string cimport memcpy
 from tokcore._freethreading cimport tok_busy_enter, tok_busy_leave
 
 from tokcore._args import in_use
-from tokcore._bigevent_py import N_OUTCOMES, path_keys
-from tokcore._dialects import NONE, NOT_OBJECT, TOO_LARGE, UNREADABLE
-from tokcore._fields import rewrite_value
+from tokcore.stream._bigevent_py import N_OUTCOMES, path_keys
+from tokcore.stream._dialects import NONE, NOT_OBJECT, TOO_LARGE, UNREADABLE
+from tokcore.stream._fields import rewrite_value
 from tokcore.members._members_py import decode_key
 
 cdef extern from "_ssescan.h":

@@ -2,7 +2,7 @@ from collections.abc import Iterable, Iterator
 
 from typing_extensions import disjoint_base
 
-from ._args import BytesLike
+from .._args import BytesLike
 from ._events_py import Event
 
 @disjoint_base

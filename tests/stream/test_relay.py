@@ -159,10 +159,10 @@ def test_counts_in_every_split(stream_twin: ModuleType, name: str) -> None:
     """The counts do not depend on how the stream is read: each event in a read of its own
     (the Python twin) is the oracle for the whole stream in one read and in two at every
     offset (several "usage":null events in one read take the relay's per-event path)."""
-    from tokcore import _sse_py
+    from tokcore.stream import _relay_py
     events = [raw for raw, _ in STREAMS[name]]
     stream = b"".join(events)
-    expected = counts(_sse_py, events)
+    expected = counts(_relay_py, events)
     assert counts(stream_twin, [stream]) == expected
     for cut in range(len(stream) + 1):
         assert counts(stream_twin, [stream[:cut], stream[cut:]]) == expected, cut

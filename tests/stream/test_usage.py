@@ -1,4 +1,5 @@
-"""find_usage, rewrite_usage and EventDecoder against json.loads and the WHATWG rules."""
+"""find_usage and rewrite_usage against json.loads, on both twins; a relayed event is
+rewrite_usage of its data."""
 
 from __future__ import annotations
 
@@ -13,10 +14,9 @@ from _usage import expected_usage
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-import tokcore
-from tokcore import _events_py, _usage_py
 from tokcore._backend import REQUIRE_EXTENSIONS
 from tokcore.members import _members_py
+from tokcore.stream import _usage_py
 
 NOT_FOUND = object()
 MARK = b"[987654321]"  # a value no generated payload holds
@@ -302,108 +302,12 @@ def test_rewrite_usage_objects(usage: dict[str, Any], prompt: int, cached: int |
     assert len(results) == 1
 
 
-# --- EventDecoder ----------------------------------------------------------------------------
-
-Event = tokcore.Event
-
-
-def decode(twin: ModuleType, chunks: list[bytes]) -> list[Any]:
-    decoder = twin.EventDecoder()
-    events = []
-    for chunk in chunks:
-        events += decoder.feed(chunk)
-    events += decoder.close()
-    return events
-
-
-def every_split(stream: bytes) -> list[list[bytes]]:
-    return [[stream]] + [[stream[:i], stream[i:]] for i in range(len(stream) + 1)] + \
-        [[stream[i:i + 1] for i in range(len(stream))]]
-
-
-# the examples of the WHATWG HTML standard, section "Event stream interpretation"
-SPEC_EXAMPLES = [
-    (b"data: YHOO\ndata: +2\ndata: 10\n\n", [Event(data="YHOO\n+2\n10")]),
-    (b": test stream\n\ndata: first event\nid: 1\n\ndata:second event\nid\n\n"
-     b"data:  third event\n\n",
-     [Event(data="first event", id="1"), Event(data="second event", id=""),
-      Event(data=" third event", id="")]),
-    (b"data\n\ndata\ndata\n\ndata:", [Event(data=""), Event(data="\n")]),
-    (b"data:test\n\ndata: test\n\n", [Event(data="test"), Event(data="test")]),
-]
-
-
-@pytest.mark.parametrize("stream, events", SPEC_EXAMPLES)
-def test_event_decoder_spec_examples(stream_twin: ModuleType, stream: bytes,
-                                     events: list[Any]) -> None:
-    for chunks in every_split(stream):
-        assert decode(stream_twin, chunks) == events
-
-
-@pytest.mark.parametrize("stream, events", [
-    (b"\xef\xbb\xbfdata: a\n\n", [Event(data="a")]),  # a BOM at the start is dropped
-    (b"\xef\xbb\xbf\xef\xbb\xbfdata: a\n\ndata: b\n\n", [Event(data="b")]),  # only one
-    (b"event: add\ndata: 1\n\ndata: 2\n\n", [Event("add", "1"), Event(data="2")]),
-    (b"event\ndata: 1\n\n", [Event(data="1")]),  # an empty type is "message"
-    (b"id: 7\ndata: 1\n\nid: a\x00b\ndata: 2\n\n", [Event(data="1", id="7"),
-                                                    Event(data="2", id="7")]),
-    (b"retry: 1500\ndata: 1\n\nretry: 15x\ndata: 2\n\nretry:\ndata: 3\n\n",
-     [Event(data="1", retry=1500), Event(data="2"), Event(data="3")]),
-    (b"retry: \xd9\xa3\ndata: 1\n\n", [Event(data="1")]),  # only ASCII digits
-    (b"event: x\nid: 3\n\ndata: 1\n\n", [Event(data="1", id="3")]),  # nothing dispatched
-    (b"data: a\r\ndata: b\rdata: c\n\r\n", [Event(data="a\nb\nc")]),
-    (b"data: a\r\rdata: b\r\n\r\n", [Event(data="a"), Event(data="b")]),
-    (b"data: \xff\xfe\n\n", [Event(data="\ufffd\ufffd")]),
-    (b"data: caf\xc3\xa9 \xe2\x82\xac\n\n", [Event(data="caf\u00e9 \u20ac")]),
-    (b"data:x:y\nfoo: bar\ndata\n\n", [Event(data="x:y\n")]),
-    (b"data: incomplete", []),
-])
-def test_event_decoder_rules(stream_twin: ModuleType, stream: bytes, events: list[Any]) -> None:
-    for chunks in every_split(stream):
-        assert decode(stream_twin, chunks) == events
-
-
-def test_event_is_shared_and_small(stream_twin: ModuleType) -> None:
-    event = Event("message", "x", None, None)
-    assert stream_twin.Event is tokcore.Event is _events_py.Event
-    assert event == Event(data="x") and repr(event).startswith("Event(")
-    assert (event.event, event.data, event.id, event.retry) == ("message", "x", None, None)
-
-
-def test_iter_events(stream_twin: ModuleType) -> None:
-    chunks = [b"data: a\r", b"\n\r\ndata: b\n", b"\n"]
-    assert list(stream_twin.iter_events(iter(chunks))) == [Event(data="a"), Event(data="b")]
-
-
-def test_event_decoder_bad_input(stream_twin: ModuleType) -> None:
-    decoder = stream_twin.EventDecoder()
-    with pytest.raises(TypeError):
-        decoder.feed("data: x\n\n")
-    assert decoder.feed(bytearray(b"data: x\n\n")) == [Event(data="x")]
-    decoder.close()
-    with pytest.raises(ValueError):
-        decoder.feed(b"data: y\n\n")
-
-
-@settings(max_examples=examples(200))
-@given(st.lists(st.sampled_from([b"data: a", b"data:b", b"data", b": c", b"event: e",
-                                 b"id: 1", b"retry: 20", b"", b"x", b"\xef\xbb\xbf"]), max_size=12),
-       st.lists(st.sampled_from([b"\n", b"\r", b"\r\n"]), min_size=12, max_size=12),
-       st.data())
-def test_event_decoder_split_invariance(lines: list[bytes], ends: list[bytes],
-                                        data: st.DataObject) -> None:
-    stream = b"".join(line + end for line, end in zip(lines, ends))
-    cuts = sorted(data.draw(st.lists(st.integers(0, len(stream)), max_size=5)))
-    chunks = [stream[a:b] for a, b in zip([0, *cuts], [*cuts, len(stream)])]
-    for twin in twins():
-        assert decode(twin, chunks) == decode(_twins.twin("stream", "py"), [stream])
-
-
 def test_backend_is_cython_when_required() -> None:
     if REQUIRE_EXTENSIONS:
         from tokcore._backend import LOADED
         assert all(LOADED[name] == "cython"
-                   for name in ("members._members", "_usage", "_sse", "_events"))
+                   for name in ("members._members", "stream._usage", "stream._relay",
+                                "stream._events"))
 
 
 @pytest.mark.parametrize("key", [b'"usage"', b'"us\\u0061ge"'])

@@ -311,7 +311,7 @@ def test_a_big_event_scan_re_initialised_inside_its_feed_is_refused(kind: str) -
     (reached through the relay's references, as any hook can)."""
     import gc
 
-    from tokcore._usage_py import make_rules
+    from tokcore.stream._usage_py import make_rules
 
     sse = twin("stream", kind)
     event = (b'data: {"pad":"' + b"x" * 200 + b'","usage":{"prompt_tokens":1,'
@@ -345,11 +345,13 @@ def test_the_largest_bounds_hold_and_count_alike(kind: str, limit: int) -> None:
     there), events held or scanned, close(); the same bytes and counts on both twins."""
     pieces = [b'data: {"a":1', b'}\n\ndata: {"usage":{"prompt_tokens":1,"completion_tokens":2}',
               b'}\r\n\r\n: c\n', b"\n", b'data: {"usage":', b"null}"]
-    from tokcore import _sse_py  # the reference, also where only the Cython twins are under
+    from tokcore.stream import (
+        _relay_py,  # the reference, also where only the Cython twins are under
+    )
     # test (make sanitize, whose UBSan run this test is for)
 
     results = []
-    for relays in (_sse_py, twin("stream", kind)):
+    for relays in (_relay_py, twin("stream", kind)):
         relay = relays.UsageRelay(1, max_event_bytes=limit)
         out = [relay.feed(piece) for piece in pieces]
         out.append(relay.close())
@@ -448,9 +450,9 @@ def test_a_relay_is_made_alike_from_every_kind_of_argument(args: tuple[Any, ...]
     Python twin: both give the same relay, or the same error with the same text."""
     event = (b'event: x\ndata: {"message":{"usage":{"input_tokens":3,"output_tokens":1}},'
              b'"usage":{"prompt_tokens":1,"completion_tokens":4,"output_tokens":4}}\n\n') * 2
-    from tokcore import _sse_py
+    from tokcore.stream import _relay_py
 
-    expected = constructed(_sse_py.UsageRelay, args, kwargs, event)
+    expected = constructed(_relay_py.UsageRelay, args, kwargs, event)
     assert constructed(twin("stream", "c").UsageRelay, args, kwargs, event) == expected
 
 
@@ -461,7 +463,7 @@ def test_a_relay_is_made_alike_from_every_kind_of_argument(args: tuple[Any, ...]
 ])
 def test_a_decoder_is_made_alike_from_every_kind_of_argument(args: tuple[Any, ...],
                                                              kwargs: dict[str, Any]) -> None:
-    from tokcore import _events_py
+    from tokcore.stream import _events_py
 
     expected = constructed(_events_py.EventDecoder, args, kwargs, b"data: x\n\n")
     assert constructed(twin("stream", "c").EventDecoder, args, kwargs, b"data: x\n\n") == \

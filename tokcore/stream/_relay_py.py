@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from ._args import Api, BytesLike, check_max_event_bytes, enter_init, in_use, payload_bytes
+from .._args import Api, BytesLike, check_max_event_bytes, enter_init, in_use, payload_bytes
 from ._bigevent_py import BigEvent
 from ._dialects import FOREIGN, NONE, NOT_OBJECT, REWRITTEN, TOO_LARGE, UNREADABLE
 from ._fields import rewrite_event

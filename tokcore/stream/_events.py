@@ -12,7 +12,7 @@ from ._events_py import DEFAULT_MAX_EVENT_BYTES, Event, EventTooLarge
 if TYPE_CHECKING:
     from ._events_py import EventDecoder, iter_events
 else:
-    from ._backend import load_twin
+    from .._backend import load_twin
 
     _twin = load_twin(__name__)
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ._usage_py import find_usage, rewrite_usage
 else:
-    from ._backend import load_twin
+    from .._backend import load_twin
 
     _twin = load_twin(__name__)
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tokcore import relay as relay_module
+from tokcore.stream import _relay_iter as relay_module
 
 MESSAGE_START = (b'{"type":"message_start","message":{"usage":{"input_tokens":5,'
                  b'"cache_creation_input_tokens":500,"cache_read_input_tokens":7,'
@@ -148,9 +148,9 @@ def test_valid_non_integer_counts_count_0(stream_twin: Any, count: bytes, total:
     assert tuple(relay.counts) == counts(events=1, rewritten=1)
 
 
-def test_the_issue_repro_007(sse_twin: ModuleType) -> None:
+def test_the_issue_repro_007(relay_twin: ModuleType) -> None:
     event = b'data: {"usage":{"completion_tokens":007}}\n\n'
-    relay = sse_twin.UsageRelay(100, 10)
+    relay = relay_twin.UsageRelay(100, 10)
     assert relay.feed(event) == event
     assert relay.counts.unreadable == 1 and relay.counts.rewritten == 0
 
@@ -168,13 +168,13 @@ def test_invalid_json_outside_the_usage_value_does_not_matter(usage_twin: Module
                                   b'{"a":1}{"usage":null}', b'[{"usage":null}]',
                                   b' x {"a":1,"usage":null}', b'{"a":1}}{"usage":null}'])
 @pytest.mark.parametrize("api", ["chat", "responses", "messages"])
-def test_not_an_object_spelling_the_key_is_unreadable(sse_twin: ModuleType, data: bytes,
+def test_not_an_object_spelling_the_key_is_unreadable(relay_twin: ModuleType, data: bytes,
                                                      api: str) -> None:
     event = b"data: " + data + b"\n\n"
-    held = sse_twin.UsageRelay(10, api=api)
+    held = relay_twin.UsageRelay(10, api=api)
     assert held.feed(event) is event
     assert tuple(held.counts) == counts(events=1, unreadable=1)
-    streamed = sse_twin.UsageRelay(10, api=api, max_event_bytes=8)
+    streamed = relay_twin.UsageRelay(10, api=api, max_event_bytes=8)
     assert streamed.feed(event) is event
     assert tuple(streamed.counts) == counts(events=1, unreadable=1, oversized=1)
 
@@ -189,9 +189,9 @@ def test_find_usage_of_a_null_tail_that_is_no_object(usage_twin: ModuleType) -> 
 @pytest.mark.parametrize("chunk", [b"data: xxxxxxxx\r\n\r\n", b'data: "usage" xxxxxx\n\n',
                                    b"data: a\n\ndata: xxxxxxxx\r\n\r\ndata: b\r\n\r\n",
                                    b'data: {"usage":null,"x":"yyyyyyyy"}\n\n'])
-def test_a_chunk_passed_through_is_the_chunk_itself(sse_twin: ModuleType,
+def test_a_chunk_passed_through_is_the_chunk_itself(relay_twin: ModuleType,
                                                     chunk: bytes) -> None:
-    relay = sse_twin.UsageRelay(1, max_event_bytes=5)
+    relay = relay_twin.UsageRelay(1, max_event_bytes=5)
     assert relay.feed(chunk) is chunk
 
 

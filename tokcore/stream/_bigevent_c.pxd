@@ -1,5 +1,5 @@
 # The scan of an event too large to hold, for the relay's Cython twin (cimport
-# tokcore._bigevent_c). The rules are _bigevent_py's; this file declares the state.
+# tokcore.stream._bigevent_c). The rules are _bigevent_py's; this file declares the state.
 
 from tokcore._freethreading cimport tok_busy
 

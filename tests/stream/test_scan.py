@@ -84,7 +84,7 @@ def slow_oracles(data: bytes) -> dict[str, int]:
 
 @pytest.fixture(scope="module")
 def sse_c() -> ModuleType:
-    module: ModuleType = twin("sse", "c")
+    module: ModuleType = twin("relay", "c")
     return module
 
 
@@ -220,4 +220,4 @@ def test_many_events(sse_c: ModuleType) -> None:
                                       b"\\u00", b"\n\n", b"\x00", b"\xff"]),
                      max_size=120).map(b"".join))
 def test_random(data: bytes) -> None:
-    check(twin("sse", "c"), data)
+    check(twin("relay", "c"), data)

@@ -1,6 +1,6 @@
 # cython: language_level=3
 # cython: freethreading_compatible=True
-"""SSE framing and the usage relay: the Cython twin of ``_sse_py``.
+"""SSE framing and the usage relay: the Cython twin of ``_relay_py``.
 
 Blank lines and the ``"usage"`` needle are found by SIMD scans (``_ssescan.h``) over the raw
 buffer; an event that may hold usage goes to ``_usage_c``'s C rewrite (cimported), and only
@@ -12,21 +12,21 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes
 from cpython.mem cimport PyMem_Free, PyMem_Realloc
 from libc.string cimport memchr, memcmp, memcpy
 
-from tokcore._bigevent_c cimport BigEvent, tok_big_event
+from tokcore.stream._bigevent_c cimport BigEvent, tok_big_event
 from tokcore.members._members_c cimport tok_object_memo, tok_object_memo_clear
 from tokcore._freethreading cimport (
     tok_busy, tok_busy_enter, tok_busy_leave, tok_cs, tok_cs_end, tok_idle_begin,
 )
-from tokcore._usage_c cimport (
+from tokcore.stream._usage_c cimport (
     UsageRules, tok_apply_edits, tok_edits, tok_null_usage_line, tok_py_rules, tok_rules,
     tok_usage_edits,
 )
 
 from tokcore._args import Bound, in_use, payload_bytes
-from tokcore._dialects import FOREIGN, NONE, NOT_OBJECT, REWRITTEN, TOO_LARGE, UNREADABLE
-from tokcore._fields import rewrite_event
-from tokcore._sse_py import DEFAULT_MAX_EVENT_BYTES, OUTCOME_FIELDS, RelayCounts
-from tokcore._sse_py import UsageRelay as _PyUsageRelay
+from tokcore.stream._dialects import FOREIGN, NONE, NOT_OBJECT, REWRITTEN, TOO_LARGE, UNREADABLE
+from tokcore.stream._fields import rewrite_event
+from tokcore.stream._relay_py import DEFAULT_MAX_EVENT_BYTES, OUTCOME_FIELDS, RelayCounts
+from tokcore.stream._relay_py import UsageRelay as _PyUsageRelay
 
 cdef extern from "_ssescan.h":
     const char *TOK_SCAN_KIND
@@ -239,7 +239,7 @@ cdef class UsageRelay:
 
     cdef Py_ssize_t _next_boundary(self, const char *d, Py_ssize_t pos, Py_ssize_t n,
                                    bint has_cr) noexcept nogil:
-        """``_sse_py.next_boundary``: just past the first blank line from ``pos``, or -1."""
+        """``_relay_py.next_boundary``: just past the first blank line from ``pos``, or -1."""
         cdef Py_ssize_t i, end
         cdef char c
         if pos < n and self._cr:
@@ -320,7 +320,7 @@ cdef class UsageRelay:
         """A complete event's rewritten bytes, or None when it goes out as it came."""
         cdef BigEvent big
         cdef Py_ssize_t end
-        # the size counts up to the blank line's CR or LF (as in _sse_py)
+        # the size counts up to the blank line's CR or LF (as in _relay_py)
         if d[0] != 10 and d[0] != 13:  # not an empty line
             self._counts[N_EVENTS] += 1
         if n - (n >= 2 and d[n - 2] == 13 and d[n - 1] == 10) > self._max:

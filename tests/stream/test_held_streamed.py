@@ -213,7 +213,7 @@ def check_documented(data: bytes, event: bytes, api: str,
 
 def check_event(event: bytes, data: bytes, api: str, cached: int | None,
                 rnd: random.Random) -> None:
-    sse = twins("sse")
+    sse = twins("relay")
     size = len(event) - (event.endswith(b"\r\n"))  # as the relay counts it
     bounds = list(range(1, size))
     if len(bounds) > 40:  # every bound of a short event; of a longer one, the top and a sample
@@ -266,7 +266,7 @@ def test_held_and_streamed_agree_on_found_events(event: bytes, api: str,
     data = b"\n".join(v[1:] if v.startswith(b" ") else v for v in values)
     before = dict(SEEN)
     check_event(event, data, api, cached, random.Random(0))
-    for twin in twins("sse"):
+    for twin in twins("relay"):
         held = run(twin, event, api, cached, None, len(event))
         assert field(held[1], "unreadable") == 1 and held[0] == event
     assert set(SEEN) - set(before) <= {"identical"}  # no documented difference either
@@ -282,7 +282,7 @@ def test_held_and_streamed_agree_on_found_events(event: bytes, api: str,
 ])
 def test_the_documented_differences(event: bytes, api: str) -> None:
     data = event[6:-2]
-    for twin in twins("sse"):
+    for twin in twins("relay"):
         held = run(twin, event, api, None, None, len(event))
         streamed = run(twin, event, api, None, 20, len(event))
         assert (held[0], without_oversized(held[1])) != \

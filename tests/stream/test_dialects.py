@@ -432,9 +432,9 @@ def test_oracle_on_a_known_case() -> None:
 @pytest.mark.parametrize("cached", CACHED)
 @pytest.mark.parametrize("api", APIS)
 @pytest.mark.parametrize("stream", STREAMS, ids=STREAM_IDS)
-def test_relay_matches_oracle(sse_twin: ModuleType, stream: Stream, api: str,
+def test_relay_matches_oracle(relay_twin: ModuleType, stream: Stream, api: str,
                               cached: int | None) -> None:
-    r = relay(sse_twin, api, cached)
+    r = relay(relay_twin, api, cached)
     kinds = []
     outs = []
     for event in stream.events:  # one event per chunk: each comes out as soon as it ends
@@ -448,25 +448,25 @@ def test_relay_matches_oracle(sse_twin: ModuleType, stream: Stream, api: str,
     assert counts._fields == COUNT_FIELDS
     assert tuple(counts) == expected_counts(stream, api)
     # the whole stream at once gives the same bytes and counts
-    assert run(sse_twin, [stream.data], api, cached) == (b"".join(outs), tuple(counts))
+    assert run(relay_twin, [stream.data], api, cached) == (b"".join(outs), tuple(counts))
 
 
 @pytest.mark.parametrize("cached", CACHED)
 @pytest.mark.parametrize("api", APIS)
 @pytest.mark.parametrize("stream", STREAMS, ids=STREAM_IDS)
-def test_relay_bytes_exact(sse_twin: ModuleType, stream: Stream, api: str,
+def test_relay_bytes_exact(relay_twin: ModuleType, stream: Stream, api: str,
                            cached: int | None) -> None:
     """Each count set where its member is, absent ones added after the last member, in
     the order of the rules; nothing else in the stream changes."""
     expected = b"".join(expected_event(e, api, P, cached) for e in stream.events)
-    assert run(sse_twin, [stream.data], api, cached)[0] == expected
+    assert run(relay_twin, [stream.data], api, cached)[0] == expected
 
 
 @pytest.mark.parametrize("stream", STREAMS, ids=STREAM_IDS)
-def test_relay_groups_of_plain_events_come_back_as_they_are(sse_twin: ModuleType,
+def test_relay_groups_of_plain_events_come_back_as_they_are(relay_twin: ModuleType,
                                                             stream: Stream) -> None:
     """Runs of events with no usage object, fed as one chunk, come back as that object."""
-    r = relay(sse_twin, stream.api, 32000)
+    r = relay(relay_twin, stream.api, 32000)
     group: list[bytes] = []
     for event in [*stream.events, None]:
         if event is not None and outcome(event_data(event), stream.api) == NONE:
@@ -494,13 +494,13 @@ def split_points(stream: Stream, every: int) -> list[int]:
 # which keeps the Python twin's run of this module short
 @pytest.mark.parametrize("cached, every", [(32000, 1), (None, 7)], ids=["32000", "None"])
 @pytest.mark.parametrize("stream", STREAMS, ids=STREAM_IDS)
-def test_relay_every_split(sse_twin: ModuleType, stream: Stream, cached: int | None,
+def test_relay_every_split(relay_twin: ModuleType, stream: Stream, cached: int | None,
                            every: int) -> None:
     data = stream.data
-    expected = run(sse_twin, [data], stream.api, cached)
+    expected = run(relay_twin, [data], stream.api, cached)
     assert expected[1] == expected_counts(stream, stream.api)
     for i in split_points(stream, every):
-        r = relay(sse_twin, stream.api, cached)
+        r = relay(relay_twin, stream.api, cached)
         out = r.feed(data[:i]) + r.feed(data[i:]) + r.close()
         assert out == expected[0], i
         assert tuple(r.counts) == expected[1], i
@@ -509,31 +509,31 @@ def test_relay_every_split(sse_twin: ModuleType, stream: Stream, cached: int | N
 @pytest.mark.parametrize("cached", CACHED)
 @pytest.mark.parametrize("api", APIS)
 @pytest.mark.parametrize("stream", STREAMS, ids=STREAM_IDS)
-def test_relay_random_splits(sse_twin: ModuleType, stream: Stream, api: str,
+def test_relay_random_splits(relay_twin: ModuleType, stream: Stream, api: str,
                              cached: int | None) -> None:
-    expected = run(sse_twin, [stream.data], api, cached)
+    expected = run(relay_twin, [stream.data], api, cached)
     rng = random.Random(f"{stream.name} {api} {cached}")
     for _ in range(12):
-        assert run(sse_twin, random_chunks(stream.data, rng), api, cached) == expected
+        assert run(relay_twin, random_chunks(stream.data, rng), api, cached) == expected
     if api == stream.api:
         one_byte = [stream.data[i:i + 1] for i in range(len(stream.data))]
-        assert run(sse_twin, one_byte, api, cached) == expected
+        assert run(relay_twin, one_byte, api, cached) == expected
 
 
 @pytest.mark.parametrize("ending", [b"\r\n", b"\r"], ids=["crlf", "cr"])
 @pytest.mark.parametrize("stream", STREAMS, ids=STREAM_IDS)
-def test_relay_other_line_ends(sse_twin: ModuleType, stream: Stream, ending: bytes) -> None:
+def test_relay_other_line_ends(relay_twin: ModuleType, stream: Stream, ending: bytes) -> None:
     """The same streams framed with CRLF or CR line ends (JSON here holds no raw LF)."""
-    lf_out, counts = run(sse_twin, [stream.data], stream.api, 32000)
+    lf_out, counts = run(relay_twin, [stream.data], stream.api, 32000)
     data = stream.data.replace(b"\n", ending)
     expected = (lf_out.replace(b"\n", ending), counts)
-    assert run(sse_twin, [data], stream.api, 32000) == expected
+    assert run(relay_twin, [data], stream.api, 32000) == expected
     rng = random.Random(f"{stream.name} {ending!r}")
     for _ in range(8):
-        assert run(sse_twin, random_chunks(data, rng), stream.api, 32000) == expected
+        assert run(relay_twin, random_chunks(data, rng), stream.api, 32000) == expected
     if ending == b"\r\n" and stream.name == "trtllm-chat":  # its first line ends " \r\n"
         for i in range(len(data) + 1):  # a CR and its LF in different chunks among them
-            assert run(sse_twin, [data[:i], data[i:]], stream.api, 32000) == expected, i
+            assert run(relay_twin, [data[:i], data[i:]], stream.api, 32000) == expected, i
 
 
 _USAGE_KEY = re.compile(rb'"usage"[ \t\n\r]*:[ \t\n\r]*')
@@ -552,7 +552,7 @@ def usage_text_size(data: bytes | None) -> int:
 
 
 @pytest.mark.parametrize("stream", STREAMS, ids=STREAM_IDS)
-def test_relay_oversized_events_rewritten_as_they_stream(sse_twin: ModuleType,
+def test_relay_oversized_events_rewritten_as_they_stream(relay_twin: ModuleType,
                                                         stream: Stream) -> None:
     """With a bound below half the stream's events, those are not held but scanned as they
     pass: their usage values are rewritten just the same, unless a usage value is itself
@@ -576,19 +576,19 @@ def test_relay_oversized_events_rewritten_as_they_stream(sse_twin: ModuleType,
         expected = (b"".join(expected_out),
                     (len(stream.events), rewritten, 0, 0, 0, oversized, too_large))
         assert oversized
-        assert run(sse_twin, [stream.data], stream.api, 32000,
+        assert run(relay_twin, [stream.data], stream.api, 32000,
                    max_event_bytes=limit) == expected, limit
         rng = random.Random(stream.name)
         for _ in range(10):
             chunks = random_chunks(stream.data, rng)
-            assert run(sse_twin, chunks, stream.api, 32000,
+            assert run(relay_twin, chunks, stream.api, 32000,
                        max_event_bytes=limit) == expected, limit
 
 
 @pytest.mark.parametrize("ending", [b"\n", b"\r\n"], ids=["lf", "crlf"])
 @pytest.mark.parametrize("cached", CACHED)
 @pytest.mark.parametrize("body", BODIES, ids=BODY_IDS)
-def test_relay_multiline_data(sse_twin: ModuleType, body: Body, cached: int | None,
+def test_relay_multiline_data(relay_twin: ModuleType, body: Body, cached: int | None,
                               ending: bytes) -> None:
     """A body sent as one event, a ``data`` line per line of its text (as sse-starlette
     frames a multi-line string): the usage is found in the data joined by LF."""
@@ -596,7 +596,7 @@ def test_relay_multiline_data(sse_twin: ModuleType, body: Body, cached: int | No
     event = b"event: message\n" + b"".join(b"data: " + line + b"\n" for line in lines) + b"\n"
     event = event.replace(b"\n", ending)
     stream = Stream(body.name, body.api, (event, event))
-    out, counts = run(sse_twin, [stream.data], body.api, cached)
+    out, counts = run(relay_twin, [stream.data], body.api, cached)
     assert counts == expected_counts(stream, body.api) == (2, 2, 0, 0, 0, 0, 0)
     first = out[:len(out) // 2]
     assert out == first + first and first.startswith(b"event: message" + ending)
@@ -607,7 +607,7 @@ def test_relay_multiline_data(sse_twin: ModuleType, body: Body, cached: int | No
         assert first == event.replace(body.body, expected_data(body.body, body.api, P, cached))
     rng = random.Random(body.name)
     for _ in range(10):
-        assert run(sse_twin, random_chunks(stream.data, rng), body.api, cached) == (out, counts)
+        assert run(relay_twin, random_chunks(stream.data, rng), body.api, cached) == (out, counts)
 
 
 # --- a stream in another API's dialect -------------------------------------------------------
@@ -619,11 +619,11 @@ WRONG_APIS = [(s, api) for s in STREAMS for api in APIS
 @pytest.mark.parametrize("cached", CACHED)
 @pytest.mark.parametrize("stream, api", WRONG_APIS,
                          ids=[f"{s.name}-as-{api}" for s, api in WRONG_APIS])
-def test_relay_other_api_stream(sse_twin: ModuleType, stream: Stream, api: str,
+def test_relay_other_api_stream(relay_twin: ModuleType, stream: Stream, api: str,
                                 cached: int | None) -> None:
     """Chat usage has none of the responses/messages count keys and the other way round:
     such a stream comes out byte for byte, its usage counted foreign where it is found."""
-    out, counts = run(sse_twin, [stream.data], api, cached)
+    out, counts = run(relay_twin, [stream.data], api, cached)
     assert out == stream.data
     assert counts == expected_counts(stream, api)
     assert counts[1] == 0
@@ -633,16 +633,16 @@ def test_relay_other_api_stream(sse_twin: ModuleType, stream: Stream, api: str,
 
 @pytest.mark.parametrize("stream", [s for s in STREAMS if s.api == "messages"],
                          ids=[s.name for s in STREAMS if s.api == "messages"])
-def test_relay_anthropic_stream_as_chat(sse_twin: ModuleType, stream: Stream) -> None:
-    r = relay(sse_twin, "chat", 32000)
+def test_relay_anthropic_stream_as_chat(relay_twin: ModuleType, stream: Stream) -> None:
+    r = relay(relay_twin, "chat", 32000)
     assert r.feed(stream.data) + r.close() == stream.data
     assert r.counts.foreign > 0 and r.counts.rewritten == 0
 
 
 @pytest.mark.parametrize("stream", [s for s in STREAMS if s.api == "chat"],
                          ids=[s.name for s in STREAMS if s.api == "chat"])
-def test_relay_chat_stream_as_messages(sse_twin: ModuleType, stream: Stream) -> None:
-    r = relay(sse_twin, "messages", None)
+def test_relay_chat_stream_as_messages(relay_twin: ModuleType, stream: Stream) -> None:
+    r = relay(relay_twin, "messages", None)
     assert r.feed(stream.data) + r.close() == stream.data
     assert r.counts.foreign > 0 and r.counts.rewritten == 0
 
@@ -657,7 +657,7 @@ def test_twins_agree(stream: Stream, api: str, cached: int | None) -> None:
     chunkings = [[stream.data], list(stream.events)] + [
         random_chunks(stream.data, rng) for _ in range(4)]
     results = {twin.__name__: [run(twin, chunks, api, cached) for chunks in chunkings]
-               for twin in twins("sse")}
+               for twin in twins("relay")}
     assert len({repr(r) for r in results.values()}) == 1, results.keys()
     datas = [d for d in map(event_data, stream.events) if d is not None]
     rewrites = {twin.__name__: [twin.rewrite_usage(d, P, cached, api=api) for d in datas]
@@ -668,10 +668,10 @@ def test_twins_agree(stream: Stream, api: str, cached: int | None) -> None:
 @pytest.mark.parametrize("cached", CACHED)
 @pytest.mark.parametrize("api", APIS)
 @pytest.mark.parametrize("stream", STREAMS, ids=STREAM_IDS)
-def test_relay_event_is_rewrite_usage_of_its_data(sse_twin: ModuleType, usage_twin: ModuleType,
+def test_relay_event_is_rewrite_usage_of_its_data(relay_twin: ModuleType, usage_twin: ModuleType,
                                                   stream: Stream, api: str,
                                                   cached: int | None) -> None:
-    r = relay(sse_twin, api, cached)
+    r = relay(relay_twin, api, cached)
     for event in stream.events:
         start, end = data_span(event)
         data = event[start:end]
@@ -754,11 +754,11 @@ def test_usage_on_bodies_known_results(usage_twin: ModuleType) -> None:
 
 # --- messages: the cached count is part of the prompt count ------------------------------------
 
-def test_messages_cached_above_prompt_is_an_error(sse_twin: ModuleType,
+def test_messages_cached_above_prompt_is_an_error(relay_twin: ModuleType,
                                                   usage_twin: ModuleType) -> None:
     body = next(b.body for b in BODIES if b.api == "messages")
     with pytest.raises(ValueError):
-        sse_twin.UsageRelay(100, 101, api="messages")
+        relay_twin.UsageRelay(100, 101, api="messages")
     with pytest.raises(ValueError):
         usage_twin.rewrite_usage(body, 100, 101, api="messages")
     with pytest.raises(ValueError):
@@ -766,7 +766,7 @@ def test_messages_cached_above_prompt_is_an_error(sse_twin: ModuleType,
     # all of the prompt cached: nothing left uncached
     out = json.loads(usage_twin.rewrite_usage(body, 100, 100, api="messages"))
     assert out["usage"]["input_tokens"] == 0 and out["usage"]["cache_read_input_tokens"] == 100
-    r = sse_twin.UsageRelay(100, 100, api="messages")
+    r = relay_twin.UsageRelay(100, 100, api="messages")
     stream = next(s for s in STREAMS if s.api == "messages")
     assert r.feed(stream.data) + r.close() == b"".join(
         expected_event(e, "messages", 100, 100) for e in stream.events)

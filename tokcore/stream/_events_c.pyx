@@ -18,10 +18,10 @@ from tokcore._freethreading cimport (
 )
 
 from tokcore._args import Bound, in_use, payload_view
-from tokcore._events_py import (
+from tokcore.stream._events_py import (
     DEFAULT_MAX_EVENT_BYTES, Event, EventTooLarge, event_too_large,
 )
-from tokcore._events_py import EventDecoder as _PyEventDecoder
+from tokcore.stream._events_py import EventDecoder as _PyEventDecoder
 
 cdef extern from "_ssescan.h":
     Py_ssize_t tok_line_end(const char *p, Py_ssize_t i, Py_ssize_t n) noexcept nogil

@@ -22,12 +22,12 @@ import re
 from collections.abc import Callable
 from typing import Any, NamedTuple, TypeVar
 
-from ._args import enter_init, in_use
+from .._args import enter_init, in_use
+from ..members._members_py import decode_key, utf8
 from ._dialects import DIALECTS, NONE, NOT_OBJECT, TOO_LARGE, UNREADABLE, Dialect
 from ._events_py import BOM
 from ._fields import rewrite_value
 from ._usage_py import ESCAPE_NEEDLE, USAGE_NEEDLE, Rules
-from .members._members_py import decode_key, utf8
 
 # line states: the stream's first bytes (a BOM may lead), a field name being matched against
 # "data", "data" matched, "data:" matched (one optional space), in a data value, in a line

@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
-from ._args import BytesLike, check_max_event_bytes, enter_init, in_use, payload_view
+from .._args import BytesLike, check_max_event_bytes, enter_init, in_use, payload_view
 
 #: a UTF-8 byte order mark, skipped at the start of a stream
 BOM = b"\xef\xbb\xbf"

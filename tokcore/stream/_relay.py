@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._sse_py import RelayCounts
+from ._relay_py import RelayCounts
 
 # Checkers read the Python twin, typed and checked with the code; the Cython twin's stub
 # declares the same signatures (tests/test_typing.py compares them). At run time the twin
 # that loads is used.
 if TYPE_CHECKING:
-    from ._sse_py import UsageRelay
+    from ._relay_py import UsageRelay
 else:
-    from ._backend import load_twin
+    from .._backend import load_twin
 
     _twin = load_twin(__name__)
 

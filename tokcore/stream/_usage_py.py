@@ -12,7 +12,17 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from ._args import Api, BytesLike, check_counts, payload_bytes
+from .._args import Api, BytesLike, check_counts, payload_bytes
+from ..members._members_py import (
+    Member,
+    ScanError,
+    key_is,
+    key_text,
+    last_member,
+    scan_object,
+    utf8,
+    value_error,
+)
 from ._dialects import (
     FOREIGN,
     MAX_COUNT_DIGITS,
@@ -22,16 +32,6 @@ from ._dialects import (
     UNREADABLE,
     Dialect,
     dialect,
-)
-from .members._members_py import (
-    Member,
-    ScanError,
-    key_is,
-    key_text,
-    last_member,
-    scan_object,
-    utf8,
-    value_error,
 )
 
 Span = tuple[int, int]

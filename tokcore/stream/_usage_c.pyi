@@ -1,4 +1,4 @@
-from ._args import Api, BytesLike
+from .._args import Api, BytesLike
 from ._usage_py import Span
 
 def find_usage(payload: BytesLike, *, api: Api = "chat") -> Span | None: ...

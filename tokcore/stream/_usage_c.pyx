@@ -16,11 +16,11 @@ from tokcore.members._members_c cimport (
 )
 
 from tokcore._args import payload_bytes
-from tokcore._dialects import (
+from tokcore.stream._dialects import (
     DIALECTS, FOREIGN, MAX_COUNT_DIGITS, NONE, NOT_OBJECT, REWRITTEN, UNREADABLE, dialect,
 )
 from tokcore.members._members_py import key_text, utf8
-from tokcore._usage_py import Rules, make_rules
+from tokcore.stream._usage_py import Rules, make_rules
 
 cdef extern from "Python.h":
     long long PyLong_AsLongLongAndOverflow(object o, int *overflow) except? -1

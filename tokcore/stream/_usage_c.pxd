@@ -1,4 +1,4 @@
-# The usage rewrite of _usage_c, for the relay's Cython twin (cimport tokcore._usage_c).
+# The usage rewrite of _usage_c, for the relay's Cython twin (cimport tokcore.stream._usage_c).
 
 from tokcore.members._members_c cimport tok_object_memo
 

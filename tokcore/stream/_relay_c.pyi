@@ -1,7 +1,7 @@
 from typing_extensions import disjoint_base
 
-from ._args import Api, BytesLike
-from ._sse_py import RelayCounts
+from .._args import Api, BytesLike
+from ._relay_py import RelayCounts
 
 BUILD_INFO: dict[str, str]
 _SCANS: tuple[str, ...]

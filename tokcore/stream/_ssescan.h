@@ -1,7 +1,7 @@
 /* Byte scans for the SSE relay: 16 bytes a step with SSE2 (every x86-64 CPU) or NEON (every
  * aarch64 CPU) when the compiler targets it, else plain loops over memchr. The choice is made
  * at compile time; the portable loops are compiled everywhere too, so tests compare both on
- * the same machine (_sse_c._scan). glibc's memmem is slow for the short needles used here
+ * the same machine (_relay_c._scan). glibc's memmem is slow for the short needles used here
  * (it measured 75-130 ns on a 240-byte event, against 13 ns for the SSE2 loop below).
  *
  * tok_next_candidate: the first offset where a JSON spelling of the key "usage" may start
@@ -358,7 +358,7 @@ static Py_ssize_t tok_scan_events_avx2(const char *p, Py_ssize_t n, int with_cr,
 #endif
 
 /* whether tok_scan_events takes the AVX2 loop: the CPU has AVX2 (tok_scan_init, at import);
- * unused where no AVX2 loop is built (aarch64) but by _sse_c's BUILD_INFO */
+ * unused where no AVX2 loop is built (aarch64) but by _relay_c's BUILD_INFO */
 static int tok_scan_use_avx2 __attribute__((unused)) = 0;
 
 static inline void tok_scan_init(void) {

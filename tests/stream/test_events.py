@@ -1,10 +1,12 @@
-"""EventDecoder's bound (max_event_bytes) and its argument checks, on both twins.
+"""EventDecoder and iter_events on both twins: the WHATWG rules (the standard's examples and
+each rule, split at every offset), the decoder's bound (max_event_bytes) and its argument
+checks.
 
-What is held is the unfinished line plus the event's data buffer (each data value and a LF)
-and its event type; line ends are not held. An independent line-by-line model of that rule
-(``model`` below: it reads the whole stream at once and decodes lines as text) is the oracle
-for which events come out and at which stream offsets the bound is passed, whatever the
-chunking; the twins must also agree call by call, errors included.
+Under the bound, what is held is the unfinished line plus the event's data buffer (each data
+value and a LF) and its event type; line ends are not held. An independent line-by-line model
+of that rule (``model`` below: it reads the whole stream at once and decodes lines as text) is
+the oracle for which events come out and at which stream offsets the bound is passed,
+whatever the chunking; the twins must also agree call by call, errors included.
 """
 
 from __future__ import annotations
@@ -18,13 +20,14 @@ from typing import Any
 
 import pytest
 from _budget import examples
+from _twins import twin as twin_of
 from _twins import twins
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tokcore
-from tokcore import _events_py
-from tokcore._events_py import DEFAULT_MAX_EVENT_BYTES, Event, EventTooLarge
+from tokcore.stream import _events_py
+from tokcore.stream._events_py import DEFAULT_MAX_EVENT_BYTES, Event, EventTooLarge
 
 MiB = 1 << 20
 LINE_END = re.compile(rb"\r\n|\r|\n")
@@ -351,3 +354,97 @@ def test_retry_of_more_digits_than_int_converts_is_ignored(events_twin: ModuleTy
     stream = b"retry: " + b"9" * 5000 + b"\ndata: x\n\nretry: 12\ndata: y\n\n"
     assert events_twin.EventDecoder().feed(stream) == [Event(data="x"),
                                                        Event(data="y", retry=12)]
+
+
+# --- the WHATWG rules ----------------------------------------------------------------------------
+
+def decode(twin: ModuleType, chunks: list[bytes]) -> list[Any]:
+    decoder = twin.EventDecoder()
+    events = []
+    for chunk in chunks:
+        events += decoder.feed(chunk)
+    events += decoder.close()
+    return events
+
+
+def every_split(stream: bytes) -> list[list[bytes]]:
+    return [[stream]] + [[stream[:i], stream[i:]] for i in range(len(stream) + 1)] + \
+        [[stream[i:i + 1] for i in range(len(stream))]]
+
+
+# the examples of the WHATWG HTML standard, section "Event stream interpretation"
+SPEC_EXAMPLES = [
+    (b"data: YHOO\ndata: +2\ndata: 10\n\n", [Event(data="YHOO\n+2\n10")]),
+    (b": test stream\n\ndata: first event\nid: 1\n\ndata:second event\nid\n\n"
+     b"data:  third event\n\n",
+     [Event(data="first event", id="1"), Event(data="second event", id=""),
+      Event(data=" third event", id="")]),
+    (b"data\n\ndata\ndata\n\ndata:", [Event(data=""), Event(data="\n")]),
+    (b"data:test\n\ndata: test\n\n", [Event(data="test"), Event(data="test")]),
+]
+
+
+@pytest.mark.parametrize("stream, events", SPEC_EXAMPLES)
+def test_event_decoder_spec_examples(events_twin: ModuleType, stream: bytes,
+                                     events: list[Any]) -> None:
+    for chunks in every_split(stream):
+        assert decode(events_twin, chunks) == events
+
+
+@pytest.mark.parametrize("stream, events", [
+    (b"\xef\xbb\xbfdata: a\n\n", [Event(data="a")]),  # a BOM at the start is dropped
+    (b"\xef\xbb\xbf\xef\xbb\xbfdata: a\n\ndata: b\n\n", [Event(data="b")]),  # only one
+    (b"event: add\ndata: 1\n\ndata: 2\n\n", [Event("add", "1"), Event(data="2")]),
+    (b"event\ndata: 1\n\n", [Event(data="1")]),  # an empty type is "message"
+    (b"id: 7\ndata: 1\n\nid: a\x00b\ndata: 2\n\n", [Event(data="1", id="7"),
+                                                    Event(data="2", id="7")]),
+    (b"retry: 1500\ndata: 1\n\nretry: 15x\ndata: 2\n\nretry:\ndata: 3\n\n",
+     [Event(data="1", retry=1500), Event(data="2"), Event(data="3")]),
+    (b"retry: \xd9\xa3\ndata: 1\n\n", [Event(data="1")]),  # only ASCII digits
+    (b"event: x\nid: 3\n\ndata: 1\n\n", [Event(data="1", id="3")]),  # nothing dispatched
+    (b"data: a\r\ndata: b\rdata: c\n\r\n", [Event(data="a\nb\nc")]),
+    (b"data: a\r\rdata: b\r\n\r\n", [Event(data="a"), Event(data="b")]),
+    (b"data: \xff\xfe\n\n", [Event(data="\ufffd\ufffd")]),
+    (b"data: caf\xc3\xa9 \xe2\x82\xac\n\n", [Event(data="caf\u00e9 \u20ac")]),
+    (b"data:x:y\nfoo: bar\ndata\n\n", [Event(data="x:y\n")]),
+    (b"data: incomplete", []),
+])
+def test_event_decoder_rules(events_twin: ModuleType, stream: bytes, events: list[Any]) -> None:
+    for chunks in every_split(stream):
+        assert decode(events_twin, chunks) == events
+
+
+def test_event_is_shared_and_small(events_twin: ModuleType) -> None:
+    event = Event("message", "x", None, None)
+    assert events_twin.Event is tokcore.Event is _events_py.Event
+    assert event == Event(data="x") and repr(event).startswith("Event(")
+    assert (event.event, event.data, event.id, event.retry) == ("message", "x", None, None)
+
+
+def test_iter_events(events_twin: ModuleType) -> None:
+    chunks = [b"data: a\r", b"\n\r\ndata: b\n", b"\n"]
+    assert list(events_twin.iter_events(iter(chunks))) == [Event(data="a"), Event(data="b")]
+
+
+def test_event_decoder_bad_input(events_twin: ModuleType) -> None:
+    decoder = events_twin.EventDecoder()
+    with pytest.raises(TypeError):
+        decoder.feed("data: x\n\n")
+    assert decoder.feed(bytearray(b"data: x\n\n")) == [Event(data="x")]
+    decoder.close()
+    with pytest.raises(ValueError):
+        decoder.feed(b"data: y\n\n")
+
+
+@settings(max_examples=examples(200))
+@given(st.lists(st.sampled_from([b"data: a", b"data:b", b"data", b": c", b"event: e",
+                                 b"id: 1", b"retry: 20", b"", b"x", b"\xef\xbb\xbf"]), max_size=12),
+       st.lists(st.sampled_from([b"\n", b"\r", b"\r\n"]), min_size=12, max_size=12),
+       st.data())
+def test_event_decoder_split_invariance(lines: list[bytes], ends: list[bytes],
+                                        data: st.DataObject) -> None:
+    stream = b"".join(line + end for line, end in zip(lines, ends))
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(stream)), max_size=5)))
+    chunks = [stream[a:b] for a, b in zip([0, *cuts], [*cuts, len(stream)])]
+    for twin in twins("events"):
+        assert decode(twin, chunks) == decode(twin_of("events", "py"), [stream])
