@@ -48,8 +48,8 @@ PY_FILES=(tests/ids/test_b64.py tests/ids/test_pack.py)
 BROAD_IGNORE=(
     tests/test_leaks.py        # 400,000 calls a twin, the heap after each batch
     tests/test_threads.py      # 6 threads over shared data, 2k rounds
-    tests/stream/test_stream_close.py # loopback HTTP servers and clients (aiohttp)
-    tests/test_examples.py     # imports the openai and anthropic clients: 100 s before a test
+    tests/stream/test_stream_close.py  # loopback HTTP servers and clients (aiohttp)
+    tests/integration/test_examples.py  # imports the openai and anthropic clients: 100 s before a test
 )
 BROAD_DESELECT=(
     test_memory_is_flat_over_many_lazy_cycles  # 2,000 pickle cycles a class, 6 minutes
@@ -58,8 +58,8 @@ BROAD_DESELECT=(
 # The Python twins are the same code on every architecture: what can differ is the Python
 # under them (binascii's rules, byte order, the int and buffer APIs)
 PY_BROAD=(
-    tests/ids/test_b64.py tests/ids/test_pack.py tests/members/test_members.py tests/stream/test_events.py
-    tests/stream/test_usage.py tests/pickling/test_compact.py tests/test_backend.py tests/test_fuzz_corpus.py
+    tests/ids/test_b64.py tests/ids/test_pack.py tests/members/test_members.py
+    tests/stream/test_events.py tests/stream/test_usage.py tests/pickling/test_compact.py tests/test_backend.py tests/test_fuzz_corpus.py
 )
 
 log() { echo "aarch64_job: $*" >&2; }

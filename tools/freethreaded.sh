@@ -92,8 +92,8 @@ print('freethreaded: every compiled twin loaded, the GIL stays off:', sorted(_ba
 # clients and servers, which this venv leaves out: they run on every GIL build; here the hot
 # paths do
 PYTEST=("$venv/bin/python" -W error::RuntimeWarning -m pytest -q -rfE -p no:cacheprovider
-        -p pytest_gil_off --ignore=tests/test_examples.py --ignore=tests/stream/test_stream_close.py
-        --ignore=tests/test_adapters.py --ignore=tests/test_answer.py --ignore=tests/test_docs.py)
+        -p pytest_gil_off --ignore=tests/integration --ignore=tests/stream/test_stream_close.py
+        --ignore=tests/test_docs.py)
 export PYTHONPATH="$PWD/tools" TOKCORE_TEST_QUICK=1 TOKCORE_TEST_WITHOUT_MSGSPEC=1
 
 echo "freethreaded: the suite on the compiled twins, GIL off"

@@ -6,7 +6,7 @@ response in its ``async with`` (``with``) block. Each way a consumer can stop is
 stream closed early, dropped after an error in the consumer, its task cancelled while it
 waits for the upstream, closed before its first read, and run to its end (the upstream is
 tests/_upstream.py; the framework adapters built on these helpers are tested in
-tests/test_adapters.py). Every case runs on the twin that loaded.
+tests/integration/test_adapters.py). Every case runs on the twin that loaded.
 """
 
 from __future__ import annotations

@@ -7,6 +7,8 @@ extras ``tokcore[aiohttp]``, ``[starlette]``, ``[fastapi]``, ``[httpx]`` bring t
 - :mod:`tokcore.adapters.answer`: the rules of the whole answer (a stream relayed, a body
   rewritten, an error status in the API's shape, no answer as 502/504), the
   ``AsyncAnswer`` the client adapters make and the ``Completion`` the hook gets. No framework.
+- :mod:`tokcore.adapters.client`: ``aopen_answer`` for either client, httpx's or aiohttp's
+  (what the server adapters call), importing the one client adapter it needs.
 - :mod:`tokcore.adapters.aiohttp`: ``relay_answer(request, client, method, url, ...)``
   relays an upstream's whole answer from an aiohttp handler; ``aopen_answer`` is the
   client half on aiohttp's ``ClientSession``; ``relay_response`` streams a

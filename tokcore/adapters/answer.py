@@ -318,21 +318,3 @@ def body_answer(kind: type[A], api: Api, status: int, body: bytes, *, upstream: 
     client_status, error_body = relayed_error(api, status, body, upstream)
     return kind(api, client_status, error_headers(retry_after), body=error_body,
                 upstream_status=status, upstream_error=f"answered {status}")
-
-
-async def aopen_answer(client: Any, method: str, url: Any, prompt_tokens: int,
-                       cached_tokens: int | None = None, **options: Any) -> AsyncAnswer:
-    """The client adapter's ``aopen_answer`` for ``client``: an ``httpx.AsyncClient`` or an
-    ``aiohttp.ClientSession`` (the server adapters take either)."""
-    kind = type(client).__module__.partition(".")[0]
-    if kind == "httpx":
-        from .httpx import aopen_answer as httpx_open
-
-        return await httpx_open(client, method, url, prompt_tokens, cached_tokens, **options)
-    if kind == "aiohttp":
-        from .aiohttp import aopen_answer as aiohttp_open
-
-        return await aiohttp_open(client, method, url, prompt_tokens, cached_tokens,
-                                  **options)
-    raise TypeError("client must be an httpx.AsyncClient or an aiohttp.ClientSession, not "
-                    f"{type(client).__name__}")

@@ -48,7 +48,7 @@ from .._args import Api
 from ..stream._relay import RelayCounts, UsageRelay
 from ..stream._relay_py import DEFAULT_MAX_EVENT_BYTES
 from .answer import AnswerStream, AsyncAnswer, Completion, CompletionHook, check_hook, report
-from .answer import aopen_answer as _open_any
+from .client import aopen_answer as _open_any
 from .errors import stream_error_event
 
 __all__ = ["AnswerResponse", "ClosableStream", "RelayResponse", "answer_response",

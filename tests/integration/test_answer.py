@@ -28,6 +28,7 @@ import httpx
 import openai
 import pytest
 import uvicorn
+from _clients import kept
 from _upstream import CACHED, ERROR_MESSAGES, PROMPT, TOKENS, Server, served
 from aiohttp import web
 from starlette.applications import Starlette
@@ -197,34 +198,15 @@ def stack() -> Iterator[Stack]:
     running.close()
 
 
-@pytest.fixture
-def quiet_logs(caplog: pytest.LogCaptureFixture) -> Iterator[pytest.LogCaptureFixture]:
-    """Nothing at ERROR or with a traceback, from any thread."""
-    with caplog.at_level(logging.DEBUG):
-        yield caplog
-    bad = [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
-    assert not bad, [r.getMessage() for r in bad]
-
-
-_clients: list[Any] = []
-
-
-@pytest.fixture(autouse=True)
-def _close_clients() -> Iterator[None]:
-    yield
-    while _clients:
-        _clients.pop().close()
-
-
 def openai_client(stack: Stack, front: str) -> openai.OpenAI:
     client = openai.OpenAI(base_url=f"{stack.urls[front]}/v1", api_key="-", max_retries=0)
-    _clients.append(client)
+    kept(client)
     return client
 
 
 def anthropic_client(stack: Stack, front: str) -> anthropic.Anthropic:
     client = anthropic.Anthropic(base_url=stack.urls[front], api_key="-", max_retries=0)
-    _clients.append(client)
+    kept(client)
     return client
 
 

@@ -29,9 +29,10 @@ import anthropic
 import httpx
 import openai
 import pytest
+from _clients import kept
 from httpx_sse import connect_sse
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "disagg_proxy.py"
 FASTAPI_EXAMPLE = ROOT / "examples" / "disagg_proxy_fastapi.py"
 PROMPT = "What is an int32 token id?"
@@ -139,21 +140,6 @@ def counts(prompt_tokens: int) -> tuple[int, int]:
 
 # the clients a test made, closed when it ends: a client's pool otherwise holds its sockets
 # until the collector finds it, in some later test (an unclosed-socket ResourceWarning)
-_clients: list[openai.OpenAI | anthropic.Anthropic] = []
-
-
-@pytest.fixture(autouse=True)
-def _close_clients() -> Iterator[None]:
-    yield
-    while _clients:
-        _clients.pop().close()
-
-
-def kept(client: Any) -> Any:
-    _clients.append(client)
-    return client
-
-
 def openai_client(stack: Stack, mode: str = "tokcore") -> openai.OpenAI:
     return openai_at(stack.urls[mode])
 

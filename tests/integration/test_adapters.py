@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
-import logging
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -178,15 +177,6 @@ def stack() -> Iterator[Stack]:
     running = Stack()
     yield running
     running.close()
-
-
-@pytest.fixture
-def quiet_logs(caplog: pytest.LogCaptureFixture) -> Iterator[pytest.LogCaptureFixture]:
-    """Every record of the test, from every thread; none at ERROR or with a traceback."""
-    with caplog.at_level(logging.DEBUG):
-        yield caplog
-    bad = [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
-    assert not bad, [r.getMessage() for r in bad]
 
 
 FRONTS = ["aiohttp", "aiohttp-cancel", "starlette", "fastapi"]
