@@ -320,11 +320,8 @@ BY_NAME = {case.name: case for case in CASES}
 def kernels() -> dict[str, str]:
     """The vector kernels this process picked (under valgrind: those of valgrind's CPU, which
     has AVX2 but no AVX-512)."""
-    from tokcore.ids import _b64_c
-    from tokcore.members import _members_c
-    from tokcore.stream import _relay_c
-    return {"b64": _b64_c.BUILD_INFO["simd"], "object check": _members_c.BUILD_INFO["object check"],
-            "byte scan": _relay_c.BUILD_INFO["byte scan"]}
+    from tokcore._kernels import kernels_in_use
+    return {name: kernel for name, (kernel, _) in kernels_in_use().items()}
 
 
 def main() -> None:

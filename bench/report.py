@@ -122,10 +122,10 @@ def machine() -> dict[str, str]:
                 break
     except OSError:
         pass
-    from tokcore.ids import _b64_c
+    from tokcore._kernels import kernels_in_use
     return {"cpu": cpu, "cores": str(os.cpu_count()), "python": platform.python_version(),
             "system": f"{platform.system()} {platform.release()}",
-            "b64 kernels": _b64_c.BUILD_INFO.get("simd", "?")}
+            "b64 kernels": kernels_in_use().get("b64", ("?", ()))[0]}
 
 
 def main() -> int:

@@ -78,6 +78,16 @@ def test_a_header_calls_only_what_it_defines_or_includes() -> None:
     assert backwards == {}
 
 
+def test_one_cpu_probe() -> None:
+    """Only _cpu.h asks the CPU what it has (and what the compiler targets): every kernel
+    header includes it, so a new feature check is one line there."""
+    asking = re.compile(r"__builtin_cpu_(?:init|supports|is)|\b__(?:SSE2|AVX2|ARM_NEON)__\b")
+    texts = headers()
+    assert asking.search(texts["_cpu.h"])
+    others = {name for name, text in texts.items() if name != "_cpu.h" and asking.search(text)}
+    assert others == set()
+
+
 # the hosts of package registries and distribution mirrors (PyPI and its files, Debian's and
 # Ubuntu's archives, npm, Rust's crates, conda, the Go proxy)
 REGISTRY_HOST = re.compile(

@@ -7,6 +7,7 @@ import sys
 
 from . import BACKEND, __version__
 from ._backend import BUILD, LOADED, MODULES, NO_EXTENSIONS, REQUIRE_EXTENSIONS
+from ._kernels import WITH_KERNELS, kernels_in_use
 
 
 def describe() -> str:
@@ -19,8 +20,12 @@ def describe() -> str:
         + (" (a pure build: TOKCORE_NO_EXTENSIONS=1 at build time)" if BUILD == "pure"
            else ""),
     ]
+    kernels = {WITH_KERNELS[name]: kernel for name, kernel in kernels_in_use().items()}
     for name, kind in sorted(LOADED.items()):
-        info = getattr(MODULES[name], "BUILD_INFO", {})
+        info = dict(getattr(MODULES[name], "BUILD_INFO", {}))
+        if name in kernels:
+            kernel, available = kernels[name]
+            info = {"kernel": f"{kernel} (of {', '.join(available)})", **info}
         details = ", ".join(f"{key}: {value}" for key, value in info.items())
         lines.append(f"  {name:<16} {kind:<7} {details}".rstrip())
     return "\n".join(lines)

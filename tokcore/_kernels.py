@@ -21,3 +21,22 @@ def unknown_kernel(name: object, available: tuple[str, ...]) -> ValueError | Typ
         return TypeError(f"a kernel is named by a str, not {type(name).__name__}")
     where = "" if name in KERNELS else " (not a kernel name)"
     return ValueError(f"no kernel {name!r} here{where}: this twin has {', '.join(available)}")
+
+
+#: the hot paths whose compiled twin has kernels, by the name python -m tokcore gives them
+#: (the keys of ``_backend.MODULES``)
+WITH_KERNELS = {"b64": "ids._b64", "wire": "ids._wire", "object check": "members._members",
+                "byte scan": "stream._relay"}
+
+
+def kernels_in_use() -> dict[str, tuple[str, tuple[str, ...]]]:
+    """What each loaded compiled twin runs: {name: (kernel in use, the twin's kernels)}.
+    Empty for the Python twins, which have none."""
+    from ._backend import MODULES
+
+    found = {}
+    for name, module_name in WITH_KERNELS.items():
+        module = MODULES.get(module_name)
+        if module is not None and hasattr(module, "_kernels"):
+            found[name] = (module._kernel(), module._kernels())
+    return found

@@ -27,6 +27,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tokcore
+from tokcore._kernels import KERNELS
 from tokcore._backend import LOADED, REQUIRE_EXTENSIONS
 from tokcore.ids import _b64_py, _pack_py
 
@@ -62,7 +63,7 @@ def assert_like_stdlib(twin: ModuleType, name: str, *args: Any, **kwargs: Any) -
 @contextmanager
 def kernels(twin: ModuleType, name: str) -> Iterator[None]:
     """Run the Cython twin on the kernels ``name`` (one of ``_b64_c._kernels()``: scalar,
-    avx2 or neon, avx512vbmi; another is the hook's ValueError)."""
+    avx2 or neon, avx512; another is the hook's ValueError)."""
     before = twin._use_kernel(name)
     try:
         yield
@@ -73,15 +74,15 @@ def kernels(twin: ModuleType, name: str) -> Iterator[None]:
 @contextmanager
 def scalar_only(twin: ModuleType) -> Iterator[None]:
     """Run the Cython twin without its SIMD kernels (the portable path other CPUs take)."""
-    use_simd = getattr(twin, "_use_simd", None)
-    if use_simd is None:
+    use_kernel = getattr(twin, "_use_kernel", None)
+    if use_kernel is None:
         yield
         return
-    before = use_simd(False)
+    before = use_kernel("scalar")
     try:
         yield
     finally:
-        use_simd(before)
+        use_kernel(before)
 
 
 @pytest.fixture(params=("c", "c-avx2", "c-scalar", "py"))
@@ -95,7 +96,7 @@ def kernel(request: pytest.FixtureRequest) -> Iterator[ModuleType]:
         with scalar_only(module):
             yield module
     elif mode == "avx2":
-        if module._kernels()[-1] != "avx512vbmi":
+        if module._kernels()[-1] != "avx512":
             pytest.skip("the best kernels of this CPU are the c case's: "
                         f"{module._kernels()[-1]}")
         with kernels(module, mode):
@@ -129,21 +130,26 @@ def test_rules_are_the_running_binascii() -> None:
 
 
 @SWITCHES_KERNELS
-def test_build_info(b64_twin: ModuleType) -> None:
-    info = getattr(b64_twin, "BUILD_INFO", None)
+def test_kernels(b64_twin: ModuleType) -> None:
     if b64_twin is _b64_py:
-        assert info is None
+        assert not hasattr(b64_twin, "_kernels")
         return
-    assert info["simd"] in ("avx512vbmi", "avx2", "neon", "scalar")
-    assert info["simd"] == b64_twin._kernels()[-1]  # the CPU's best
+    kernel = b64_twin._kernel()
+    assert kernel in ("avx512", "avx2", "neon", "scalar") and set(b64_twin._kernels()) <= set(KERNELS)
+    assert kernel == b64_twin._kernels()[-1]  # the CPU's best
     if platform.machine().lower() in ("aarch64", "arm64"):  # NEON is in every aarch64 CPU
-        assert info["simd"] == "neon"
+        assert b64_twin._kernels() == ("scalar", "neon")
     elif cpu_has("avx512vbmi") and cpu_has("avx512bw"):  # what /proc/cpuinfo says, not libgcc
-        assert info["simd"] == "avx512vbmi"
+        assert b64_twin._kernels() == ("scalar", "avx2", "avx512")
     elif cpu_has("avx2"):
-        assert info["simd"] == "avx2"
+        assert b64_twin._kernels() == ("scalar", "avx2")
     with scalar_only(b64_twin):
-        assert info["simd"] == "scalar"
+        assert b64_twin._kernel() == "scalar"
+    assert b64_twin._kernel() == kernel
+    with pytest.raises(ValueError, match="no kernel 'avx9' here .not a kernel name.: this twin has"):
+        b64_twin._use_kernel("avx9")
+    with pytest.raises(TypeError, match="a kernel is named by a str, not int"):
+        b64_twin._use_kernel(2)
 
 
 # --- drop-in base64: fixed unusual inputs ------------------------------------------------

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from _budget import examples
 from _cpu import cpu_has
-from _twins import twin
+from _twins import SWITCHES_KERNELS, twin
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -42,9 +42,9 @@ def scanned(text: bytes) -> bool:
 
 # the kernels: each one of this architecture that the CPU has is compared with the scalar
 # check (one it lacks falls back to the scalar check: comparing it is a no-op)
-ALL_KERNELS = ("AVX2", "AVX-512", "NEON")
+ALL_KERNELS = ("avx2", "avx512", "neon")
 AARCH64 = platform.machine().lower() in ("aarch64", "arm64")
-KERNELS = ("NEON",) if AARCH64 else ("AVX2", "AVX-512")
+KERNELS = ("neon",) if AARCH64 else ("avx2", "avx512")
 
 
 def check(json_c: ModuleType, text: bytes) -> bool:
@@ -63,15 +63,35 @@ def test_kernel_in_use(json_c: ModuleType) -> None:
     dispatch that lost it fails here instead of going slow."""
     x86 = platform.machine().lower() in ("x86_64", "amd64")
     if AARCH64:
-        expected = "NEON"
+        expected = "neon"
     elif not x86 or cpu_has("avx2") is None:
-        expected = "scalar" if not x86 else json_c.BUILD_INFO["object check"]
+        expected = "scalar" if not x86 else json_c._kernel()
     elif cpu_has("avx2") and cpu_has("pclmulqdq"):
-        expected = "AVX-512" if cpu_has("avx512bw") else "AVX2"
+        expected = "avx512" if cpu_has("avx512bw") else "avx2"
     else:
         expected = "scalar"
-    assert json_c.BUILD_INFO["object check"] == expected
+    assert json_c._kernel() == expected == json_c._kernels()[-1]
     assert json_c._OBJECT_KERNELS == ("scalar", *ALL_KERNELS)
+    assert json_c._kernels() == (("scalar", "neon") if expected == "neon" else
+                                 ("scalar", "avx2", "avx512")[:KERNEL_LEVEL[expected] + 1])
+
+
+KERNEL_LEVEL = {"scalar": 0, "avx2": 1, "avx512": 2}
+
+
+@SWITCHES_KERNELS
+def test_use_kernel(json_c: ModuleType) -> None:
+    """Every kernel of the CPU runs through the hook, and the text check follows it."""
+    text = CHUNK
+    best = json_c._kernel()
+    for name in json_c._kernels():
+        assert json_c._use_kernel(name) == best
+        assert json_c._kernel() == name and json_c._is_object_text(text)
+        assert not json_c._is_object_text(text[:-1] + b",}")
+        json_c._use_kernel(best)
+    with pytest.raises(ValueError, match="no kernel 'AVX2' here .not a kernel name."):
+        json_c._use_kernel("AVX2")
+    assert json_c._kernel() == best
 
 
 # bytes whose nibbles the classes share: each is read as a byte of a literal
@@ -157,8 +177,7 @@ def test_memo_is_used(json_c: ModuleType, kernel: str) -> None:
     """A stream's chunks that begin alike go on from the memo's blocks: both when the first
     128 bytes of members are the same, one when only the first 64 are, none when the text
     is short, changed at the start, or follows one that was no object (which is not kept)."""
-    if json_c.BUILD_INFO["object check"] == "scalar" or (
-            kernel == "AVX-512" and json_c.BUILD_INFO["object check"] != "AVX-512"):
+    if kernel not in json_c._kernels():
         pytest.skip(f"no {kernel} kernel on this CPU")
     other = CHUNK.replace(b'" the"', b'" model"')
     early = CHUNK.replace(b"chatcmpl-8", b"chatcmpl-9")

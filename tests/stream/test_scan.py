@@ -16,14 +16,16 @@ from types import ModuleType
 import pytest
 from _budget import QUICK, examples
 from _cpu import cpu_has
-from _twins import twin
+from _twins import SWITCHES_KERNELS, twin
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from tokcore._kernels import KERNELS
 
 SCANS = ("next_candidate", "next_candidate_cr", "first_lflf", "last_lflf", "count_event_ends",
          "scan_events", "scan_events_cr", "nested_stop", "string_stop")
 MACHINE = platform.machine().lower()
-EXPECTED_KIND = {"x86_64": "SSE2", "amd64": "SSE2", "aarch64": "NEON", "arm64": "NEON"}
+EXPECTED_KIND = {"x86_64": "sse2", "amd64": "sse2", "aarch64": "neon", "arm64": "neon"}
 
 
 def oracle_candidate(data: bytes, with_cr: bool) -> int:
@@ -91,22 +93,41 @@ def sse_c() -> ModuleType:
 def check(sse_c: ModuleType, data: bytes, scans: tuple[str, ...] = SCANS) -> None:
     for name in scans:
         expected = ORACLES[name](data)
-        assert sse_c._scan(name, data, True) == expected, (name, data)
-        assert sse_c._scan(name, data, True, False) == expected, (name, "16-byte", data)
-        assert sse_c._scan(name, data, False) == expected, (name, "portable", data)
+        assert sse_c._scan(name, data) == expected, (name, data)
+        for kernel in {"scalar", *sse_c._kernels()}:
+            assert sse_c._scan(name, data, kernel) == expected, (name, kernel, data)
 
 
 def test_kind(sse_c: ModuleType) -> None:
     """The build uses the vector loops its CPU family has: a build that lost them (a wrong
     define, a compiler that does not target them) fails here instead of going slow."""
     assert sse_c._SCANS == SCANS
-    kind, _, wide = sse_c.BUILD_INFO["byte scan"].partition(" + ")
-    assert kind == EXPECTED_KIND.get(MACHINE, kind)
-    assert kind in ("SSE2", "NEON", "portable")
+    kernels = sse_c._kernels()
+    assert kernels[0] == EXPECTED_KIND.get(MACHINE, kernels[0])
+    assert kernels[0] in ("sse2", "neon", "scalar") and set(kernels) <= set(KERNELS)
+    assert sse_c._kernel() == kernels[-1]  # the best
     # the 32-byte loop of the forwarded reads runs wherever the CPU has AVX2
     has_avx2 = cpu_has("avx2")
     if has_avx2 is not None:
-        assert wide == ("AVX2" if kind == "SSE2" and has_avx2 else "")
+        assert kernels[1:] == (("avx2",) if kernels[0] == "sse2" and has_avx2 else ())
+
+
+@SWITCHES_KERNELS
+def test_use_kernel(sse_c: ModuleType) -> None:
+    best = sse_c._kernel()
+    try:
+        for name in sse_c._kernels():
+            assert sse_c._use_kernel(name) == best
+            assert sse_c._kernel() == name
+            data = b"data: {}\n\n" * 9 + b'data: {"usage"'
+            assert sse_c._scan("scan_events", data) == ORACLES["scan_events"](data)
+            sse_c._use_kernel(best)
+    finally:
+        sse_c._use_kernel(best)
+    with pytest.raises(ValueError, match="no kernel 'AVX2' here .not a kernel name."):
+        sse_c._use_kernel("AVX2")
+    with pytest.raises(ValueError, match="no kernel 'avx512' here: "):
+        sse_c._scan("first_lflf", b"", "avx512")
 
 
 def test_unknown_scan(sse_c: ModuleType) -> None:

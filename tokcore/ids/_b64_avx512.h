@@ -22,6 +22,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_cpu.h"
+
 #define TOK_B64_VBMI_TARGET __attribute__((target("avx512f,avx512bw,avx512vbmi")))
 
 /* Filled once by tok_b64_avx512_init: the vpermb indices of each step, the alphabet and the
@@ -43,11 +45,8 @@ static void tok_b64_avx512_init(const char *alphabet) {
     for (int v = 0; v < 64; v++) tok_b64_vbmi_values[(unsigned char)alphabet[v]] = (uint8_t)v;
 }
 
-/* Whether the CPU (and the OS's saved register state: libgcc checks XCR0) has them. */
-static int tok_b64_cpu_has_vbmi(void) {
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")
-        && __builtin_cpu_supports("avx512vbmi");
-}
+/* what the kernels need of the CPU (tok_cpu_has, _cpu.h) */
+#define TOK_B64_VBMI_FEATURES (TOK_CPU_AVX512F | TOK_CPU_AVX512BW | TOK_CPU_AVX512VBMI)
 
 TOK_B64_VBMI_TARGET
 static inline __m512i tok_b64_vbmi_enc_step(__m512i in, __m512i spread, __m512i shifts,

@@ -3,7 +3,7 @@
 """Base64, and token ids <-> base64 text: the Cython twin of ``_b64_py``.
 
 The kernels are in ``_b64_core.h`` (scalar tables, AVX2 when the CPU has it, NEON on
-aarch64 from ``_b64_neon.h``; ``BUILD_INFO["simd"]`` names the one in use). Argument
+aarch64 from ``_b64_neon.h``; ``_kernel()`` names the one in use). Argument
 handling off the fast path (altchars, unusual argument types) and the error messages come
 from ``_b64_py`` and ``_pack_py``; the int reading and the shared id-int table from
 ``_pack_c``; so the twins accept, return and raise the same things.
@@ -30,6 +30,7 @@ from tokcore.ids._b64_py import (
     apply_encode_altchars, check_legacy_validate, decode_data,
     standard_to_urlsafe, urlsafe_decode_315, urlsafe_to_standard,
 )
+from tokcore._kernels import unknown_kernel
 from tokcore.ids import _b64_py as _py
 from tokcore.ids._pack_c import pack_ids
 from tokcore.ids._pack_py import buffer_layout, coerce_ids, length_error, resized_error
@@ -91,31 +92,27 @@ cdef enum:
 tok_b64_init()
 cdef PyObject **_id_objects = shared_id_objects()
 
-BUILD_INFO = {"simd": tok_b64_simd_name().decode()}
-
-
-def _use_simd(on):
-    """Turn the SIMD kernels on (the CPU's best) or off (for tests of the portable path);
-    returns whether they were on."""
-    before = bool(tok_b64_set_simd(-1 if on else 0))
-    BUILD_INFO["simd"] = tok_b64_simd_name().decode()
-    return before
+# the kernel vocabulary (tokcore/_kernels.py): scalar; avx2 or neon; avx512 (VBMI and BW),
+# each level leaving what is too short for it to the one below
 
 
 def _kernels():
-    """The names of the kernels this CPU runs, the portable ones first and its best last."""
+    """The kernels this CPU runs, the portable ones first and its best last."""
     return tuple(tok_b64_level_name(level).decode() for level in range(tok_b64_cpu_level() + 1))
 
 
+def _kernel():
+    """The kernels in use."""
+    return tok_b64_simd_name().decode()
+
+
 def _use_kernel(name):
-    """Run the kernels ``name`` (one of ``_kernels()``; for the tests); returns the name of
-    the ones in use before."""
+    """Run the kernels ``name`` (one of ``_kernels()``; for the tests and benchmarks);
+    returns the name of the ones in use before."""
     kernels = _kernels()
     if name not in kernels:
-        raise ValueError(f"kernel {name!r} is not one of this CPU's {kernels}")
-    before = tok_b64_level_name(tok_b64_set_simd(kernels.index(name))).decode()
-    BUILD_INFO["simd"] = tok_b64_simd_name().decode()
-    return before
+        raise unknown_kernel(name, kernels)
+    return tok_b64_level_name(tok_b64_set_simd(kernels.index(name))).decode()
 
 
 # --- helpers -------------------------------------------------------------------------------

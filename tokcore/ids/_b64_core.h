@@ -26,6 +26,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_cpu.h"
+
 static const char tok_b64_alphabet[65] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
@@ -39,19 +41,10 @@ static uint32_t tok_b64_dec[4][256];
 /* -DTOK_B64_HAVE_AVX2=0 / -DTOK_B64_HAVE_NEON=0 build the portable kernels only (what other
  * hosts get) */
 #ifndef TOK_B64_HAVE_AVX2
-#  if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
-#    define TOK_B64_HAVE_AVX2 1
-#  else
-#    define TOK_B64_HAVE_AVX2 0
-#  endif
+#  define TOK_B64_HAVE_AVX2 TOK_CPU_X86
 #endif
 #ifndef TOK_B64_HAVE_NEON
-#  if defined(__aarch64__) && defined(__ARM_NEON) && (defined(__GNUC__) || defined(__clang__)) \
-      && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-#    define TOK_B64_HAVE_NEON 1
-#  else
-#    define TOK_B64_HAVE_NEON 0
-#  endif
+#  define TOK_B64_HAVE_NEON TOK_CPU_NEON
 #endif
 #if TOK_B64_HAVE_AVX2
 #  include <immintrin.h>
@@ -91,10 +84,9 @@ static void tok_b64_init(void) {
         tok_b64_dec[3][c] = v;
     }
 #if TOK_B64_HAVE_AVX2
-    __builtin_cpu_init();
     tok_b64_avx512_init(tok_b64_alphabet);
-    tok_b64_cpu_simd = !__builtin_cpu_supports("avx2") ? TOK_B64_SCALAR
-                       : tok_b64_cpu_has_vbmi() ? TOK_B64_WITH_VBMI : TOK_B64_SIMD;
+    tok_b64_cpu_simd = !tok_cpu_has(TOK_CPU_AVX2) ? TOK_B64_SCALAR
+                       : tok_cpu_has(TOK_B64_VBMI_FEATURES) ? TOK_B64_WITH_VBMI : TOK_B64_SIMD;
 #elif TOK_B64_HAVE_NEON
     tok_b64_neon_init(tok_b64_alphabet);
     tok_b64_cpu_simd = 1;
@@ -113,7 +105,7 @@ static int tok_b64_cpu_level(void) { return tok_b64_cpu_simd; }
 
 static const char *tok_b64_level_name(int level) {
     if (level == TOK_B64_SCALAR) return "scalar";
-    if (level == TOK_B64_WITH_VBMI) return "avx512vbmi";
+    if (level == TOK_B64_WITH_VBMI) return "avx512";  /* VBMI and BW: TOK_B64_VBMI_FEATURES */
     return TOK_B64_HAVE_NEON ? "neon" : "avx2";
 }
 

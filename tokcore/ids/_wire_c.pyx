@@ -24,6 +24,7 @@ from libc.string cimport memcpy, memmove
 from tokcore._freethreading cimport tok_cs, tok_cs_begin, tok_cs_end
 from tokcore.ids._pack_c cimport pack_block, shared_id_objects
 
+from tokcore._kernels import unknown_kernel
 from tokcore.ids._b64_c import b64decode as _b64decode
 from tokcore.ids._b64_c import b64encode as _b64encode
 from tokcore.ids._pack_c import pack_ids
@@ -76,6 +77,7 @@ cdef extern from "_wire_json.h" nogil:
         TOK_IJ_KERNEL_SCALAR
         TOK_IJ_KERNEL_SWAR
         TOK_IJ_KERNEL_SIMD
+        TOK_IJ_KERNEL_AVX2
         TOK_IJ_MAX_ID
         TOK_IJ_SLACK
     const char *TOK_IJ_SIMD_NAME
@@ -124,38 +126,44 @@ cdef enum:
     NOGIL_MIN_BYTES = 64 * 1024  # below this, dropping the GIL costs more than it frees
 
 cdef PyObject **_id_objects = shared_id_objects()
-# the kernels: the JSON reader's; with "simd" or "avx2" the JSON writer's 4-id steps (SSE2)
-# and the MessagePack writer's (AVX2 where the CPU has it), else one id at a time (tests
-# switch them: _use_kernel)
-#: the JSON reader's kernels, as _use_kernel names them (the vector one: SSE2, NEON or
-#: portable masks, as the build has it; "avx2": its windows' masks on AVX2, where the CPU
-#: has it)
-_KERNELS = ("scalar", "swar", "simd", "avx2") if tok_ij_avx2() else ("scalar", "swar", "simd")
-cdef int _json_kernel = len(_KERNELS) - 1  # the best
-_SIMD_NAME = TOK_IJ_SIMD_NAME.decode()
-_READ_NAMES = ("scalar", "SWAR", f"{_SIMD_NAME} windows", "AVX2 windows")
+# The kernels, in the vocabulary of tokcore/_kernels.py, with their numbers in _wire_json.h:
+# the JSON reader's (scalar; swar; its 64-byte windows on sse2 or neon; the windows' masks on
+# avx2, where the CPU has it, with BMI1, BMI2 and POPCNT); with the windows, the JSON writer's
+# 4-id steps (SSE2) and the MessagePack writer's (AVX2 where the CPU has it) too, else one id
+# at a time. A host with neither SSE2 nor NEON reads with swar. Tests switch them.
+_NUMBERS = {"scalar": TOK_IJ_KERNEL_SCALAR, "swar": TOK_IJ_KERNEL_SWAR}
+if TOK_IJ_SIMD_NAME in (b"SSE2", b"NEON"):
+    _NUMBERS[TOK_IJ_SIMD_NAME.decode().lower()] = TOK_IJ_KERNEL_SIMD
+    if tok_ij_avx2():
+        _NUMBERS["avx2"] = TOK_IJ_KERNEL_AVX2
+_KERNELS = tuple(_NUMBERS)
+cdef int _json_kernel = _NUMBERS[_KERNELS[len(_KERNELS) - 1]]  # the best
+_MSGPACK_WRITE = "avx2" if tok_mp_avx2() else "scalar"
 
-_MSGPACK_WRITE = "AVX2" if tok_mp_avx2() else "scalar"
-
-BUILD_INFO = {"json read": _READ_NAMES[_json_kernel], "msgpack write": _MSGPACK_WRITE}
+#: for python -m tokcore: what the MessagePack writer runs with the kernel in use
+BUILD_INFO = {"msgpack write": _MSGPACK_WRITE if _json_kernel >= TOK_IJ_KERNEL_SIMD else "scalar"}
 
 
 def _kernels():
-    """The kernels' names, the reference first: the JSON reader's (scalar, SWAR, vector);
-    with the last, the writers' vector steps too."""
+    """The kernels this machine runs, the reference first and the best last."""
     return _KERNELS
 
 
+def _kernel():
+    """The kernel in use."""
+    return next(name for name, number in _NUMBERS.items() if number == _json_kernel)
+
+
 def _use_kernel(name):
-    """Read (and write) with the kernels ``name`` (one of ``_kernels()``; for the tests);
-    returns the name of those in use before."""
+    """Read (and write) with the kernel ``name`` (one of ``_kernels()``; for the tests and
+    benchmarks); returns the name of the one in use before."""
     global _json_kernel
     if name not in _KERNELS:
-        raise ValueError(f"kernel {name!r} is not one of {_KERNELS}")
-    before = _KERNELS[_json_kernel]
-    _json_kernel = _KERNELS.index(name)
-    BUILD_INFO["json read"] = _READ_NAMES[_json_kernel]
-    BUILD_INFO["msgpack write"] = _MSGPACK_WRITE if _json_kernel >= TOK_IJ_KERNEL_SIMD else "scalar"
+        raise unknown_kernel(name, _KERNELS)
+    before = _kernel()
+    _json_kernel = _NUMBERS[name]
+    BUILD_INFO["msgpack write"] = (_MSGPACK_WRITE if _json_kernel >= TOK_IJ_KERNEL_SIMD
+                                   else "scalar")
     return before
 
 

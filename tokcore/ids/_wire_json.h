@@ -32,13 +32,15 @@
 #include <stdint.h>
 #include <string.h>
 
-#if (defined(__SSE2__) && defined(__x86_64__)) || defined(_M_X64)
+#include "_cpu.h"
+
+#if TOK_CPU_SSE2 && (defined(__x86_64__) || defined(_M_X64))
 #  include <emmintrin.h>
 #  define TOK_IJ_SSE2 1
 #else
 #  define TOK_IJ_SSE2 0
 #endif
-#if defined(__aarch64__) && defined(__ARM_NEON)
+#if TOK_CPU_NEON
 #  include <arm_neon.h>
 #  define TOK_IJ_NEON 1
 #else
@@ -344,7 +346,7 @@ static inline size_t tok_ij_window(const unsigned char *p, unsigned char *out, s
     return tok_ij_window_body(p, m, out, got);
 }
 
-#if TOK_IJ_SSE2 && (defined(__GNUC__) || defined(__clang__))
+#if TOK_IJ_SSE2 && TOK_CPU_X86
 #  define TOK_IJ_HAVE_AVX2 1
 #  include <immintrin.h>
 /* the masks of a 64-byte window, 32 bytes a compare */
@@ -494,13 +496,10 @@ static size_t tok_ij_windows_avx2(const unsigned char *s, size_t n, size_t pos,
 
 static int tok_ij_cpu_avx2 = -1;  /* -1: not asked yet */
 static inline int tok_ij_avx2(void) {
-    if (tok_ij_cpu_avx2 < 0) {
-        __builtin_cpu_init();
-        /* the windows use BMI1, BMI2 and POPCNT too: every AVX2 CPU has them, but a
-         * virtual machine may say otherwise */
-        tok_ij_cpu_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi")
-                          && __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("popcnt");
-    }
+    if (tok_ij_cpu_avx2 < 0)  /* the windows use BMI1, BMI2 and POPCNT too: every AVX2 CPU
+                               * has them, but a virtual machine may say otherwise */
+        tok_ij_cpu_avx2 = tok_cpu_has(TOK_CPU_AVX2 | TOK_CPU_BMI1 | TOK_CPU_BMI2
+                                      | TOK_CPU_POPCNT);
     return tok_ij_cpu_avx2;
 }
 #else

@@ -16,6 +16,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_cpu.h"
+
 #if defined(__GNUC__) || defined(__clang__)
 #  define TOK_MP_INLINE inline __attribute__((always_inline))
 #else
@@ -299,7 +301,7 @@ static inline unsigned tok_mp_put(unsigned char *out, int32_t v) {
     return fix ? 1u : 1u + size;
 }
 
-#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#if TOK_CPU_X86
 #  define TOK_MP_HAVE_AVX2 1
 #  include <immintrin.h>
 /* Four ids a step in 64-bit lanes: the same compares as tok_mp_put, the payload's bytes
@@ -406,10 +408,7 @@ static size_t tok_mp_write_avx2(const unsigned char *ids, size_t n, unsigned cha
 
 static int tok_mp_cpu_avx2 = -1;  /* -1: not asked yet */
 static inline int tok_mp_avx2(void) {
-    if (tok_mp_cpu_avx2 < 0) {
-        __builtin_cpu_init();
-        tok_mp_cpu_avx2 = __builtin_cpu_supports("avx2") ? 1 : 0;
-    }
+    if (tok_mp_cpu_avx2 < 0) tok_mp_cpu_avx2 = tok_cpu_has(TOK_CPU_AVX2);
     return tok_mp_cpu_avx2;
 }
 #else

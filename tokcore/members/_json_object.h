@@ -34,18 +34,16 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_cpu.h"
 #include "_json_object_memo.h"
 
-#if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__)) \
-    && (!defined(TOK_SCAN_PORTABLE) || !TOK_SCAN_PORTABLE)
+#if TOK_CPU_X86 && defined(__x86_64__) && (!defined(TOK_SCAN_PORTABLE) || !TOK_SCAN_PORTABLE)
 #  define TOK_OBJECT_X86 1
 #  include <immintrin.h>
 #else
 #  define TOK_OBJECT_X86 0
 #endif
-#if defined(__aarch64__) && defined(__ARM_NEON) && (defined(__GNUC__) || defined(__clang__)) \
-    && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ \
-    && (!defined(TOK_SCAN_PORTABLE) || !TOK_SCAN_PORTABLE)
+#if TOK_CPU_NEON && (!defined(TOK_SCAN_PORTABLE) || !TOK_SCAN_PORTABLE)
 #  define TOK_OBJECT_NEON 1
 #  include <arm_neon.h>
 #else
@@ -63,10 +61,9 @@ static int tok_object_kernel = TOK_OBJECT_NONE;
 
 static inline void tok_object_init(void) {
 #if TOK_OBJECT_X86
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("pclmul"))
-        tok_object_kernel = __builtin_cpu_supports("avx512bw") ? TOK_OBJECT_WITH_AVX512
-                                                               : TOK_OBJECT_WITH_AVX2;
+    if (tok_cpu_has(TOK_CPU_AVX2 | TOK_CPU_PCLMUL))
+        tok_object_kernel = tok_cpu_has(TOK_CPU_AVX512BW) ? TOK_OBJECT_WITH_AVX512
+                                                          : TOK_OBJECT_WITH_AVX2;
 #elif TOK_OBJECT_NEON
     tok_object_kernel = TOK_OBJECT_WITH_NEON;
 #endif

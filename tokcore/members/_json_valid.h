@@ -13,7 +13,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#if defined(__SSE2__) || defined(_M_X64)
+
+#include "_cpu.h"
+
+#if TOK_CPU_SSE2
 #include <emmintrin.h>
 #define TOK_VALID_SSE2 1
 #else

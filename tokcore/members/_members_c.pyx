@@ -14,6 +14,7 @@ from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from libc.string cimport memchr, memcmp, memcpy, memset
 
+from tokcore._kernels import unknown_kernel
 from tokcore._args import check_path, check_switch, payload_bytes, payload_view
 from tokcore.members._members_py import decode_key, key_text, not_json, utf8
 
@@ -37,10 +38,33 @@ cdef extern from "_json_object.h":
                              tok_object_memo *memo) noexcept nogil
 
 tok_object_init()
-# the object-text check's kernels by number (``_json_object.h``): the one in use is in
-# BUILD_INFO, for python -m tokcore and the tests
-_OBJECT_KERNELS = ("scalar", "AVX2", "AVX-512", "NEON")
-BUILD_INFO = {"object check": _OBJECT_KERNELS[tok_object_kernel]}
+# the object-text check's kernels by their number in ``_json_object.h``, in the vocabulary of
+# tokcore/_kernels.py ("avx512": AVX-512BW; avx2 and avx512 want PCLMUL too)
+_OBJECT_KERNELS = ("scalar", "avx2", "avx512", "neon")
+# what this CPU runs, plainest first: the scalar check, then up to the best (picked at import)
+_KERNELS = (("scalar",) + _OBJECT_KERNELS[1:tok_object_kernel + 1]
+            if tok_object_kernel != 3 else ("scalar", "neon"))
+
+
+def _kernels():
+    """The object check's kernels on this CPU, the scalar one first and the best last."""
+    return _KERNELS
+
+
+def _kernel():
+    """The object check's kernel in use."""
+    return _OBJECT_KERNELS[tok_object_kernel]
+
+
+def _use_kernel(name):
+    """Check with the kernel ``name`` (one of ``_kernels()``; for the tests and benchmarks),
+    in this twin and in the relay's (which cimports it); returns the name in use before."""
+    global tok_object_kernel
+    if name not in _KERNELS:
+        raise unknown_kernel(name, _KERNELS)
+    before = _OBJECT_KERNELS[tok_object_kernel]
+    tok_object_kernel = _OBJECT_KERNELS.index(name)
+    return before
 
 # byte classes
 cdef enum:
@@ -323,7 +347,7 @@ cdef int _object_agree(int kernel, const unsigned char *alphabet, int k, unsigne
         window[j] = alphabet[digits[j]]
 
 
-def _memo_taken(texts, str kernel="AVX2"):
+def _memo_taken(texts, str kernel="avx2"):
     """The texts through one memo, as a relay's events: for each, how many of the memo's
     blocks it went on from (for the tests that check the memo is used)."""
     cdef tok_object_memo kept
@@ -339,7 +363,7 @@ def _memo_taken(texts, str kernel="AVX2"):
 
 
 def _object_text_agree(bytes alphabet, int length, bytes before=b"", bytes after=b"",
-                       str kernel="AVX2", bint memo=False):
+                       str kernel="avx2", bint memo=False):
     """Every input ``before + window + after`` with a window of ``length`` bytes over
     ``alphabet``, that kernel against the scalar check: None when they agree on all (or
     the CPU has no such kernel), else the first input where they differ. With ``memo``,

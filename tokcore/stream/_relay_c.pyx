@@ -23,6 +23,7 @@ from tokcore.stream._usage_c cimport (
 )
 
 from tokcore._args import Bound, in_use, payload_bytes
+from tokcore._kernels import unknown_kernel
 from tokcore.stream._dialects import FOREIGN, NONE, NOT_OBJECT, REWRITTEN, TOO_LARGE, UNREADABLE
 from tokcore.stream._fields import rewrite_event
 from tokcore.stream._relay_py import DEFAULT_MAX_EVENT_BYTES, OUTCOME_FIELDS, RelayCounts
@@ -45,20 +46,63 @@ cdef extern from "_ssescan.h":
                        int length, int *which) noexcept nogil
 
 tok_scan_init()
-# the scan of a read forwarded whole runs 32-byte AVX2 blocks where the CPU has them
-BUILD_INFO = {"byte scan": TOK_SCAN_KIND.decode() + (" + AVX2" if tok_scan_use_avx2 else "")}
+# The byte scans' kernels, in the vocabulary of tokcore/_kernels.py: the 16-byte loops the
+# build has (sse2 on x86-64, neon on aarch64; scalar: the portable loops, elsewhere), and on
+# x86-64 avx2 where the CPU has it (the scan of a read forwarded whole, 32 bytes a block).
+# The portable loops are compiled everywhere; on a vector build only _scan runs them.
+_VECTOR = TOK_SCAN_KIND.decode().lower() if TOK_SCAN_SIMD else "scalar"
+_KERNELS = (_VECTOR, "avx2") if tok_scan_use_avx2 else (_VECTOR,)
+cdef int _cpu_avx2 = tok_scan_use_avx2
 # the scans _scan runs, by their number in tok_scan_by_number
 _SCANS = ("next_candidate", "next_candidate_cr", "first_lflf", "last_lflf", "count_event_ends",
           "scan_events", "scan_events_cr", "nested_stop", "string_stop")
 
 
-def _scan(name, bytes data, simd=True, wide=True):
-    """One byte scan of ``_ssescan.h`` on ``data``: the vector loops (``simd``, where the
-    build has them; ``wide``: AVX2 where the CPU has it, else the 16-byte loops) or the
-    portable ones. For the tests that compare them; -1 is none."""
+def _kernels():
+    """The kernels the relay's scans run on this CPU, the plainest first and the best last."""
+    return _KERNELS
+
+
+def _kernel():
+    """The kernel in use."""
+    return "avx2" if tok_scan_use_avx2 else _VECTOR
+
+
+def _use_kernel(name):
+    """Scan with the kernel ``name`` (one of ``_kernels()``; for the tests and benchmarks);
+    returns the name of the one in use before."""
+    global tok_scan_use_avx2
+    if name not in _KERNELS:
+        raise unknown_kernel(name, _KERNELS)
+    before = _kernel()
+    tok_scan_use_avx2 = name == "avx2"
+    return before
+
+
+def _scan(name, bytes data, kernel=None):
+    """One byte scan of ``_ssescan.h`` on ``data`` with the kernel ``kernel``: ``"scalar"``
+    (the portable loops), the build's 16-byte loops, or ``None``: what the relay runs (AVX2
+    where the CPU has it and it is in use). For the tests that compare them; -1 is none."""
     cdef int which = _SCANS.index(name)
-    return tok_scan_by_number(which, (1 if wide else 2) if simd and TOK_SCAN_SIMD else 0,
-                              PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data))
+    cdef int simd
+    if kernel is None:
+        simd = 1 if TOK_SCAN_SIMD else 0
+    elif kernel == "scalar":
+        simd = 0
+    elif kernel == _VECTOR:
+        simd = 2
+    elif kernel == "avx2" and _cpu_avx2:
+        simd = 1  # the relay's choice, avx2 whether or not it is in use now
+    else:
+        raise unknown_kernel(kernel, ("scalar",) + _KERNELS if _VECTOR != "scalar" else _KERNELS)
+    if kernel == "avx2":
+        saved = tok_scan_use_avx2
+        _use_kernel("avx2")
+        try:
+            return tok_scan_by_number(which, simd, PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data))
+        finally:
+            _use_kernel("avx2" if saved else _VECTOR)
+    return tok_scan_by_number(which, simd, PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data))
 
 
 def _scan_agree(bytes alphabet, int length, bytes before=b"", bytes after=b""):

@@ -25,14 +25,14 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_cpu.h"
 #include "_ssescan_candidate.h"
 
 /* -DTOK_SCAN_PORTABLE=1 builds the portable loops only */
 #if !defined(TOK_SCAN_PORTABLE) || !TOK_SCAN_PORTABLE
-#  if defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2)
+#  if TOK_CPU_SSE2
 #    define TOK_SCAN_SSE2 1
-#  elif defined(__aarch64__) && defined(__ARM_NEON) && (defined(__GNUC__) || defined(__clang__)) \
-        && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#  elif TOK_CPU_NEON
 #    define TOK_SCAN_NEON 1
 #  endif
 #endif
@@ -299,7 +299,7 @@ static inline Py_ssize_t tok_scan_events_sse2(const char *p, Py_ssize_t n, int w
 
 /* The same with AVX2, 32 bytes a block, where the CPU has it (picked at run time: the module
  * loads on any x86-64 CPU). */
-#  if defined(__GNUC__) || defined(__clang__)
+#  if TOK_CPU_X86
 #    define TOK_SCAN_AVX2 1
 #    include <immintrin.h>
 #    define TOK_LOAD256(p) _mm256_loadu_si256((const __m256i *)(const void *)(p))
@@ -363,8 +363,7 @@ static int tok_scan_use_avx2 __attribute__((unused)) = 0;
 
 static inline void tok_scan_init(void) {
 #if TOK_SCAN_AVX2
-    __builtin_cpu_init();
-    tok_scan_use_avx2 = __builtin_cpu_supports("avx2") ? 1 : 0;
+    tok_scan_use_avx2 = tok_cpu_has(TOK_CPU_AVX2);
 #endif
 }
 
