@@ -22,6 +22,13 @@ PYTEST = TOKCORE_TEST_PROFILE=$(TEST_PROFILE) $(BIN)/python -m pytest -q -n $(TE
 
 all: test
 
+# A Debian package a target runs, installed when its command is missing: apt-clang (make
+# fuzz), apt-valgrind (make bench-guard). .ci/run installs them once before its jobs, which
+# run two at a time and would otherwise wait on each other's apt lock.
+apt-%:
+	@command -v $* >/dev/null || { apt-get update -q; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q $*; }
+
 # The venv, with a pip that knows PEP 735 dependency groups (pip >= 25.1: --group).
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -92,16 +99,16 @@ bench: build $(VENV)/.deps-bench
 FUZZ_SECONDS ?= 600
 FUZZ_SMOKE_SECONDS ?= 4
 
-fuzz fuzz-native: build $(VENV)/.deps-fuzz
-	@command -v clang >/dev/null || { apt-get update -q; \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -q clang; }
+fuzz fuzz-native: build $(VENV)/.deps-fuzz apt-clang
 	TOKCORE_REQUIRE_EXTENSIONS=1 $(BIN)/python fuzz/run.py --seconds $(FUZZ_SECONDS) --native on $(FUZZ_ARGS)
 
-# CI's short run of each harness. Without atheris (no wheel for this Python, no registry)
-# run.py says so and feeds random inputs instead.
-fuzz-smoke: build
+# CI's short run of each harness, on the native-coverage build as make fuzz runs it (so a
+# fresh clone's make fuzz is what CI runs, shorter). Without atheris (no wheel for this
+# Python, no registry) run.py says so and feeds random inputs instead.
+fuzz-smoke: build apt-clang
 	$(MAKE) --no-print-directory $(VENV)/.deps-fuzz || echo "fuzz-smoke: atheris could not be installed"
-	TOKCORE_REQUIRE_EXTENSIONS=1 $(BIN)/python fuzz/run.py --per-harness $(FUZZ_SMOKE_SECONDS)
+	TOKCORE_REQUIRE_EXTENSIONS=1 $(BIN)/python fuzz/run.py --per-harness $(FUZZ_SMOKE_SECONDS) \
+		--native on  # without atheris, random inputs and no native build
 
 # AddressSanitizer + UndefinedBehaviorSanitizer: a copy of the tree in build/asan with its
 # own in-place build, the whole suite on the Cython twins. The interpreter is not built with
@@ -179,9 +186,7 @@ docs: $(VENV)/.deps-docs
 # by callgrind in one process and held against bench/budgets.json (fails above budget + 3 %):
 # bench/guard.py. UPDATE=1 writes this run's counts as the budgets; GUARD_ARGS=-k NAME.
 .PHONY: bench-guard bench-compare
-bench-guard: build
-	@command -v valgrind >/dev/null || { apt-get update -q; \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -q valgrind; }
+bench-guard: build apt-valgrind
 	$(BIN)/python bench/guard.py $(if $(UPDATE),--update) $(GUARD_ARGS)
 
 # The hot paths timed under this tree's build and commit REV's (built once into
