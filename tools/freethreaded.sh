@@ -9,8 +9,9 @@
 # (the Debian archive this machine's apt uses: tools/debian_mirror.sh).
 # Debian has no free-threaded binary packages, and sid's 3.14/3.15 source tarballs are not on
 # the mirror this project reaches (its binary packages are), so today 3.13.5 is what builds;
-# the script says which one it uses and why. Then, with the GIL off (never PYTHON_GIL=0:
-# a module that needs the GIL must fail the run, not be let in):
+# the script says which one it uses and why. TOKCORE_FT_PYTHON=/path/to/python3.Xt uses that
+# interpreter instead (the workflow's, from actions/setup-python). Then, with the GIL off
+# (never PYTHON_GIL=0: a module that needs the GIL must fail the run, not be let in):
 # - the compiled twins built for it, imported with -W error::RuntimeWarning (CPython warns
 #   when a module turns the GIL back on): BACKEND is "cython" and the GIL stays off;
 # - the whole suite on the compiled twins, then on the Python twins, with the GIL checked
@@ -54,8 +55,8 @@ build_python() {  # build_python VERSION REVISION: 0 when $CACHE/cpython-VERSION
     rm -rf "$src/Python-$version"
 }
 
-PY=""
-for candidate in $CANDIDATES; do
+PY="${TOKCORE_FT_PYTHON:-}"  # a free-threaded interpreter of the caller's (GitHub's runners)
+for candidate in $([ -z "$PY" ] && echo "$CANDIDATES"); do
     version=${candidate%-*} revision=${candidate##*-}
     if build_python "$version" "$revision"; then
         PY="$CACHE/cpython-${version}t/bin/python${version%.*}t"

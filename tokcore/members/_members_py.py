@@ -174,7 +174,6 @@ _NUMBER = re.compile(rb"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 _NUMBER_START = re.compile(rb"-?(?:(?:0|[1-9][0-9]*)(?:\.(?:[0-9]+(?:[eE][+-]?[0-9]*)?)?"
                            rb"|[eE][+-]?[0-9]*)?)?")
 _HEX = frozenset(b"0123456789abcdefABCDEF")
-_ESCAPED = frozenset(b'"\\/bfnrt')
 # the continuation bytes each lead byte takes (RFC 3629: no overlong form, no surrogate)
 _UTF8_TAILS: dict[int, tuple[tuple[int, int], ...]] = {}
 for _lead in range(0xC2, 0xF5):
@@ -185,7 +184,6 @@ for _lead in range(0xC2, 0xF5):
         ((0x90, 0xBF) if _lead == 0xF0 else (0x80, 0x8F) if _lead == 0xF4 else _TAIL,
          _TAIL, _TAIL))
 _LITERALS = {ord("t"): b"true", ord("f"): b"false", ord("n"): b"null"}
-_RBRACKET = 0x5D
 
 
 def _string_stop(data: bytes, at: int, end: int) -> int:
@@ -365,13 +363,6 @@ def not_an_object(error: ScanError, path: tuple[str, ...] = ()) -> ValueError:
     where = "payload is not a JSON object" if not path else \
         f"the value at {path!r} is not a JSON object"
     return ValueError(f"{where}: the scan stopped at offset {error.offset}")
-
-
-def top_members(data: bytes) -> tuple[list[Member], int]:
-    try:
-        return scan_object(data, 0, len(data), True)
-    except ScanError as error:
-        raise not_an_object(error) from None
 
 
 def path_object(data: bytes, start: int, end: int, path: tuple[str, ...]) -> \
