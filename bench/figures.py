@@ -27,8 +27,8 @@ RECORDED = ROOT / "docs" / "_static" / "bench" / "results.json"
 README = ROOT / "README.md"
 PAGE = ROOT / "docs" / "benchmarks.md"
 FAST, REFERENCE = "tokcore-c", "tokcore-py"
-NAMES = {"bench_ids": "Token ids", "bench_b64": "Base64", "bench_sse": "Usage relay",
-         "bench_json": "JSON members", "bench_pickle": "Pickling",
+NAMES = {"bench_ids": "Token ids", "bench_b64": "Base64", "bench_relay": "Usage relay",
+         "bench_members": "JSON members", "bench_pickle": "Pickling",
          "bench_wire": "Ids in JSON and MessagePack"}
 PAGE_MARKERS = ("<!-- bench-table: begin (bench/plots.py --docs) -->",
                 "<!-- bench-table: end -->")
@@ -41,16 +41,16 @@ README_ROWS = [
      "array + pybase64"),
     ("`b64_to_ids`, Zipf ids", "bench_b64", "b64_to_ids 40k zipf", FAST, "numpy + `base64`",
      "numpy + base64"),
-    ("`find_member` of the ids, 213 KB answer", "bench_json", "find_member ids, 213 KB body",
+    ("`find_member` of the ids, 213 KB answer", "bench_members", "find_member ids, 213 KB body",
      FAST, "`json.loads(body)[key]`", "json.loads(body)[key]"),
-    ("`set_member` of the ids into a request", "bench_json",
+    ("`set_member` of the ids into a request", "bench_members",
      "set_member ids into a generation request", FAST, "`json.dumps` of the dict",
      "json.dumps(request dict)"),
-    ("`UsageRelay.feed`, one 260-byte event", "bench_sse", "feed 1 event, pass-through", FAST,
+    ("`UsageRelay.feed`, one 260-byte event", "bench_relay", "feed 1 event, pass-through", FAST,
      "`json.loads`", "json.loads per event"),
-    ("the usage event rewritten", "bench_sse", "rewrite the usage event", FAST,
+    ("the usage event rewritten", "bench_relay", "rewrite the usage event", FAST,
      "`json.loads` + update + `json.dumps`", "prefilter+json.loads+update+json.dumps"),
-    ("relay 1 MiB in 64 KiB reads", "bench_sse", "relay 1 MiB in 64 KiB reads", FAST,
+    ("relay 1 MiB in 64 KiB reads", "bench_relay", "relay 1 MiB in 64 KiB reads", FAST,
      "split + pre-filter + `json`", "split+prefilter+json rewrite"),
     ("pickle + unpickle, `lazy=True`", "bench_pickle",
      "pickle+unpickle 40k uniform, fresh process", "tokcore-c lazy", "plain pickle",

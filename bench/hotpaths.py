@@ -69,7 +69,7 @@ def _feed(event_of: Callable[[], bytes]) -> Callable[[int], Work]:
 
 def _relay(api: str) -> Callable[[int], Work]:
     def make(pool: int) -> Work:
-        import bench_sse as s
+        import bench_relay as s
         body = {"chat": lambda: s.stream(False), "chat-null": lambda: s.stream(True),
                 "responses": lambda: s.responses_stream(
             s.STREAM_BYTES), "messages": lambda: s.messages_stream(s.STREAM_BYTES)}[api]()
@@ -86,7 +86,7 @@ def _relay(api: str) -> Callable[[int], Work]:
 
 
 def _usage_data() -> bytes:
-    import bench_sse as s
+    import bench_relay as s
     return s.USAGE_EVENT[6:-2]
 
 
@@ -101,18 +101,18 @@ def _find(pool: int) -> Work:
 
 
 def _json_body() -> tuple[bytes, bytes]:
-    import bench_json as j
+    import bench_members as j
     return j.context_response(j.ids_b64()), j.generation_request()
 
 
 def _find_member(pool: int) -> Work:
-    import bench_json as j
+    import bench_members as j
     body, _ = _json_body()
     return tokcore.find_member, (body, j.KEY), 1
 
 
 def _set_member(pool: int) -> Work:
-    import bench_json as j
+    import bench_members as j
     body, request = _json_body()
     start, end = tokcore.find_member(body, j.KEY)
     value = body[start:end]
@@ -198,7 +198,7 @@ def _lazy_read(pool: int) -> Work:
 
 def _feed_event(usage_null: bool) -> Callable[[], bytes]:
     def event() -> bytes:
-        import bench_sse as s
+        import bench_relay as s
         return s.token_event(1, usage_null)
     return event
 
@@ -261,12 +261,12 @@ CASES = [
 # --- what the goals of bench/compare.py measure tokcore against, in the same run
 
 def _prefilter(pool: int) -> Work:
-    import bench_sse as s
+    import bench_relay as s
     return s.prefilter, (s.token_event(1, False),), 1
 
 
 def _round_trip(pool: int) -> Work:
-    import bench_sse as s
+    import bench_relay as s
     return s.round_trip, (s.USAGE_EVENT,), 1
 
 

@@ -55,7 +55,7 @@ def twin(name: str, kind: str) -> Any:
     """The ``kind`` twin of hot path ``name`` (``HOT_PATHS``); the Cython twin is skipped only
     under NO_EXTENSIONS.
 
-    ``"stream"`` is the public names of the ``_usage``, ``_sse`` and ``_events`` twins of
+    ``"stream"`` is the public names of the ``_usage``, ``_relay`` and ``_events`` twins of
     that kind together, for tests that use the whole stream API at once.
     """
     if kind == "c" and NO_EXTENSIONS:
