@@ -405,9 +405,9 @@ def test_kernels_on_long_texts() -> None:
 
 @SWITCHES_KERNELS
 def test_writer_kernels_agree() -> None:
-    """The writers' 4-id steps (with the windows' kernels: JSON on SSE2, MessagePack on AVX2) and their
-    id-by-id ones: every digit count, sign, MessagePack form (the values around each bound)
-    and the ids past 10**8 (one by one) at each place of a step."""
+    """The writers' 4-id steps (with the windows' kernels: JSON on SSE2, MessagePack on
+    AVX2) and their id-by-id ones: every digit count, sign, MessagePack form (the values
+    around each bound) and the ids past 10**8 (one by one) at each place of a step."""
     c = twin("wire", "c")
     values = [v for k in range(11) for v in (10**k - 1, 10**k, -(10**k) + 1, -(10**k))
               if INT32_MIN <= v <= INT32_MAX] + [INT32_MIN, INT32_MAX, 0, -1, 151_643]
