@@ -30,7 +30,7 @@ from tokcore.ids._b64_c import b64encode as _b64encode
 from tokcore.ids._pack_c import pack_ids
 from tokcore.ids._pack_py import coerce_ids, length_error, overflow_error, unexportable_error
 from tokcore.ids._wire_py import (
-    JSON_WHAT, MSGPACK_WHAT, check_format, found, json_error_found, json_overflow,
+    FORMATS, JSON_WHAT, MSGPACK_WHAT, check_format, found, json_error_found, json_overflow,
     msgpack_error_found, text_bytes,
 )
 
@@ -329,44 +329,10 @@ cdef object _json_int32(object data, int kernel):
     return _take(call, got * ID_BYTES)
 
 
-cdef object _open_reader(Reader *r, object data, object src):
-    """A reader of ``data`` in format ``src``; returns what keeps its bytes alive (the
-    caller calls ``_close(&r.data)``)."""
-    cdef size_t start = 0, length = 0
-    cdef int status
-    r.data.held = False
-    r.done = 0
-    r.kernel = _json_kernel
-    if src == "msgpack":
-        keep = _open(&r.data, data, MSGPACK_WHAT, False)
-        r.kind = K_MSGPACK
-        if tok_mp_header(&r.msgpack, r.data.ptr, r.data.n) != TOK_MP_OK:
-            _raise_read(r)
-        # every item takes a byte at least: a header that says more is cut short (the
-        # reader names where), and the bound keeps the output's size to the data's
-        r.total = r.msgpack.total
-        if r.total > r.data.n:
-            r.total = r.data.n
-        return keep
-    r.kind = K_INT32
-    if src == "b64":  # as b64_to_ids(data, validate=True) reads it
-        keep = _b64decode(data, None, True)
-        _open(&r.data, keep, "int32 data", False)
-    elif src == "json":  # read whole into int32
-        keep = _json_int32(data, r.kernel)
-        _open(&r.data, keep, "int32 data", False)
-    elif src == "msgpack_bin":
-        keep = _open(&r.data, data, MSGPACK_WHAT, False)
-        status = tok_mp_bin(r.data.ptr, r.data.n, &start, &length)
-        if status != TOK_MP_OK:
-            raise msgpack_error_found(status, start, _found(&r.data, start, False))
-        r.raw = r.data.ptr + start
-        if length % ID_BYTES:
-            raise length_error(length)
-        r.total = length // ID_BYTES
-        return keep
-    else:
-        keep = _open(&r.data, data, "int32 data", False)
+# --- readers: one for each format, by its number (the table below) ------------------------
+
+cdef object _raw_int32(Reader *r, object keep):
+    """The reader of int32 bytes already opened in ``r.data``; returns ``keep``."""
     if r.data.n % ID_BYTES:
         raise length_error(r.data.n)
     r.raw = r.data.ptr
@@ -374,7 +340,50 @@ cdef object _open_reader(Reader *r, object data, object src):
     return keep
 
 
-# --- writers -------------------------------------------------------------------------------
+cdef object _open_int32(Reader *r, object data):
+    return _raw_int32(r, _open(&r.data, data, "int32 data", False))
+
+
+cdef object _open_b64(Reader *r, object data):
+    keep = _b64decode(data, None, True)  # as b64_to_ids(data, validate=True) reads it
+    _open(&r.data, keep, "int32 data", False)
+    return _raw_int32(r, keep)
+
+
+cdef object _open_json(Reader *r, object data):
+    keep = _json_int32(data, r.kernel)  # read whole into int32
+    _open(&r.data, keep, "int32 data", False)
+    return _raw_int32(r, keep)
+
+
+cdef object _open_msgpack(Reader *r, object data):
+    keep = _open(&r.data, data, MSGPACK_WHAT, False)
+    r.kind = K_MSGPACK
+    if tok_mp_header(&r.msgpack, r.data.ptr, r.data.n) != TOK_MP_OK:
+        _raise_read(r)
+    # every item takes a byte at least: a header that says more is cut short (the reader
+    # names where), and the bound keeps the output's size to the data's
+    r.total = r.msgpack.total
+    if r.total > r.data.n:
+        r.total = r.data.n
+    return keep
+
+
+cdef object _open_msgpack_bin(Reader *r, object data):
+    cdef size_t start = 0, length = 0
+    cdef int status
+    keep = _open(&r.data, data, MSGPACK_WHAT, False)
+    status = tok_mp_bin(r.data.ptr, r.data.n, &start, &length)
+    if status != TOK_MP_OK:
+        raise msgpack_error_found(status, start, _found(&r.data, start, False))
+    r.raw = r.data.ptr + start
+    if length % ID_BYTES:
+        raise length_error(length)
+    r.total = length // ID_BYTES
+    return keep
+
+
+# --- writers: the pieces of each format's output -------------------------------------------
 
 cdef list _list_of(const unsigned char *raw, size_t count):
     """``count`` int32 ids as a list, of the shared int cache's ints (as unpack_ids)."""
@@ -400,10 +409,130 @@ cdef list _msgpack_list(Reader *r):
     return result
 
 
-cdef size_t _pump(Reader *r, int dst, unsigned char *out, size_t *k) noexcept nogil:
-    """Every id of ``r`` written after ``out`` in format ``dst`` (0: int32, 1: JSON
-    without its brackets, 2: MessagePack items); returns the bytes written. int32 ids are
-    written from where they are, MessagePack ones through a block on the stack."""
+# What a format writes before its ids (the count known), the ids themselves (a run of them,
+# the k-th id first), and after them; each returns where it stopped.
+ctypedef unsigned char *(*head_fn)(unsigned char *out, size_t count) noexcept nogil
+ctypedef unsigned char *(*body_fn)(const unsigned char *ids, size_t n, unsigned char *at,
+                                   size_t k, int kernel) noexcept nogil
+ctypedef unsigned char *(*tail_fn)(unsigned char *at) noexcept nogil
+
+
+cdef unsigned char *_no_head(unsigned char *out, size_t count) noexcept nogil:
+    return out
+
+
+cdef unsigned char *_no_tail(unsigned char *at) noexcept nogil:
+    return at
+
+
+cdef unsigned char *_body_int32(const unsigned char *ids, size_t n, unsigned char *at,
+                                size_t k, int kernel) noexcept nogil:
+    memcpy(at, ids, n * ID_BYTES)
+    return at + n * ID_BYTES
+
+
+cdef unsigned char *_head_json(unsigned char *out, size_t count) noexcept nogil:
+    out[0] = b'['
+    return out + 1
+
+
+cdef unsigned char *_body_json(const unsigned char *ids, size_t n, unsigned char *at,
+                               size_t k, int kernel) noexcept nogil:
+    return tok_ij_write(ids, n, at, k == 0, kernel)
+
+
+cdef unsigned char *_tail_json(unsigned char *at) noexcept nogil:
+    at[0] = b']'
+    return at + 1
+
+
+cdef unsigned char *_head_msgpack(unsigned char *out, size_t count) noexcept nogil:
+    return tok_mp_write_header(out, count)
+
+
+cdef unsigned char *_body_msgpack(const unsigned char *ids, size_t n, unsigned char *at,
+                                  size_t k, int kernel) noexcept nogil:
+    return tok_mp_write(ids, n, at, kernel >= TOK_IJ_KERNEL_SIMD)
+
+
+cdef unsigned char *_head_msgpack_bin(unsigned char *out, size_t count) noexcept nogil:
+    return tok_mp_write_bin_header(out, count * ID_BYTES)
+
+
+cdef object _finish_b64(object raw):
+    return _b64encode(raw)
+
+
+# --- the table of formats ------------------------------------------------------------------
+
+cdef enum Format:  # numbered as _wire_py.FORMATS orders the names (spelled there only)
+    F_INT32
+    F_B64
+    F_JSON
+    F_MSGPACK
+    F_MSGPACK_BIN
+    F_COUNT
+
+ctypedef object (*open_fn)(Reader *r, object data)
+ctypedef object (*finish_fn)(object raw)
+
+cdef struct FormatRow:
+    open_fn open      # a reader of a source: returns what keeps its bytes alive
+    size_t most       # output bytes an id takes at most
+    size_t extra      # output bytes besides the ids' (a header, brackets, the stores' slack)
+    head_fn head
+    body_fn body
+    tail_fn tail
+    finish_fn finish  # the output as the caller gets it (its base64 text), or NULL: as written
+
+cdef FormatRow _FORMATS[<int>F_COUNT]
+
+
+cdef void _row(Format number, open_fn open, size_t most, size_t extra, head_fn head,
+               body_fn body, tail_fn tail, finish_fn finish) noexcept:
+    _FORMATS[<int>number] = FormatRow(open, most, extra, head, body, tail, finish)
+
+
+_row(F_INT32, _open_int32, ID_BYTES, 0, _no_head, _body_int32, _no_tail, NULL)
+_row(F_B64, _open_b64, ID_BYTES, 0, _no_head, _body_int32, _no_tail, _finish_b64)
+_row(F_JSON, _open_json, TOK_IJ_MAX_ID, 2 + TOK_IJ_SLACK, _head_json, _body_json, _tail_json,
+     NULL)
+_row(F_MSGPACK, _open_msgpack, TOK_MP_MAX_ID, TOK_MP_MAX_HEADER + TOK_MP_SLACK, _head_msgpack,
+     _body_msgpack, _no_tail, NULL)
+_row(F_MSGPACK_BIN, _open_msgpack_bin, ID_BYTES, TOK_MP_MAX_HEADER, _head_msgpack_bin,
+     _body_int32, _no_tail, NULL)
+
+#: a format's public name -> its number (its row)
+cdef dict _FORMAT_NUMBERS = {name: number for number, name in enumerate(FORMATS)}
+if len(_FORMAT_NUMBERS) != F_COUNT:
+    raise ImportError(f"_wire_c has {F_COUNT} formats, _wire_py {len(_FORMAT_NUMBERS)}")
+
+
+cdef Format _format(object value, object name) except F_COUNT:
+    """The number of the format named ``value``; ``check_format``'s errors for another."""
+    if type(value) is str:
+        number = _FORMAT_NUMBERS.get(value)
+        if number is not None:
+            return <Format><int>number
+    check_format(value, name)  # raises
+    return F_COUNT
+
+
+# --- a reader's ids through a format's writer ----------------------------------------------
+
+cdef object _open_reader(Reader *r, object data, Format src):
+    """A reader of ``data`` in format ``src``; returns what keeps its bytes alive (the
+    caller calls ``_close(&r.data)``)."""
+    r.data.held = False
+    r.done = 0
+    r.kernel = _json_kernel
+    r.kind = K_INT32
+    return _FORMATS[<int>src].open(r, data)
+
+
+cdef size_t _pump(Reader *r, body_fn body, unsigned char *out, size_t *k) noexcept nogil:
+    """Every id of ``r`` written after ``out`` by ``body``; returns the bytes written. int32
+    ids are written from where they are, MessagePack ones through a block on the stack."""
     cdef unsigned char block[BLOCK_IDS * ID_BYTES]
     cdef unsigned char *at = out
     cdef const unsigned char *ids
@@ -420,123 +549,78 @@ cdef size_t _pump(Reader *r, int dst, unsigned char *out, size_t *k) noexcept no
             ids = block
         if got == 0:
             break
-        if dst == 0:
-            memcpy(at, ids, got * ID_BYTES)
-            at += got * ID_BYTES
-        elif dst == 1:
-            at = tok_ij_write(ids, got, at, k[0] == 0, r.kernel)
-        else:
-            at = tok_mp_write(ids, got, at, r.kernel >= TOK_IJ_KERNEL_SIMD)
+        at = body(ids, got, at, k[0], r.kernel)
         k[0] += got
         if r.kind == K_INT32:
             break
     return <size_t>(at - out)
 
 
-cdef size_t _run(Reader *r, int dst, unsigned char *out, size_t *k) noexcept:
+cdef size_t _run(Reader *r, body_fn body, unsigned char *out, size_t *k) noexcept:
     """``_pump``, without the GIL for a large input."""
     cdef size_t written
     if r.data.n >= NOGIL_MIN_BYTES:
         with nogil:
-            written = _pump(r, dst, out, k)
+            written = _pump(r, body, out, k)
     else:
-        written = _pump(r, dst, out, k)
+        written = _pump(r, body, out, k)
     return written
 
 
-cdef object _write(_Call call, object dst):
+cdef object _write(_Call call, Format dst):
     """All the ids of the call's reader in format ``dst``."""
+    cdef FormatRow *row = &_FORMATS[<int>dst]
     cdef Reader *r = &call.r
-    cdef unsigned char *out
-    cdef unsigned char *body
-    cdef size_t k = 0, written
-    if dst == "json":
-        out = _new_out(call, r.total * TOK_IJ_MAX_ID + 2 + TOK_IJ_SLACK)
-        out[0] = b'['
-        written = 1 + _run(r, 1, out + 1, &k)
-        _raise_read(r)
-        out[written] = b']'
-        return _take(call, written + 1)
-    if dst == "msgpack":
-        out = _new_out(call, TOK_MP_MAX_HEADER + r.total * TOK_MP_MAX_ID + TOK_MP_SLACK)
-        body = tok_mp_write_header(out, r.total)
-        written = _run(r, 2, body, &k)
-        _raise_read(r)
-        return _take(call, <size_t>(body - out) + written)
-    if dst == "msgpack_bin":
-        out = _new_out(call, TOK_MP_MAX_HEADER + r.total * ID_BYTES)
-        body = tok_mp_write_bin_header(out, r.total * ID_BYTES)
-        written = _run(r, 0, body, &k)
-        _raise_read(r)
-        return _take(call, <size_t>(body - out) + written)
-    # int32 and b64: the int32 bytes first
-    out = _new_out(call, r.total * ID_BYTES)
-    written = _run(r, 0, out, &k)
+    cdef size_t k = 0
+    cdef unsigned char *out = _new_out(call, row.extra + r.total * row.most)
+    cdef unsigned char *at = row.head(out, r.total)
+    at += _run(r, row.body, at, &k)
     _raise_read(r)
-    raw = _take(call, written)
-    if dst == "b64":
-        return _b64encode(raw)
-    return raw
+    at = row.tail(at)
+    result = _take(call, <size_t>(at - out))
+    return result if row.finish is NULL else row.finish(result)
 
 
 # --- ids in (a list or a buffer: pack_ids' rules and errors) -------------------------------
 
-cdef object _from_ids(object ids, int dst):
-    """Token ids as a JSON (1) or MessagePack (2) array: a list or a tuple packed a block at
-    a time (pack_ids' reading of each int), any other argument through pack_ids."""
+cdef object _from_ids(object ids, Format dst):
+    """Token ids in format ``dst``: a list or a tuple packed a block at a time (pack_ids'
+    reading of each int), any other argument through pack_ids."""
+    cdef FormatRow *row = &_FORMATS[<int>dst]
     cdef tok_cs cs
     cdef Py_ssize_t size, start = 0, count
     cdef unsigned char block[BLOCK_IDS * ID_BYTES]
     cdef unsigned char *out
     cdef unsigned char *at
-    cdef const unsigned char *raw
     cdef _Call call = _Call.__new__(_Call)
     if type(ids) is not list and type(ids) is not tuple:
         seq = coerce_ids(ids)
         if isinstance(seq, memoryview):  # a buffer of any integer type: packed (checked) first
             packed = pack_ids(seq)
-            raw = <const unsigned char *>PyBytes_AS_STRING(packed)
             size = len(<bytes>packed) // ID_BYTES
-            if dst == 1:
-                out = _new_out(call, <size_t>size * TOK_IJ_MAX_ID + 2 + TOK_IJ_SLACK)
-                out[0] = b'['
-                at = tok_ij_write(raw, <size_t>size, out + 1, 1, _json_kernel)
-                at[0] = b']'
-                return _take(call, <size_t>(at + 1 - out))
-            out = _new_out(call, TOK_MP_MAX_HEADER + <size_t>size * TOK_MP_MAX_ID + TOK_MP_SLACK)
-            at = tok_mp_write(raw, <size_t>size, tok_mp_write_header(out, <size_t>size),
-                              _json_kernel >= TOK_IJ_KERNEL_SIMD)
-            return _take(call, <size_t>(at - out))
+            out = _new_out(call, row.extra + <size_t>size * row.most)
+            at = row.body(<const unsigned char *>PyBytes_AS_STRING(packed), <size_t>size,
+                          row.head(out, <size_t>size), 0, _json_kernel)
+            return _take(call, <size_t>(row.tail(at) - out))
         ids = seq
     tok_cs_begin(&cs, ids)
     size = PySequence_Fast_GET_SIZE(ids)
     tok_cs_end(&cs)
-    if dst == 1:
-        out = _new_out(call, <size_t>size * TOK_IJ_MAX_ID + 2 + TOK_IJ_SLACK)
-        out[0] = b'['
-        at = out + 1
-    else:
-        out = _new_out(call, TOK_MP_MAX_HEADER + <size_t>size * TOK_MP_MAX_ID + TOK_MP_SLACK)
-        at = tok_mp_write_header(out, <size_t>size)
+    out = _new_out(call, row.extra + <size_t>size * row.most)
+    at = row.head(out, <size_t>size)
     while start < size:
         count = min(<Py_ssize_t>BLOCK_IDS, size - start)
         pack_block(ids, size, start, count, block)
-        if dst == 1:
-            at = tok_ij_write(block, <size_t>count, at, start == 0, _json_kernel)
-        else:
-            at = tok_mp_write(block, <size_t>count, at, _json_kernel >= TOK_IJ_KERNEL_SIMD)
+        at = row.body(block, <size_t>count, at, <size_t>start, _json_kernel)
         start += count
-    if dst == 1:
-        at[0] = b']'
-        at += 1
-    return _take(call, <size_t>(at - out))
+    return _take(call, <size_t>(row.tail(at) - out))
 
 
 # --- the public functions ------------------------------------------------------------------
 
 def ids_to_json(ids):
     """Token ids -> the compact JSON array, ``json.dumps(ids, separators=(",", ":"))``."""
-    return _from_ids(ids, 1)
+    return _from_ids(ids, F_JSON)
 
 
 def json_to_ids(data):
@@ -547,23 +631,23 @@ def json_to_ids(data):
 
 def ids_to_msgpack(ids):
     """Token ids -> a MessagePack array, each int in its smallest encoding."""
-    return _from_ids(ids, 2)
+    return _from_ids(ids, F_MSGPACK)
 
 
 def msgpack_to_ids(data):
     """One MessagePack array of ints (bytes-like) -> the token ids."""
     cdef _Call call = _Call.__new__(_Call)
-    call.keep = _open_reader(&call.r, data, "msgpack")
+    call.keep = _open_reader(&call.r, data, F_MSGPACK)
     return _msgpack_list(&call.r)
 
 
 def convert_ids(data, src, dst):
     """Token ids in format ``src`` -> the same ids in format ``dst`` (``"int32"``, ``"b64"``,
     ``"json"``, ``"msgpack"``, ``"msgpack_bin"``)."""
-    src = check_format(src, "src")
-    dst = check_format(dst, "dst")
-    if src == "json" and dst == "int32":  # the JSON reader's own output
+    cdef Format source = _format(src, "src")
+    cdef Format target = _format(dst, "dst")
+    if source == F_JSON and target == F_INT32:  # the JSON reader's own output, as it is
         return _json_int32(data, _json_kernel)
     cdef _Call call = _Call.__new__(_Call)
-    call.keep = _open_reader(&call.r, data, src)
-    return _write(call, dst)
+    call.keep = _open_reader(&call.r, data, source)
+    return _write(call, target)

@@ -18,7 +18,8 @@ import json
 import re
 import struct
 from array import array
-from typing import Literal
+from collections.abc import Callable
+from typing import Literal, NamedTuple
 
 from .._args import BytesLike, TextOrBytes
 from . import _b64_py
@@ -35,25 +36,23 @@ from ._pack_py import (
 
 #: the formats of ``convert_ids``: raw little-endian int32, its base64 text (standard
 #: alphabet, padded), a JSON array of ints, a MessagePack array of ints, a MessagePack
-#: ``bin`` holding the raw int32
+#: ``bin`` holding the raw int32 (the table of their readers and writers is ``FORMATS``,
+#: below)
 IdFormat = Literal["int32", "b64", "json", "msgpack", "msgpack_bin"]
-FORMATS: tuple[IdFormat, ...] = ("int32", "b64", "json", "msgpack", "msgpack_bin")
-#: the formats a ``str`` may carry
-TEXT_FORMATS = frozenset({"b64", "json"})
 
 
 # --- argument checks, shared by both twins -------------------------------------------------
 
 def check_format(value: object, name: str) -> IdFormat:
-    """``value`` as one of :data:`FORMATS`: a ``TypeError`` for a non-str, ``ValueError``
-    for an unknown name."""
+    """``value`` as one of :data:`FORMATS`' names: a ``TypeError`` for a non-str,
+    ``ValueError`` for an unknown name."""
     if type(value) is not str:
         raise TypeError(f"{name} must be a format name (str), not {type(value).__name__}")
     if value not in FORMATS:
         names = ", ".join(repr(f) for f in FORMATS)
         raise ValueError(f"{name}={value!r} is not a format of token ids: expected one of "
                          f"{names}")
-    return value
+    return value  # type: ignore[return-value]  # one of the table's names
 
 
 def text_bytes(text: str) -> bytes:
@@ -389,6 +388,57 @@ def b64_text(raw: bytes) -> bytes:
     return binascii.b2a_base64(raw, newline=False)
 
 
+# --- the table of formats ------------------------------------------------------------------
+
+class Format(NamedTuple):
+    """A format of ``convert_ids``: how its ids are read and written."""
+
+    #: the ids of a source in this format (a ``str`` or a buffer, as the caller gave it)
+    read: Callable[[object], list[int]]
+    #: ids (int32 already) in this format
+    write: Callable[[list[int]], bytes]
+
+
+def _read_int32(data: object) -> list[int]:
+    return int32_values(data_view(data, "int32 data", False))
+
+
+def _read_b64(data: object) -> list[int]:
+    return int32_values(b64_raw(data))
+
+
+def _read_json(data: object) -> list[int]:
+    return json_ids(data_view(data, JSON_WHAT, True))
+
+
+def _read_msgpack(data: object) -> list[int]:
+    return msgpack_ids(data_view(data, MSGPACK_WHAT, False))
+
+
+def _read_msgpack_bin(data: object) -> list[int]:
+    return int32_values(bin_payload(data_view(data, MSGPACK_WHAT, False)))
+
+
+def _write_b64(values: list[int]) -> bytes:
+    return b64_text(int32_bytes(values))
+
+
+def _write_msgpack_bin(values: list[int]) -> bytes:
+    return bin_text(int32_bytes(values))
+
+
+#: every format by its public name, in the order of their numbers (``_wire_c`` numbers its
+#: C table by this order: the names are spelled here only). A new format is a row here, its
+#: reader and writer, and a row of ``_wire_c``'s table.
+FORMATS: dict[str, Format] = {
+    "int32": Format(_read_int32, int32_bytes),
+    "b64": Format(_read_b64, _write_b64),
+    "json": Format(_read_json, json_text),
+    "msgpack": Format(_read_msgpack, msgpack_text),
+    "msgpack_bin": Format(_read_msgpack_bin, _write_msgpack_bin),
+}
+
+
 # --- the public functions ------------------------------------------------------------------
 
 def ids_to_json(ids: IdsArg) -> bytes:
@@ -443,33 +493,6 @@ def msgpack_to_ids(data: BytesLike) -> list[int]:
     return msgpack_ids(data_view(data, MSGPACK_WHAT, False))
 
 
-def read_ids(data: object, src: IdFormat) -> list[int]:
-    """The ids of ``data`` in format ``src``."""
-    if src == "json":
-        return json_ids(data_view(data, JSON_WHAT, True))
-    if src == "msgpack":
-        return msgpack_ids(data_view(data, MSGPACK_WHAT, False))
-    if src == "b64":
-        return int32_values(b64_raw(data))
-    if src == "msgpack_bin":
-        return int32_values(bin_payload(data_view(data, MSGPACK_WHAT, False)))
-    return int32_values(data_view(data, "int32 data", False))
-
-
-def write_ids(values: list[int], dst: IdFormat) -> bytes:
-    """``values`` (int32 already) in format ``dst``."""
-    if dst == "json":
-        return json_text(values)
-    if dst == "msgpack":
-        return msgpack_text(values)
-    raw = int32_bytes(values)
-    if dst == "b64":
-        return b64_text(raw)
-    if dst == "msgpack_bin":
-        return bin_text(raw)
-    return raw
-
-
 def convert_ids(data: TextOrBytes, src: IdFormat, dst: IdFormat) -> bytes:
     """Token ids in format ``src`` -> the same ids in format ``dst``, without a Python int or
     list in between (on the compiled twin).
@@ -488,6 +511,6 @@ def convert_ids(data: TextOrBytes, src: IdFormat, dst: IdFormat) -> bytes:
     ``TypeError`` for a format that is not a ``str``, and for a ``str`` given for
     ``"int32"``, ``"msgpack"`` or ``"msgpack_bin"``.
     """
-    src = check_format(src, "src")
-    dst = check_format(dst, "dst")
-    return write_ids(read_ids(data, src), dst)
+    reader = FORMATS[check_format(src, "src")].read
+    writer = FORMATS[check_format(dst, "dst")].write
+    return writer(reader(data))
