@@ -22,7 +22,7 @@ from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memcpy, memmove
 
 from tokcore._freethreading cimport tok_cs, tok_cs_begin, tok_cs_end
-from tokcore.ids._pack_c cimport pack_block, shared_id_objects
+from tokcore.ids._pack_c cimport pack_block, pack_block64, shared_id_objects, width_bits
 
 from tokcore._kernels import unknown_kernel
 from tokcore.ids._b64_c import b64decode as _b64decode
@@ -33,6 +33,7 @@ from tokcore.ids._wire_py import (
     FORMATS, JSON_WHAT, MSGPACK_WHAT, check_format, found, json_error_found, json_overflow,
     msgpack_error_found, text_bytes,
 )
+from tokcore.ids._width import INT32, INT64
 
 cdef extern from "Python.h":
     PyObject **PySequence_Fast_ITEMS_PTR "PySequence_Fast_ITEMS"(object o)
@@ -61,6 +62,15 @@ cdef extern from *:
 cdef extern from "_intfast.h":
     int tok_fill_ids(PyObject **table, const unsigned char *src, Py_ssize_t n,
                      PyObject **items) except -1
+    int tok_fill_ids64(PyObject **table, const unsigned char *src, Py_ssize_t n,
+                       PyObject **items) except -1
+    PyObject *tok_id_object64(PyObject **table, int64_t value) except NULL
+
+cdef extern from "_wire_width.h" nogil:
+    void tok_widen_ids(const unsigned char *src, size_t n, unsigned char *out)
+    size_t tok_narrow_ids(const unsigned char *src, size_t n, unsigned char *out)
+    int64_t tok_w_load64(const unsigned char *p)
+    void tok_w_store64(unsigned char *p, int64_t v)
 
 cdef extern from "_wire_json.h" nogil:
     ctypedef struct tok_ij_reader:
@@ -87,6 +97,11 @@ cdef extern from "_wire_json.h" nogil:
     int tok_ij_avx2()
     unsigned char *tok_ij_write(const unsigned char *ids, size_t n, unsigned char *out,
                                 int first, int kernel)
+    int tok_ij_resume64(tok_ij_reader *r, const unsigned char *s, size_t n, int64_t *value)
+    enum:
+        TOK_IJ_MAX_ID64
+    unsigned char *tok_ij_write64(const unsigned char *ids, size_t n, unsigned char *out,
+                                  int first, int kernel)
 
 cdef extern from "_wire_msgpack.h" nogil:
     ctypedef struct tok_mp_reader:
@@ -98,6 +113,7 @@ cdef extern from "_wire_msgpack.h" nogil:
         int is_unsigned
         int64_t value
         uint64_t uvalue
+        size_t after
     enum:
         TOK_MP_OK
         TOK_MP_OVERFLOW
@@ -114,6 +130,11 @@ cdef extern from "_wire_msgpack.h" nogil:
     unsigned char *tok_mp_write(const unsigned char *ids, size_t n, unsigned char *out,
                                 int simd)
     int tok_mp_avx2()
+    int tok_mp_resume64(tok_mp_reader *r, int64_t *value)
+    enum:
+        TOK_MP_MAX_ID64
+    unsigned char *tok_mp_write64(const unsigned char *ids, size_t n, unsigned char *out,
+                                  int simd)
 
 cdef extern from "_wire_list.h":
     int tok_mp_read_list(tok_mp_reader *r, const unsigned char *s, size_t n,
@@ -122,6 +143,7 @@ cdef extern from "_wire_list.h":
 
 cdef enum:
     ID_BYTES = 4
+    ID64_BYTES = 8
     BLOCK_IDS = 1024  # ids a block holds: 4 KiB on the stack, in L1 between reader and writer
     NOGIL_MIN_BYTES = 64 * 1024  # below this, dropping the GIL costs more than it frees
 
@@ -224,24 +246,29 @@ cdef str _found(Data *d, size_t offset, bint text):
     return found(piece, 0, text)
 
 
-# --- readers: a source of little-endian int32 blocks ---------------------------------------
+# --- readers: a source of little-endian int32 or int64 blocks ------------------------------
 
 cdef enum Kind:
-    K_INT32
-    K_MSGPACK
+    K_INT32    # int32 ids where they are (raw)
+    K_INT64    # int64 ids where they are (raw)
+    K_MSGPACK  # a MessagePack array, read a block at a time (into int64 where wide)
 
 cdef struct Reader:
     Kind kind
     Data data
+    bint wide          # its ids are read within int64 (given as int64), else int32
     size_t total       # the ids it will give (exactly, unless its data is in error)
-    size_t done        # int32: ids given so far
-    const unsigned char *raw  # int32: the ids' bytes
+    size_t done        # raw: ids given so far
+    const unsigned char *raw  # raw: the ids' bytes
     int kernel
     tok_mp_reader msgpack
+    bint bad           # an id did not fit the int32 it was written as (the first one's:)
+    size_t bad_index
+    int64_t bad_value
 
 
 cdef inline size_t _read(Reader *r, unsigned char *block, size_t cap) noexcept nogil:
-    """Up to ``cap`` ids into ``block``; 0 at the end or at an error (``_raise_read``)."""
+    """Up to ``cap`` int32 ids into ``block``; 0 at the end or at an error (``_raise_read``)."""
     cdef size_t got
     if r.kind == K_MSGPACK:
         return tok_mp_read(&r.msgpack, r.data.ptr, r.data.n, block, cap)
@@ -253,20 +280,46 @@ cdef inline size_t _read(Reader *r, unsigned char *block, size_t cap) noexcept n
     return got
 
 
+cdef size_t _read_msgpack64(Reader *r, unsigned char *block, size_t cap) noexcept nogil:
+    """Up to ``cap`` int64 ids of a MessagePack array into ``block``: the int32 reader's
+    runs widened, each integer it stops at outside int32 taken as an int64 (the reader goes
+    on after it); 0 at the end or at an error (``_raise_read``)."""
+    cdef unsigned char run[BLOCK_IDS * ID_BYTES]
+    cdef size_t k = 0, got
+    cdef int64_t value
+    while True:  # a read of 0 ids at the end checks that the data ends there
+        got = tok_mp_read(&r.msgpack, r.data.ptr, r.data.n, run,
+                          min(<size_t>BLOCK_IDS, cap - k))
+        tok_widen_ids(run, got, block + k * ID64_BYTES)
+        k += got
+        if r.msgpack.error == TOK_MP_OVERFLOW:
+            if tok_mp_resume64(&r.msgpack, &value) != 0:
+                break  # outside int64 too: the reader keeps its error
+            tok_w_store64(block + k * ID64_BYTES, value)
+            k += 1
+        elif got == 0 or k == cap:
+            break
+    return k
+
+
 cdef int _raise_read(Reader *r) except -1:
-    """The MessagePack reader's error, if it has one; a reader stopped short of the end
-    without one read a buffer that another thread changed during the call."""
+    """The MessagePack reader's error, if it has one (a reader stopped short of the end
+    without one read a buffer that another thread changed during the call); then an id that
+    did not fit the int32 it was to be written as."""
     cdef size_t offset
-    if r.kind != K_MSGPACK:
-        return 0
-    if r.msgpack.error == TOK_MP_OK and r.msgpack.count != r.msgpack.total:
-        raise RuntimeError("the MessagePack data changed while it was read")
-    if r.msgpack.error == TOK_MP_OVERFLOW:
-        raise overflow_error(r.msgpack.count, r.msgpack.uvalue if r.msgpack.is_unsigned
-                             else r.msgpack.value)
-    if r.msgpack.error != TOK_MP_OK:
-        offset = r.msgpack.offset
-        raise msgpack_error_found(r.msgpack.error, offset, _found(&r.data, offset, False))
+    spec = INT64 if r.wide else INT32
+    if r.kind == K_MSGPACK:
+        if r.msgpack.error == TOK_MP_OK and r.msgpack.count != r.msgpack.total:
+            raise RuntimeError("the MessagePack data changed while it was read")
+        if r.msgpack.error == TOK_MP_OVERFLOW:
+            raise overflow_error(r.msgpack.count, r.msgpack.uvalue if r.msgpack.is_unsigned
+                                 else r.msgpack.value, spec)
+        if r.msgpack.error != TOK_MP_OK:
+            offset = r.msgpack.offset
+            raise msgpack_error_found(r.msgpack.error, offset, _found(&r.data, offset, False),
+                                      spec)
+    if r.bad:
+        raise overflow_error(r.bad_index, r.bad_value, INT32)
     return 0
 
 
@@ -329,31 +382,84 @@ cdef object _json_int32(object data, int kernel):
     return _take(call, got * ID_BYTES)
 
 
+cdef size_t _read_json64(tok_ij_reader *r, const unsigned char *s, size_t n,
+                         unsigned char *out, size_t cap, int kernel) noexcept nogil:
+    """Up to ``cap`` ids of a JSON text into ``out`` as int64: the int32 reader's blocks
+    widened, each integer it stops at outside int32 read as an int64 (the reader goes on
+    after it); stops at an error (in ``r``)."""
+    cdef unsigned char run[BLOCK_IDS * ID_BYTES]
+    cdef size_t k = 0, got
+    cdef int64_t value
+    while k < cap:
+        got = tok_ij_read(r, s, n, run, min(<size_t>BLOCK_IDS, cap - k), kernel)
+        tok_widen_ids(run, got, out + k * ID64_BYTES)
+        k += got
+        if r.error == TOK_IJ_OVERFLOW:
+            if tok_ij_resume64(r, s, n, &value) != 0:
+                break  # outside int64 too: the reader keeps its error
+            tok_w_store64(out + k * ID64_BYTES, value)
+            k += 1
+        if r.error != TOK_IJ_OK or r.state == TOK_IJ_DONE:
+            break
+    return k
+
+
+cdef object _json_int64(object data, int kernel):
+    """``_json_int32`` for ids within int64: little-endian int64 bytes."""
+    cdef Data d
+    cdef tok_ij_reader r
+    cdef size_t cap, got
+    cdef unsigned char *out
+    cdef _Call call = _Call.__new__(_Call)
+    keep = _open(&call.r.data, data, JSON_WHAT, True)
+    d = call.r.data
+    cap = d.n // 2 + 1
+    out = _new_out(call, cap * ID64_BYTES)
+    tok_ij_init(&r)
+    if d.n >= NOGIL_MIN_BYTES:
+        with nogil:
+            got = _read_json64(&r, d.ptr, d.n, out, cap, kernel)
+    else:
+        got = _read_json64(&r, d.ptr, d.n, out, cap, kernel)
+    if r.error == TOK_IJ_OVERFLOW:
+        raise json_overflow(r.count, PyBytes_FromStringAndSize(
+            <const char *>d.ptr + r.offset, r.end - r.offset), INT64)
+    if r.error != TOK_IJ_OK:
+        raise json_error_found(r.error, r.offset, _found(&d, r.offset, True), INT64)
+    if r.state != TOK_IJ_DONE:  # stopped at the bound: the text changed as it was read
+        raise RuntimeError("the JSON data changed while it was read")
+    return _take(call, got * ID64_BYTES)
+
+
 # --- readers: one for each format, by its number (the table below) ------------------------
 
-cdef object _raw_int32(Reader *r, object keep):
-    """The reader of int32 bytes already opened in ``r.data``; returns ``keep``."""
-    if r.data.n % ID_BYTES:
-        raise length_error(r.data.n)
+cdef object _raw_ids(Reader *r, object keep):
+    """The reader of int32 (int64 where ``r.wide``) bytes opened in ``r.data``; returns
+    ``keep``."""
+    cdef size_t size = ID64_BYTES if r.wide else ID_BYTES
+    if r.data.n % size:
+        raise length_error(r.data.n, INT64 if r.wide else INT32)
+    r.kind = K_INT64 if r.wide else K_INT32
     r.raw = r.data.ptr
-    r.total = r.data.n // ID_BYTES
+    r.total = r.data.n // size
     return keep
 
 
-cdef object _open_int32(Reader *r, object data):
-    return _raw_int32(r, _open(&r.data, data, "int32 data", False))
+cdef object _open_raw(Reader *r, object data):
+    return _raw_ids(r, _open(&r.data, data, "int64 data" if r.wide else "int32 data", False))
 
 
 cdef object _open_b64(Reader *r, object data):
     keep = _b64decode(data, None, True)  # as b64_to_ids(data, validate=True) reads it
     _open(&r.data, keep, "int32 data", False)
-    return _raw_int32(r, keep)
+    return _raw_ids(r, keep)
 
 
 cdef object _open_json(Reader *r, object data):
-    keep = _json_int32(data, r.kernel)  # read whole into int32
+    # read whole into int32 (int64)
+    keep = _json_int64(data, r.kernel) if r.wide else _json_int32(data, r.kernel)
     _open(&r.data, keep, "int32 data", False)
-    return _raw_int32(r, keep)
+    return _raw_ids(r, keep)
 
 
 cdef object _open_msgpack(Reader *r, object data):
@@ -385,32 +491,45 @@ cdef object _open_msgpack_bin(Reader *r, object data):
 
 # --- writers: the pieces of each format's output -------------------------------------------
 
-cdef list _list_of(const unsigned char *raw, size_t count):
-    """``count`` int32 ids as a list, of the shared int cache's ints (as unpack_ids)."""
+cdef list _list_of(const unsigned char *raw, size_t count, bint wide):
+    """``count`` int32 (int64 where ``wide``) ids as a list, of the shared int cache's ints
+    (as unpack_ids)."""
     cdef list result = PyList_New(<Py_ssize_t>count)
-    tok_fill_ids(_id_objects, raw, <Py_ssize_t>count, PySequence_Fast_ITEMS_PTR(result))
+    if wide:
+        tok_fill_ids64(_id_objects, raw, <Py_ssize_t>count, PySequence_Fast_ITEMS_PTR(result))
+    else:
+        tok_fill_ids(_id_objects, raw, <Py_ssize_t>count, PySequence_Fast_ITEMS_PTR(result))
     return result
 
 
 cdef list _msgpack_list(Reader *r):
     """The ids of a MessagePack array as a list of the shared int cache's ints (as unpack_ids
-    makes them), each made as the reader goes on (_wire_list.h), a block at a time."""
+    makes them), each made as the reader goes on (_wire_list.h), a block at a time; where
+    ``r.wide``, each integer the reader stops at outside int32 made as an int64 and the
+    reading resumed after it."""
     cdef unsigned char block[BLOCK_IDS * ID_BYTES]
     cdef size_t k = 0, got = 0
+    cdef int64_t value
     cdef list result = PyList_New(<Py_ssize_t>r.total)
     cdef PyObject **items = PySequence_Fast_ITEMS_PTR(result)
     while True:
         tok_mp_read_list(&r.msgpack, r.data.ptr, r.data.n, block,
                          min(<size_t>BLOCK_IDS, r.total - k), _id_objects, items + k, &got)
+        k += got
+        if r.wide and r.msgpack.error == TOK_MP_OVERFLOW:
+            if tok_mp_resume64(&r.msgpack, &value) == 0:
+                items[k] = tok_id_object64(_id_objects, value)
+                k += 1
+                continue
         if got == 0:
             break
-        k += got
     _raise_read(r)
     return result
 
 
 # What a format writes before its ids (the count known), the ids themselves (a run of them,
-# the k-th id first), and after them; each returns where it stopped.
+# the k-th id first; int32, or int64 for a body of int64), and after them; each returns
+# where it stopped.
 ctypedef unsigned char *(*head_fn)(unsigned char *out, size_t count) noexcept nogil
 ctypedef unsigned char *(*body_fn)(const unsigned char *ids, size_t n, unsigned char *at,
                                    size_t k, int kernel) noexcept nogil
@@ -431,6 +550,18 @@ cdef unsigned char *_body_int32(const unsigned char *ids, size_t n, unsigned cha
     return at + n * ID_BYTES
 
 
+cdef unsigned char *_body_int64(const unsigned char *ids, size_t n, unsigned char *at,
+                                size_t k, int kernel) noexcept nogil:
+    memcpy(at, ids, n * ID64_BYTES)
+    return at + n * ID64_BYTES
+
+
+cdef unsigned char *_body_widen(const unsigned char *ids, size_t n, unsigned char *at,
+                                size_t k, int kernel) noexcept nogil:
+    tok_widen_ids(ids, n, at)
+    return at + n * ID64_BYTES
+
+
 cdef unsigned char *_head_json(unsigned char *out, size_t count) noexcept nogil:
     out[0] = b'['
     return out + 1
@@ -439,6 +570,11 @@ cdef unsigned char *_head_json(unsigned char *out, size_t count) noexcept nogil:
 cdef unsigned char *_body_json(const unsigned char *ids, size_t n, unsigned char *at,
                                size_t k, int kernel) noexcept nogil:
     return tok_ij_write(ids, n, at, k == 0, kernel)
+
+
+cdef unsigned char *_body_json64(const unsigned char *ids, size_t n, unsigned char *at,
+                                 size_t k, int kernel) noexcept nogil:
+    return tok_ij_write64(ids, n, at, k == 0, kernel)
 
 
 cdef unsigned char *_tail_json(unsigned char *at) noexcept nogil:
@@ -453,6 +589,11 @@ cdef unsigned char *_head_msgpack(unsigned char *out, size_t count) noexcept nog
 cdef unsigned char *_body_msgpack(const unsigned char *ids, size_t n, unsigned char *at,
                                   size_t k, int kernel) noexcept nogil:
     return tok_mp_write(ids, n, at, kernel >= TOK_IJ_KERNEL_SIMD)
+
+
+cdef unsigned char *_body_msgpack64(const unsigned char *ids, size_t n, unsigned char *at,
+                                    size_t k, int kernel) noexcept nogil:
+    return tok_mp_write64(ids, n, at, kernel >= TOK_IJ_KERNEL_SIMD)
 
 
 cdef unsigned char *_head_msgpack_bin(unsigned char *out, size_t count) noexcept nogil:
@@ -471,6 +612,8 @@ cdef enum Format:  # numbered as _wire_py.FORMATS orders the names (spelled ther
     F_JSON
     F_MSGPACK
     F_MSGPACK_BIN
+    F_INT64
+    F_B64_INT64
     F_COUNT
 
 ctypedef object (*open_fn)(Reader *r, object data)
@@ -478,34 +621,51 @@ ctypedef object (*finish_fn)(object raw)
 
 cdef struct FormatRow:
     open_fn open      # a reader of a source: returns what keeps its bytes alive
-    size_t most       # output bytes an id takes at most
+    int bits          # the width of the ids in its bytes (_wire_py's Format.width), or 0:
+                      # the call's (JSON and MessagePack arrays)
+    size_t most32     # output bytes an id takes at most, given as int32
+    size_t most64     # ... given as int64
     size_t extra      # output bytes besides the ids' (a header, brackets, the stores' slack)
     head_fn head
-    body_fn body
+    body_fn body32    # the ids given as int32
+    body_fn body64    # the ids given as int64 (None for a format of int32 bytes: an int64
+                      # reader's ids are narrowed to int32 for it first, checked)
     tail_fn tail
     finish_fn finish  # the output as the caller gets it (its base64 text), or NULL: as written
 
 cdef FormatRow _FORMATS[<int>F_COUNT]
 
 
-cdef void _row(Format number, open_fn open, size_t most, size_t extra, head_fn head,
-               body_fn body, tail_fn tail, finish_fn finish) noexcept:
-    _FORMATS[<int>number] = FormatRow(open, most, extra, head, body, tail, finish)
+cdef void _row(Format number, open_fn open, int bits, size_t most32, size_t most64,
+               size_t extra, head_fn head, body_fn body32, body_fn body64, tail_fn tail,
+               finish_fn finish) noexcept:
+    _FORMATS[<int>number] = FormatRow(open, bits, most32, most64, extra, head, body32, body64,
+                                      tail, finish)
 
 
-_row(F_INT32, _open_int32, ID_BYTES, 0, _no_head, _body_int32, _no_tail, NULL)
-_row(F_B64, _open_b64, ID_BYTES, 0, _no_head, _body_int32, _no_tail, _finish_b64)
-_row(F_JSON, _open_json, TOK_IJ_MAX_ID, 2 + TOK_IJ_SLACK, _head_json, _body_json, _tail_json,
+_row(F_INT32, _open_raw, 32, ID_BYTES, ID_BYTES, 0, _no_head, _body_int32, NULL, _no_tail,
      NULL)
-_row(F_MSGPACK, _open_msgpack, TOK_MP_MAX_ID, TOK_MP_MAX_HEADER + TOK_MP_SLACK, _head_msgpack,
-     _body_msgpack, _no_tail, NULL)
-_row(F_MSGPACK_BIN, _open_msgpack_bin, ID_BYTES, TOK_MP_MAX_HEADER, _head_msgpack_bin,
-     _body_int32, _no_tail, NULL)
+_row(F_B64, _open_b64, 32, ID_BYTES, ID_BYTES, 0, _no_head, _body_int32, NULL, _no_tail,
+     _finish_b64)
+_row(F_JSON, _open_json, 0, TOK_IJ_MAX_ID, TOK_IJ_MAX_ID64, 2 + TOK_IJ_SLACK, _head_json,
+     _body_json, _body_json64, _tail_json, NULL)
+_row(F_MSGPACK, _open_msgpack, 0, TOK_MP_MAX_ID, TOK_MP_MAX_ID64,
+     TOK_MP_MAX_HEADER + TOK_MP_SLACK, _head_msgpack, _body_msgpack, _body_msgpack64, _no_tail,
+     NULL)
+_row(F_MSGPACK_BIN, _open_msgpack_bin, 32, ID_BYTES, ID_BYTES, TOK_MP_MAX_HEADER,
+     _head_msgpack_bin, _body_int32, NULL, _no_tail, NULL)
+_row(F_INT64, _open_raw, 64, ID64_BYTES, ID64_BYTES, 0, _no_head, _body_widen, _body_int64,
+     _no_tail, NULL)
+_row(F_B64_INT64, _open_b64, 64, ID64_BYTES, ID64_BYTES, 0, _no_head, _body_widen,
+     _body_int64, _no_tail, _finish_b64)
 
 #: a format's public name -> its number (its row)
 cdef dict _FORMAT_NUMBERS = {name: number for number, name in enumerate(FORMATS)}
 if len(_FORMAT_NUMBERS) != F_COUNT:
     raise ImportError(f"_wire_c has {F_COUNT} formats, _wire_py {len(_FORMAT_NUMBERS)}")
+for _number, _spec in enumerate(FORMATS.values()):
+    if _FORMATS[_number].bits != (_spec.width.bits if _spec.width is not None else 0):
+        raise ImportError(f"_wire_c's format {_number} is not _wire_py's width")
 
 
 cdef Format _format(object value, object name) except F_COUNT:
@@ -520,28 +680,44 @@ cdef Format _format(object value, object name) except F_COUNT:
 
 # --- a reader's ids through a format's writer ----------------------------------------------
 
-cdef object _open_reader(Reader *r, object data, Format src):
-    """A reader of ``data`` in format ``src``; returns what keeps its bytes alive (the
-    caller calls ``_close(&r.data)``)."""
+cdef object _open_reader(Reader *r, object data, Format src, bint wide):
+    """A reader of ``data`` in format ``src``, its ids read within int64 where ``wide``;
+    returns what keeps its bytes alive (the caller calls ``_close(&r.data)``)."""
     r.data.held = False
     r.done = 0
     r.kernel = _json_kernel
     r.kind = K_INT32
+    r.wide = wide
+    r.bad = False
     return _FORMATS[<int>src].open(r, data)
 
 
-cdef size_t _pump(Reader *r, body_fn body, unsigned char *out, size_t *k) noexcept nogil:
-    """Every id of ``r`` written after ``out`` by ``body``; returns the bytes written. int32
-    ids are written from where they are, MessagePack ones through a block on the stack."""
-    cdef unsigned char block[BLOCK_IDS * ID_BYTES]
+cdef size_t _pump(Reader *r, body_fn body, bint narrow, unsigned char *out,
+                  size_t *k) noexcept nogil:
+    """Every id of ``r`` written after ``out`` by ``body``; returns the bytes written. Raw
+    ids are written from where they are, MessagePack ones through a block on the stack.
+    ``narrow``: the reader's int64 ids are given to ``body`` as int32, a block at a time;
+    after the first that does not fit (``r.bad``), nothing more is written, but the rest is
+    read (an error in the data comes first)."""
+    cdef unsigned char block[BLOCK_IDS * ID64_BYTES]
+    cdef unsigned char narrowed[BLOCK_IDS * ID_BYTES]
     cdef unsigned char *at = out
     cdef const unsigned char *ids
-    cdef size_t got
+    cdef size_t got, fit
     while True:
         if r.kind == K_INT32:
             ids = r.raw
             got = r.total
             r.done = got
+        elif r.kind == K_INT64:
+            ids = r.raw + r.done * ID64_BYTES
+            got = r.total - r.done
+            if narrow and got > BLOCK_IDS:
+                got = BLOCK_IDS
+            r.done += got
+        elif r.wide:
+            got = _read_msgpack64(r, block, min(<size_t>BLOCK_IDS, r.total - k[0]))
+            ids = block
         else:
             # never more than the output was sized for (a buffer another thread writes
             # to meanwhile cannot make it overflow)
@@ -549,32 +725,50 @@ cdef size_t _pump(Reader *r, body_fn body, unsigned char *out, size_t *k) noexce
             ids = block
         if got == 0:
             break
+        if narrow:
+            if not r.bad:
+                fit = tok_narrow_ids(ids, got, narrowed)
+                if fit < got:
+                    r.bad = True
+                    r.bad_index = k[0] + fit
+                    r.bad_value = tok_w_load64(ids + fit * ID64_BYTES)
+            if r.bad:
+                if r.kind != K_MSGPACK:
+                    break  # raw ids: nothing after it can be in error
+                k[0] += got
+                continue
+            ids = narrowed
         at = body(ids, got, at, k[0], r.kernel)
         k[0] += got
-        if r.kind == K_INT32:
+        if r.kind == K_INT32 or (r.kind == K_INT64 and not narrow):
             break
     return <size_t>(at - out)
 
 
-cdef size_t _run(Reader *r, body_fn body, unsigned char *out, size_t *k) noexcept:
+cdef size_t _run(Reader *r, body_fn body, bint narrow, unsigned char *out,
+                 size_t *k) noexcept:
     """``_pump``, without the GIL for a large input."""
     cdef size_t written
     if r.data.n >= NOGIL_MIN_BYTES:
         with nogil:
-            written = _pump(r, body, out, k)
+            written = _pump(r, body, narrow, out, k)
     else:
-        written = _pump(r, body, out, k)
+        written = _pump(r, body, narrow, out, k)
     return written
 
 
-cdef object _write(_Call call, Format dst):
-    """All the ids of the call's reader in format ``dst``."""
+cdef object _write(_Call call, Format dst, bint wide):
+    """All the ids of the call's reader in format ``dst``, each within int64 where ``wide``
+    (else int32: a reader's int64 ids narrowed, checked)."""
     cdef FormatRow *row = &_FORMATS[<int>dst]
     cdef Reader *r = &call.r
     cdef size_t k = 0
-    cdef unsigned char *out = _new_out(call, row.extra + r.total * row.most)
+    cdef bint narrow = r.wide and not wide
+    cdef bint given64 = r.wide and wide  # the body gets the ids as int64
+    cdef unsigned char *out = _new_out(call, row.extra + r.total * (row.most64 if given64
+                                                                    else row.most32))
     cdef unsigned char *at = row.head(out, r.total)
-    at += _run(r, row.body, at, &k)
+    at += _run(r, row.body64 if given64 else row.body32, narrow, at, &k)
     _raise_read(r)
     at = row.tail(at)
     result = _take(call, <size_t>(at - out))
@@ -598,56 +792,106 @@ cdef object _from_ids(object ids, Format dst):
         if isinstance(seq, memoryview):  # a buffer of any integer type: packed (checked) first
             packed = pack_ids(seq)
             size = len(<bytes>packed) // ID_BYTES
-            out = _new_out(call, row.extra + <size_t>size * row.most)
-            at = row.body(<const unsigned char *>PyBytes_AS_STRING(packed), <size_t>size,
-                          row.head(out, <size_t>size), 0, _json_kernel)
+            out = _new_out(call, row.extra + <size_t>size * row.most32)
+            at = row.body32(<const unsigned char *>PyBytes_AS_STRING(packed), <size_t>size,
+                            row.head(out, <size_t>size), 0, _json_kernel)
             return _take(call, <size_t>(row.tail(at) - out))
         ids = seq
     tok_cs_begin(&cs, ids)
     size = PySequence_Fast_GET_SIZE(ids)
     tok_cs_end(&cs)
-    out = _new_out(call, row.extra + <size_t>size * row.most)
+    out = _new_out(call, row.extra + <size_t>size * row.most32)
     at = row.head(out, <size_t>size)
     while start < size:
         count = min(<Py_ssize_t>BLOCK_IDS, size - start)
         pack_block(ids, size, start, count, block)
-        at = row.body(block, <size_t>count, at, <size_t>start, _json_kernel)
+        at = row.body32(block, <size_t>count, at, <size_t>start, _json_kernel)
+        start += count
+    return _take(call, <size_t>(row.tail(at) - out))
+
+
+cdef object _from_ids64(object ids, Format dst):
+    """``_from_ids`` for ids within int64 (``width=64``)."""
+    cdef FormatRow *row = &_FORMATS[<int>dst]
+    cdef tok_cs cs
+    cdef Py_ssize_t size, start = 0, count
+    cdef unsigned char block[BLOCK_IDS * ID64_BYTES]
+    cdef unsigned char *out
+    cdef unsigned char *at
+    cdef _Call call = _Call.__new__(_Call)
+    if type(ids) is not list and type(ids) is not tuple:
+        seq = coerce_ids(ids)
+        if isinstance(seq, memoryview):
+            packed = pack_ids(seq, width=64)
+            size = len(<bytes>packed) // ID64_BYTES
+            out = _new_out(call, row.extra + <size_t>size * row.most64)
+            at = row.body64(<const unsigned char *>PyBytes_AS_STRING(packed), <size_t>size,
+                            row.head(out, <size_t>size), 0, _json_kernel)
+            return _take(call, <size_t>(row.tail(at) - out))
+        ids = seq
+    tok_cs_begin(&cs, ids)
+    size = PySequence_Fast_GET_SIZE(ids)
+    tok_cs_end(&cs)
+    out = _new_out(call, row.extra + <size_t>size * row.most64)
+    at = row.head(out, <size_t>size)
+    while start < size:
+        count = min(<Py_ssize_t>BLOCK_IDS, size - start)
+        pack_block64(ids, size, start, count, block)
+        at = row.body64(block, <size_t>count, at, <size_t>start, _json_kernel)
         start += count
     return _take(call, <size_t>(row.tail(at) - out))
 
 
 # --- the public functions ------------------------------------------------------------------
 
-def ids_to_json(ids):
+def ids_to_json(ids, *, width=32):
     """Token ids -> the compact JSON array, ``json.dumps(ids, separators=(",", ":"))``."""
+    if width_bits(width) == 64:
+        return _from_ids64(ids, F_JSON)
     return _from_ids(ids, F_JSON)
 
 
-def json_to_ids(data):
+def json_to_ids(data, *, width=32):
     """One JSON array of integers (bytes-like or str) -> the token ids."""
-    raw = _json_int32(data, _json_kernel)
-    return _list_of(<const unsigned char *>PyBytes_AS_STRING(raw), <size_t>len(<bytes>raw) // ID_BYTES)
+    cdef bint wide = width_bits(width) == 64
+    raw = _json_int64(data, _json_kernel) if wide else _json_int32(data, _json_kernel)
+    return _list_of(<const unsigned char *>PyBytes_AS_STRING(raw),
+                    <size_t>len(<bytes>raw) // (ID64_BYTES if wide else ID_BYTES), wide)
 
 
-def ids_to_msgpack(ids):
+def ids_to_msgpack(ids, *, width=32):
     """Token ids -> a MessagePack array, each int in its smallest encoding."""
+    if width_bits(width) == 64:
+        return _from_ids64(ids, F_MSGPACK)
     return _from_ids(ids, F_MSGPACK)
 
 
-def msgpack_to_ids(data):
+def msgpack_to_ids(data, *, width=32):
     """One MessagePack array of ints (bytes-like) -> the token ids."""
+    cdef bint wide = width_bits(width) == 64
     cdef _Call call = _Call.__new__(_Call)
-    call.keep = _open_reader(&call.r, data, F_MSGPACK)
+    call.keep = _open_reader(&call.r, data, F_MSGPACK, wide)
     return _msgpack_list(&call.r)
 
 
-def convert_ids(data, src, dst):
+cdef int _default_bits(Format src, Format dst) noexcept:
+    """``_wire_py.convert_widths``' rule for ``width=None``: int64 when a byte format of
+    int64 is on either side, else int32."""
+    return 64 if _FORMATS[<int>src].bits == 64 or _FORMATS[<int>dst].bits == 64 else 32
+
+
+def convert_ids(data, src, dst, *, width=None):
     """Token ids in format ``src`` -> the same ids in format ``dst`` (``"int32"``, ``"b64"``,
-    ``"json"``, ``"msgpack"``, ``"msgpack_bin"``)."""
+    ``"json"``, ``"msgpack"``, ``"msgpack_bin"``, ``"int64"``, ``"b64_int64"``)."""
     cdef Format source = _format(src, "src")
     cdef Format target = _format(dst, "dst")
-    if source == F_JSON and target == F_INT32:  # the JSON reader's own output, as it is
-        return _json_int32(data, _json_kernel)
+    cdef int given = _default_bits(source, target) if width is None else width_bits(width)
+    cdef int read_bits = _FORMATS[<int>source].bits or given
+    cdef int write_bits = _FORMATS[<int>target].bits or given
+    if source == F_JSON and (target == F_INT32 if read_bits == 32 else target == F_INT64):
+        # the JSON reader's own output, as it is
+        return _json_int32(data, _json_kernel) if read_bits == 32 else \
+            _json_int64(data, _json_kernel)
     cdef _Call call = _Call.__new__(_Call)
-    call.keep = _open_reader(&call.r, data, source)
-    return _write(call, target)
+    call.keep = _open_reader(&call.r, data, source, read_bits == 64)
+    return _write(call, target, write_bits == 64)
