@@ -46,13 +46,13 @@ class _LazyDict(dict):  # type: ignore[type-arg]
     def pop(self, key: Any, *default: Any) -> Any:
         value = dict.pop(self, key, *default)
         if type(value) is _HeldIds and not _raw_dict(self):
-            return _held._codec.unpack_ids(value.data)
+            return value.ids()
         return value
 
     def popitem(self) -> tuple[Any, Any]:
         key, value = dict.popitem(self)
         if type(value) is _HeldIds and not _raw_dict(self):
-            value = _held._codec.unpack_ids(value.data)
+            value = value.ids()
         return key, value
 
     def _fill(self) -> None:

@@ -91,7 +91,7 @@ def _list_of_held(owner: object, held: _HeldIds) -> Any:
             continue
         if value is held:
             return _list_in_slot(slot, owner, held)
-    return _held._codec.unpack_ids(held.data)  # no longer held there: the same ids, a new list
+    return held.ids()  # no longer held there: the same ids, a new list
 
 
 
