@@ -22,7 +22,6 @@ from _pickle_kinds import (
     EAGER_MARKER,
     IDS,
     INT32_MAX,
-    INT32_MIN,
     PROTOCOLS,
     SLOTTED_DATACLASSES,
     SlotBase,

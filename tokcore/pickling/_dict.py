@@ -8,7 +8,6 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from . import _held
 from ._held import _HeldIds, holds
 from ._lazy_py import MISSING as _MISSING
 from ._raw import _dict_value, _list_in_dict, _raw_dict

@@ -8,7 +8,7 @@ import weakref
 from types import MemberDescriptorType, ModuleType
 from typing import Any, NamedTuple
 
-from . import _held, _lazy
+from . import _lazy
 from ._dict import _instance_dict
 from ._held import _HeldIds
 from ._lazy_py import MISSING as _MISSING

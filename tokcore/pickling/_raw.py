@@ -12,7 +12,6 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from . import _held
 from ._held import _HeldIds
 from ._lazy_py import MISSING as _MISSING
 
