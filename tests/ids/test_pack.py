@@ -460,3 +460,22 @@ def test_pack64_list_mutated_by_index(pack_twin: ModuleType, grow: bool) -> None
     victim[4] = Resizer(victim, grow)
     with pytest.raises(RuntimeError, match="changed size"):
         pack_twin.pack_ids(victim, width=64)
+
+
+def test_int64_array_narrowed_at_every_place(pack_twin: ModuleType) -> None:
+    """A contiguous int64 array at the default width is narrowed eight ids a step: an id
+    outside int32 at every place of a step and of the tail, each named by its index."""
+    for n in range(0, 42):
+        arr = (np.arange(n, dtype=np.int64) * 99_991) % 152_000 - 7
+        assert pack_twin.pack_ids(arr) == arr.astype("<i4").tobytes()
+        for at in range(n):
+            for value in (2**31, -(2**31) - 1, 2**32, INT64_MIN, INT32_MAX + 2**32):
+                bad = arr.copy()
+                bad[at] = value
+                with pytest.raises(OverflowError) as caught:
+                    pack_twin.pack_ids(bad)
+                assert str(caught.value).startswith(f"ids[{at}] = {value} is outside the int32")
+    big = np.arange(70_000, dtype=np.int64)  # the no-GIL size
+    big[69_999] = 2**40
+    with pytest.raises(OverflowError, match=r"^ids\[69999\] = 1099511627776 "):
+        pack_twin.pack_ids(big)

@@ -1134,3 +1134,19 @@ def test_twins_raise_the_same64(wire_twin: ModuleType) -> None:
                 for width in (None, 32, 64):
                     assert outcome(wire_twin.convert_ids, data, src, dst, width=width) == \
                         outcome(py.convert_ids, data, src, dst, width=width), (data, src, dst)
+
+
+def test_narrowing_at_every_place(wire_twin: ModuleType) -> None:
+    """int64 bytes into an int32 destination, narrowed eight a step and a block at a time:
+    an id that does not fit at every place of a step, of the tail and past a block."""
+    for n in list(range(0, 20)) + [1023, 1024, 1025, 2100]:
+        ids = [(i * 7919) % 152_000 for i in range(n)]
+        raw = struct.pack(f"<{n}q", *ids)
+        for dst in ("int32", "b64", "msgpack_bin"):
+            assert wire_twin.convert_ids(raw, "int64", dst) == oracle_write(ids, dst)
+        for at in sorted({*range(min(n, 20)), *(n - 1 - k for k in range(min(n, 3)))} |
+                         ({n // 2} if n else set())):
+            bad = ids[:at] + [-(2**31) - 1] + ids[at + 1:]
+            with pytest.raises(OverflowError, match=rf"^ids\[{at}\] = -2147483649 is outside "
+                                                    r"the int32 range"):
+                wire_twin.convert_ids(struct.pack(f"<{n}q", *bad), "int64", "int32")

@@ -19,10 +19,11 @@ from cpython.list cimport PyList_New
 from cpython.object cimport PyObject
 from cpython.ref cimport Py_XDECREF
 from libc.stdint cimport int64_t, uint64_t
-from libc.string cimport memcpy, memmove
+from libc.stdlib cimport free, realloc
+from libc.string cimport memcpy, memmove, memset
 
 from tokcore._freethreading cimport tok_cs, tok_cs_begin, tok_cs_end
-from tokcore.ids._pack_c cimport pack_block, pack_block64, shared_id_objects, width_bits
+from tokcore.ids._pack_c cimport pack_block, pack_block_wide, shared_id_objects, width_bits
 
 from tokcore._kernels import unknown_kernel
 from tokcore.ids._b64_c import b64decode as _b64decode
@@ -251,12 +252,19 @@ cdef str _found(Data *d, size_t offset, bint text):
 cdef enum Kind:
     K_INT32    # int32 ids where they are (raw)
     K_INT64    # int64 ids where they are (raw)
-    K_MSGPACK  # a MessagePack array, read a block at a time (into int64 where wide)
+    K_MSGPACK  # a MessagePack array, read a run of int32 at a time (where wide, each integer
+               # outside int32 taken by itself as an int64)
+
+cdef struct Wide:  # an id outside int32 in a run of int32 ids (a 0 holds its place there)
+    size_t index
+    int64_t value
 
 cdef struct Reader:
     Kind kind
     Data data
-    bint wide          # its ids are read within int64 (given as int64), else int32
+    bint wide          # its ids are read within int64, else int32
+    Wide *wides        # K_INT32 of a JSON text read within int64: its ids outside int32,
+    size_t nwides      # by index (malloc'ed: the call frees it)
     size_t total       # the ids it will give (exactly, unless its data is in error)
     size_t done        # raw: ids given so far
     const unsigned char *raw  # raw: the ids' bytes
@@ -278,28 +286,6 @@ cdef inline size_t _read(Reader *r, unsigned char *block, size_t cap) noexcept n
     memcpy(block, r.raw + r.done * ID_BYTES, got * ID_BYTES)
     r.done += got
     return got
-
-
-cdef size_t _read_msgpack64(Reader *r, unsigned char *block, size_t cap) noexcept nogil:
-    """Up to ``cap`` int64 ids of a MessagePack array into ``block``: the int32 reader's
-    runs widened, each integer it stops at outside int32 taken as an int64 (the reader goes
-    on after it); 0 at the end or at an error (``_raise_read``)."""
-    cdef unsigned char run[BLOCK_IDS * ID_BYTES]
-    cdef size_t k = 0, got
-    cdef int64_t value
-    while True:  # a read of 0 ids at the end checks that the data ends there
-        got = tok_mp_read(&r.msgpack, r.data.ptr, r.data.n, run,
-                          min(<size_t>BLOCK_IDS, cap - k))
-        tok_widen_ids(run, got, block + k * ID64_BYTES)
-        k += got
-        if r.msgpack.error == TOK_MP_OVERFLOW:
-            if tok_mp_resume64(&r.msgpack, &value) != 0:
-                break  # outside int64 too: the reader keeps its error
-            tok_w_store64(block + k * ID64_BYTES, value)
-            k += 1
-        elif got == 0 or k == cap:
-            break
-    return k
 
 
 cdef int _raise_read(Reader *r) except -1:
@@ -332,10 +318,13 @@ cdef class _Call:
 
     def __cinit__(self):
         self.r.data.held = False
+        self.r.wides = NULL
+        self.r.nwides = 0
         self.out = NULL
 
     def __dealloc__(self):
         _close(&self.r.data)
+        free(self.r.wides)
         Py_XDECREF(self.out)
 
 
@@ -352,16 +341,44 @@ cdef object _take(_Call call, size_t size):
     return tok_shrink_bytes(out, <Py_ssize_t>size)
 
 
-cdef object _json_int32(object data, int kernel):
-    """The ids of the JSON array ``data`` as little-endian int32 bytes. The text is read
-    once, into bytes sized for the most ids its length allows (each takes a digit and a
-    separator at least: n // 2 + 1 ids), shrunk in place to the ids read; its error raised
-    after it."""
+cdef size_t _read_json(tok_ij_reader *r, const unsigned char *s, size_t n,
+                       unsigned char *out, size_t cap, int kernel, Reader *wide) noexcept nogil:
+    """Up to ``cap`` ids of a JSON text into ``out`` as int32, with the kernel asked for.
+    Where ``wide`` is given, the reader goes on after each integer it stops at outside int32
+    (``tok_ij_resume64``) that is within int64: its index and value kept in ``wide.wides``,
+    a 0 in its place (``wide.nwides`` is SIZE_MAX when that memory could not be had)."""
+    cdef size_t k = 0, size = 0
+    cdef int64_t value
+    cdef Wide *grown
+    while True:
+        k += tok_ij_read(r, s, n, out + k * ID_BYTES, cap - k, kernel)
+        if wide is NULL or r.error != TOK_IJ_OVERFLOW or tok_ij_resume64(r, s, n, &value):
+            return k
+        if wide.nwides == size:  # room for more: twice as many (16 first)
+            size = 16 if size == 0 else 2 * size
+            grown = <Wide *>realloc(wide.wides, size * sizeof(Wide))
+            if grown is NULL:
+                wide.nwides = <size_t>-1
+                return k
+            wide.wides = grown
+        wide.wides[wide.nwides].index = k
+        wide.wides[wide.nwides].value = value
+        wide.nwides += 1
+        memset(out + k * ID_BYTES, 0, ID_BYTES)
+        k += 1  # (the reader stopped before its cap at this id: it had room)
+
+
+cdef object _json_int32(object data, int kernel, Reader *wide=NULL):
+    """The ids of the JSON array ``data`` as little-endian int32 bytes (where ``wide`` is
+    given, those outside int32 within int64 in it: ``_read_json``). The text is read once,
+    into bytes sized for the most ids its length allows (each takes a digit and a separator
+    at least: n // 2 + 1 ids), shrunk in place to the ids read; its error raised after it."""
     cdef Data d
     cdef tok_ij_reader r
     cdef size_t cap, got
     cdef unsigned char *out
     cdef _Call call = _Call.__new__(_Call)
+    spec = INT32 if wide is NULL else INT64
     keep = _open(&call.r.data, data, JSON_WHAT, True)
     d = call.r.data
     cap = d.n // 2 + 1
@@ -369,66 +386,20 @@ cdef object _json_int32(object data, int kernel):
     tok_ij_init(&r)
     if d.n >= NOGIL_MIN_BYTES:
         with nogil:
-            got = tok_ij_read(&r, d.ptr, d.n, out, cap, kernel)
+            got = _read_json(&r, d.ptr, d.n, out, cap, kernel, wide)
     else:
-        got = tok_ij_read(&r, d.ptr, d.n, out, cap, kernel)
+        got = _read_json(&r, d.ptr, d.n, out, cap, kernel, wide)
+    if wide is not NULL and wide.nwides == <size_t>-1:
+        wide.nwides = 0
+        raise MemoryError()
     if r.error == TOK_IJ_OVERFLOW:
         raise json_overflow(r.count, PyBytes_FromStringAndSize(
-            <const char *>d.ptr + r.offset, r.end - r.offset))
+            <const char *>d.ptr + r.offset, r.end - r.offset), spec)
     if r.error != TOK_IJ_OK:
-        raise json_error_found(r.error, r.offset, _found(&d, r.offset, True))
+        raise json_error_found(r.error, r.offset, _found(&d, r.offset, True), spec)
     if r.state != TOK_IJ_DONE:  # stopped at the bound: the text changed as it was read
         raise RuntimeError("the JSON data changed while it was read")
     return _take(call, got * ID_BYTES)
-
-
-cdef size_t _read_json64(tok_ij_reader *r, const unsigned char *s, size_t n,
-                         unsigned char *out, size_t cap, int kernel) noexcept nogil:
-    """Up to ``cap`` ids of a JSON text into ``out`` as int64: the int32 reader's blocks
-    widened, each integer it stops at outside int32 read as an int64 (the reader goes on
-    after it); stops at an error (in ``r``)."""
-    cdef unsigned char run[BLOCK_IDS * ID_BYTES]
-    cdef size_t k = 0, got
-    cdef int64_t value
-    while k < cap:
-        got = tok_ij_read(r, s, n, run, min(<size_t>BLOCK_IDS, cap - k), kernel)
-        tok_widen_ids(run, got, out + k * ID64_BYTES)
-        k += got
-        if r.error == TOK_IJ_OVERFLOW:
-            if tok_ij_resume64(r, s, n, &value) != 0:
-                break  # outside int64 too: the reader keeps its error
-            tok_w_store64(out + k * ID64_BYTES, value)
-            k += 1
-        if r.error != TOK_IJ_OK or r.state == TOK_IJ_DONE:
-            break
-    return k
-
-
-cdef object _json_int64(object data, int kernel):
-    """``_json_int32`` for ids within int64: little-endian int64 bytes."""
-    cdef Data d
-    cdef tok_ij_reader r
-    cdef size_t cap, got
-    cdef unsigned char *out
-    cdef _Call call = _Call.__new__(_Call)
-    keep = _open(&call.r.data, data, JSON_WHAT, True)
-    d = call.r.data
-    cap = d.n // 2 + 1
-    out = _new_out(call, cap * ID64_BYTES)
-    tok_ij_init(&r)
-    if d.n >= NOGIL_MIN_BYTES:
-        with nogil:
-            got = _read_json64(&r, d.ptr, d.n, out, cap, kernel)
-    else:
-        got = _read_json64(&r, d.ptr, d.n, out, cap, kernel)
-    if r.error == TOK_IJ_OVERFLOW:
-        raise json_overflow(r.count, PyBytes_FromStringAndSize(
-            <const char *>d.ptr + r.offset, r.end - r.offset), INT64)
-    if r.error != TOK_IJ_OK:
-        raise json_error_found(r.error, r.offset, _found(&d, r.offset, True), INT64)
-    if r.state != TOK_IJ_DONE:  # stopped at the bound: the text changed as it was read
-        raise RuntimeError("the JSON data changed while it was read")
-    return _take(call, got * ID64_BYTES)
 
 
 # --- readers: one for each format, by its number (the table below) ------------------------
@@ -456,10 +427,13 @@ cdef object _open_b64(Reader *r, object data):
 
 
 cdef object _open_json(Reader *r, object data):
-    # read whole into int32 (int64)
-    keep = _json_int64(data, r.kernel) if r.wide else _json_int32(data, r.kernel)
+    # read whole into int32 (where wide, those outside int32 kept beside: r.wides)
+    keep = _json_int32(data, r.kernel, r if r.wide else NULL)
     _open(&r.data, keep, "int32 data", False)
-    return _raw_ids(r, keep)
+    r.kind = K_INT32
+    r.raw = r.data.ptr
+    r.total = r.data.n // ID_BYTES
+    return keep
 
 
 cdef object _open_msgpack(Reader *r, object data):
@@ -692,68 +666,92 @@ cdef object _open_reader(Reader *r, object data, Format src, bint wide):
     return _FORMATS[<int>src].open(r, data)
 
 
-cdef size_t _pump(Reader *r, body_fn body, bint narrow, unsigned char *out,
-                  size_t *k) noexcept nogil:
-    """Every id of ``r`` written after ``out`` by ``body``; returns the bytes written. Raw
-    ids are written from where they are, MessagePack ones through a block on the stack.
-    ``narrow``: the reader's int64 ids are given to ``body`` as int32, a block at a time;
-    after the first that does not fit (``r.bad``), nothing more is written, but the rest is
-    read (an error in the data comes first)."""
-    cdef unsigned char block[BLOCK_IDS * ID64_BYTES]
-    cdef unsigned char narrowed[BLOCK_IDS * ID_BYTES]
+cdef size_t _pump(Reader *r, body_fn body32, body_fn body64, bint narrow,
+                  unsigned char *out, size_t *k) noexcept nogil:
+    """Every id of ``r`` written after ``out``: int32 ids by ``body32``, int64 ones by
+    ``body64``; returns the bytes written. Raw ids are written from where they are,
+    MessagePack ones through a block on the stack: runs of int32, and (``r.wide``) each
+    integer outside int32 by itself. ``narrow``: int64 ids are given to ``body32`` as int32,
+    a block at a time; after the first that does not fit (``r.bad``), nothing more is
+    written, but the rest is read (an error in the data comes first)."""
+    cdef unsigned char block[BLOCK_IDS * ID_BYTES]
+    cdef unsigned char one[ID64_BYTES]
     cdef unsigned char *at = out
     cdef const unsigned char *ids
     cdef size_t got, fit
+    cdef int64_t value
     while True:
-        if r.kind == K_INT32:
-            ids = r.raw
-            got = r.total
-            r.done = got
-        elif r.kind == K_INT64:
-            ids = r.raw + r.done * ID64_BYTES
-            got = r.total - r.done
-            if narrow and got > BLOCK_IDS:
-                got = BLOCK_IDS
-            r.done += got
-        elif r.wide:
-            got = _read_msgpack64(r, block, min(<size_t>BLOCK_IDS, r.total - k[0]))
-            ids = block
-        else:
+        if r.kind == K_MSGPACK:
             # never more than the output was sized for (a buffer another thread writes
             # to meanwhile cannot make it overflow)
             got = _read(r, block, min(<size_t>BLOCK_IDS, r.total - k[0]))
-            ids = block
+            if got and not r.bad:
+                at = body32(block, got, at, k[0], r.kernel)
+            k[0] += got
+            if r.wide and r.msgpack.error == TOK_MP_OVERFLOW and \
+                    tok_mp_resume64(&r.msgpack, &value) == 0:
+                if narrow:
+                    if not r.bad:
+                        r.bad = True
+                        r.bad_index = k[0]
+                        r.bad_value = value
+                elif not r.bad:
+                    tok_w_store64(one, value)
+                    at = body64(one, 1, at, k[0], r.kernel)
+                k[0] += 1
+            elif got == 0:
+                break
+            continue
+        if r.kind == K_INT32:  # the runs between its ids outside int32, and each of those
+            for got in range(r.nwides):
+                fit = r.wides[got].index
+                at = body32(r.raw + k[0] * ID_BYTES, fit - k[0], at, k[0], r.kernel)
+                k[0] = fit
+                if narrow:  # it does not fit: the text was read whole, nothing else to see
+                    r.bad = True
+                    r.bad_index = fit
+                    r.bad_value = r.wides[got].value
+                    return <size_t>(at - out)
+                tok_w_store64(one, r.wides[got].value)
+                at = body64(one, 1, at, k[0], r.kernel)
+                k[0] += 1
+            at = body32(r.raw + k[0] * ID_BYTES, r.total - k[0], at, k[0], r.kernel)
+            k[0] = r.total
+            r.done = r.total
+            break
+        # K_INT64: whole, or narrowed a block at a time
+        if not narrow:
+            at = body64(r.raw, r.total, at, k[0], r.kernel)
+            k[0] += r.total
+            r.done = r.total
+            break
+        got = r.total - r.done
+        if got > BLOCK_IDS:
+            got = BLOCK_IDS
         if got == 0:
             break
-        if narrow:
-            if not r.bad:
-                fit = tok_narrow_ids(ids, got, narrowed)
-                if fit < got:
-                    r.bad = True
-                    r.bad_index = k[0] + fit
-                    r.bad_value = tok_w_load64(ids + fit * ID64_BYTES)
-            if r.bad:
-                if r.kind != K_MSGPACK:
-                    break  # raw ids: nothing after it can be in error
-                k[0] += got
-                continue
-            ids = narrowed
-        at = body(ids, got, at, k[0], r.kernel)
-        k[0] += got
-        if r.kind == K_INT32 or (r.kind == K_INT64 and not narrow):
+        ids = r.raw + r.done * ID64_BYTES
+        fit = tok_narrow_ids(ids, got, block)
+        if fit < got:  # raw ids: nothing after it can be in error
+            r.bad = True
+            r.bad_index = k[0] + fit
+            r.bad_value = tok_w_load64(ids + fit * ID64_BYTES)
             break
+        at = body32(block, got, at, k[0], r.kernel)
+        k[0] += got
+        r.done += got
     return <size_t>(at - out)
 
 
-cdef size_t _run(Reader *r, body_fn body, bint narrow, unsigned char *out,
+cdef size_t _run(Reader *r, body_fn body32, body_fn body64, bint narrow, unsigned char *out,
                  size_t *k) noexcept:
     """``_pump``, without the GIL for a large input."""
     cdef size_t written
     if r.data.n >= NOGIL_MIN_BYTES:
         with nogil:
-            written = _pump(r, body, narrow, out, k)
+            written = _pump(r, body32, body64, narrow, out, k)
     else:
-        written = _pump(r, body, narrow, out, k)
+        written = _pump(r, body32, body64, narrow, out, k)
     return written
 
 
@@ -764,11 +762,11 @@ cdef object _write(_Call call, Format dst, bint wide):
     cdef Reader *r = &call.r
     cdef size_t k = 0
     cdef bint narrow = r.wide and not wide
-    cdef bint given64 = r.wide and wide  # the body gets the ids as int64
+    cdef bint given64 = r.wide and wide  # the bodies may get int64 ids
     cdef unsigned char *out = _new_out(call, row.extra + r.total * (row.most64 if given64
                                                                     else row.most32))
     cdef unsigned char *at = row.head(out, r.total)
-    at += _run(r, row.body64 if given64 else row.body32, narrow, at, &k)
+    at += _run(r, row.body32, row.body64, narrow, at, &k)
     _raise_read(r)
     at = row.tail(at)
     result = _take(call, <size_t>(at - out))
@@ -811,11 +809,15 @@ cdef object _from_ids(object ids, Format dst):
 
 
 cdef object _from_ids64(object ids, Format dst):
-    """``_from_ids`` for ids within int64 (``width=64``)."""
+    """``_from_ids`` for ids within int64 (``width=64``): a list's ids within int32 written
+    by the format's int32 body, a run at a time, each other one by itself; a buffer packed
+    as int64 first."""
     cdef FormatRow *row = &_FORMATS[<int>dst]
     cdef tok_cs cs
-    cdef Py_ssize_t size, start = 0, count
-    cdef unsigned char block[BLOCK_IDS * ID64_BYTES]
+    cdef Py_ssize_t size, start = 0, count, got
+    cdef int64_t wide = 0
+    cdef unsigned char block[BLOCK_IDS * ID_BYTES]
+    cdef unsigned char one[ID64_BYTES]
     cdef unsigned char *out
     cdef unsigned char *at
     cdef _Call call = _Call.__new__(_Call)
@@ -836,9 +838,14 @@ cdef object _from_ids64(object ids, Format dst):
     at = row.head(out, <size_t>size)
     while start < size:
         count = min(<Py_ssize_t>BLOCK_IDS, size - start)
-        pack_block64(ids, size, start, count, block)
-        at = row.body64(block, <size_t>count, at, <size_t>start, _json_kernel)
-        start += count
+        got = pack_block_wide(ids, size, start, count, block, &wide)
+        if got:
+            at = row.body32(block, <size_t>got, at, <size_t>start, _json_kernel)
+        start += got
+        if got < count:  # the id at start is outside int32
+            tok_w_store64(one, wide)
+            at = row.body64(one, 1, at, <size_t>start, _json_kernel)
+            start += 1
     return _take(call, <size_t>(row.tail(at) - out))
 
 
@@ -853,10 +860,25 @@ def ids_to_json(ids, *, width=32):
 
 def json_to_ids(data, *, width=32):
     """One JSON array of integers (bytes-like or str) -> the token ids."""
-    cdef bint wide = width_bits(width) == 64
-    raw = _json_int64(data, _json_kernel) if wide else _json_int32(data, _json_kernel)
-    return _list_of(<const unsigned char *>PyBytes_AS_STRING(raw),
-                    <size_t>len(<bytes>raw) // (ID64_BYTES if wide else ID_BYTES), wide)
+    cdef _Call call
+    cdef size_t i
+    cdef PyObject **items
+    cdef PyObject *made
+    if width_bits(width) == 32:
+        raw = _json_int32(data, _json_kernel)
+        return _list_of(<const unsigned char *>PyBytes_AS_STRING(raw),
+                        <size_t>len(<bytes>raw) // ID_BYTES, False)
+    call = _Call.__new__(_Call)  # its reader keeps the ids outside int32 (r.wides)
+    call.r.wide = True
+    raw = _json_int32(data, _json_kernel, &call.r)
+    result = _list_of(<const unsigned char *>PyBytes_AS_STRING(raw),
+                      <size_t>len(<bytes>raw) // ID_BYTES, False)
+    items = PySequence_Fast_ITEMS_PTR(result)
+    for i in range(call.r.nwides):  # each in place of the 0 that held it
+        made = tok_id_object64(_id_objects, call.r.wides[i].value)
+        Py_XDECREF(items[call.r.wides[i].index])
+        items[call.r.wides[i].index] = made
+    return result
 
 
 def ids_to_msgpack(ids, *, width=32):
@@ -888,10 +910,8 @@ def convert_ids(data, src, dst, *, width=None):
     cdef int given = _default_bits(source, target) if width is None else width_bits(width)
     cdef int read_bits = _FORMATS[<int>source].bits or given
     cdef int write_bits = _FORMATS[<int>target].bits or given
-    if source == F_JSON and (target == F_INT32 if read_bits == 32 else target == F_INT64):
-        # the JSON reader's own output, as it is
-        return _json_int32(data, _json_kernel) if read_bits == 32 else \
-            _json_int64(data, _json_kernel)
+    if source == F_JSON and target == F_INT32 and read_bits == 32:
+        return _json_int32(data, _json_kernel)  # the JSON reader's own output, as it is
     cdef _Call call = _Call.__new__(_Call)
     call.keep = _open_reader(&call.r, data, source, read_bits == 64)
     return _write(call, target, write_bits == 64)
