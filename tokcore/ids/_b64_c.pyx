@@ -19,7 +19,7 @@ from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport free, malloc
 
 from tokcore._freethreading cimport tok_cs, tok_cs_begin, tok_cs_end
-from tokcore.ids._pack_c cimport _slow_value, pack_block64, shared_id_objects, width_bits
+from tokcore.ids._pack_c cimport _slow_value, _slow_value64, shared_id_objects, width_bits
 
 from binascii import a2b_base64 as _a2b_base64
 from operator import index as _index
@@ -49,7 +49,10 @@ cdef extern from "Python.h":
 cdef extern from "_intfast.h":
     Py_ssize_t tok_pack_compact(PyObject **items, Py_ssize_t start, Py_ssize_t n,
                                 unsigned char *out) noexcept
+    Py_ssize_t tok_pack_compact64(PyObject **items, Py_ssize_t start, Py_ssize_t n,
+                                  unsigned char *out) noexcept
     void tok_store_le32(unsigned char *p, int32_t v) noexcept nogil
+    void tok_store_le64(unsigned char *p, int64_t v) noexcept nogil
     int tok_fill_ids(PyObject **table, const unsigned char *src, Py_ssize_t n,
                      PyObject **items) except -1
     int tok_fill_ids64(PyObject **table, const unsigned char *src, Py_ssize_t n,
@@ -89,9 +92,11 @@ cdef enum:
     ID_BYTES = 4
     ID64_BYTES = 8
     NOGIL_MIN_BYTES = 64 * 1024  # below this, dropping the GIL costs more than it frees
-    # ids staged per block: 3072 bytes = 4096 characters, no padding inside (384 int64 ids;
-    # a whole number of ids of either width, so no id is cut between two blocks)
+    # ids staged per block: 3072 bytes = 4096 characters, no padding inside (a whole number
+    # of ids of either width, so no id is cut between two blocks); int64 ids twice as many
+    # bytes, as many ids a block (a block's steps cost per block, not per byte)
     BLOCK_IDS = 768
+    BLOCK64_BYTES = BLOCK_IDS * 8
     BLOCK_BYTES = BLOCK_IDS * ID_BYTES
     BLOCK_QUADS = BLOCK_BYTES // 3
 
@@ -417,18 +422,36 @@ cdef str _encode_sequence(object seq):
 
 
 cdef str _encode_sequence64(object seq):
-    """``_encode_sequence`` for int64 ids: a block of 384 at a time (``pack_block64``)."""
+    """``_encode_sequence`` for int64 ids (8 bytes an id, 768 ids a block: 6144 bytes)."""
     cdef tok_cs cs
     tok_cs_begin(&cs, seq)
     cdef Py_ssize_t size = PySequence_Fast_GET_SIZE(seq)
     tok_cs_end(&cs)
-    cdef Py_ssize_t start = 0, count
-    cdef unsigned char block[BLOCK_BYTES]
+    cdef Py_ssize_t start = 0, i, count, now
+    cdef int64_t value
+    cdef object item = None
+    cdef unsigned char block[BLOCK64_BYTES]
     cdef unsigned char *out
     text = _new_text(size * ID64_BYTES, &out)
     while start < size:
-        count = min(<Py_ssize_t>(BLOCK_BYTES // ID64_BYTES), size - start)
-        pack_block64(seq, size, start, count, block)
+        count = min(<Py_ssize_t>BLOCK_IDS, size - start)
+        i = 0
+        while True:  # the int32 loop's steps (_encode_sequence), 8 bytes an id
+            tok_cs_begin(&cs, seq)
+            now = PySequence_Fast_GET_SIZE(seq)
+            if now == size:
+                i = tok_pack_compact64(PySequence_Fast_ITEMS_PTR(seq) + start, i, count, block)
+                if i < count:
+                    item = <object>PySequence_Fast_ITEMS_PTR(seq)[start + i]
+            tok_cs_end(&cs)
+            if now != size:
+                raise resized_error(size, now)
+            if i == count:
+                break
+            value = _slow_value64(seq, size, start + i, item)
+            item = None  # dropped here, never inside the section
+            tok_store_le64(block + i * ID64_BYTES, value)
+            i += 1
         tok_b64_encode(block, <size_t>(count * ID64_BYTES), out)
         out += (count * ID64_BYTES + 2) // 3 * 4
         start += count
