@@ -8,8 +8,6 @@ cdef long _slow_value(object seq, Py_ssize_t size, Py_ssize_t i, object item) ex
 cdef int64_t _slow_value64(object seq, Py_ssize_t size, Py_ssize_t i, object item) except? -1
 cdef int pack_block(object seq, Py_ssize_t size, Py_ssize_t start, Py_ssize_t count,
                     unsigned char *block) except -1
-cdef int pack_block64(object seq, Py_ssize_t size, Py_ssize_t start, Py_ssize_t count,
-                      unsigned char *block) except -1
 cdef Py_ssize_t pack_block_wide(object seq, Py_ssize_t size, Py_ssize_t start,
                                 Py_ssize_t count, unsigned char *block,
                                 int64_t *wide) except -1

@@ -186,8 +186,8 @@ cdef int pack_block(object seq, Py_ssize_t size, Py_ssize_t start, Py_ssize_t co
 
 cdef int pack_block64(object seq, Py_ssize_t size, Py_ssize_t start, Py_ssize_t count,
                       unsigned char *block) except -1:
-    """``pack_block`` for int64 ids: 8 little-endian bytes an id (the whole list when
-    ``start`` is 0 and ``count`` its size: ``pack_ids(ids, width=64)``)."""
+    """``pack_block`` for int64 ids: 8 little-endian bytes an id (``pack_ids(ids,
+    width=64)`` packs a whole list with it)."""
     cdef tok_cs cs
     cdef Py_ssize_t i = 0, now
     cdef int64_t value
