@@ -1,5 +1,6 @@
 """Base64 (4 KiB, 160 KiB, 512 KiB) against base64, binascii and pybase64; the fused
-ids <-> base64 text path at 1k, 40k and 128k ids against numpy + base64 and array + pybase64."""
+ids <-> base64 text path at 1k, 40k and 128k ids against numpy + base64 and array + pybase64,
+and at 40k its int64 width beside the int32 one (the same ids)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import base64
 import binascii
 import random
 from array import array
+from functools import partial
 
 import numpy as np
 import pybase64
@@ -29,6 +31,9 @@ BUFFER_SIZES = {"4 KiB": 4 * 1024, "160 KiB": 160 * 1024, "512 KiB": 512 * 1024}
 if not FULL:  # the size the goals name
     BUFFER_SIZES = {"160 KiB": BUFFER_SIZES["160 KiB"]}
 
+#: the int32 twin of an int64 case, timed beside it on the same ids
+INT32_TWIN = "tokcore-c width=32"
+
 # Goals are the level reached (a ratchet; docs/contributing/benchmarks.md): 0.7 times the
 # lower ratio of two default 'make bench' runs on the 2-core development machine (their
 # ratios differed by up to 40 %), rounded down, never below the goal before.
@@ -38,6 +43,10 @@ TARGETS = [
     Target("ids_to_b64 40k uniform", "array + pybase64", 11),
     Target("b64_to_ids 40k zipf", "array + pybase64", 5.3),
     Target("b64_to_ids 40k zipf", "numpy + base64", 8.4),
+    # issue 38's goal, not a ratchet: each int64 path within 1.2x of its int32 twin per id
+    # (both timed on the same ids in the same run)
+    Target("ids_to_b64 40k uniform, width=64", INT32_TWIN, 1 / 1.2),
+    Target("b64_to_ids 40k zipf, width=64", INT32_TWIN, 1 / 1.2),
 ]
 
 
@@ -106,6 +115,23 @@ def main() -> None:
         add(runner, case, "array + pybase64", pybase64_b64_to_ids, text)
         if label == "40k":
             add(runner, case, REFERENCE, _b64_py.b64_to_ids, text)
+
+    # int64 beside int32, on the same 40k ids (per id alike: the same count)
+    ids = uniform_ids(SIZES["40k"])
+    case = "ids_to_b64 40k uniform, width=64"
+    add(runner, case, FAST, partial(_b64_c.ids_to_b64, width=64), ids)
+    add(runner, case, INT32_TWIN, _b64_c.ids_to_b64, ids)
+    add(runner, case, REFERENCE, partial(_b64_py.ids_to_b64, width=64), ids)
+    add(runner, case, "numpy int64 + base64",
+        lambda: base64.b64encode(np.asarray(ids, np.int64).tobytes()).decode("ascii"))
+    zipf = zipf_ids(SIZES["40k"])
+    text64, text32 = _b64_c.ids_to_b64(zipf, width=64), _b64_c.ids_to_b64(zipf)
+    case = "b64_to_ids 40k zipf, width=64"
+    add(runner, case, FAST, partial(_b64_c.b64_to_ids, width=64), text64)
+    add(runner, case, INT32_TWIN, _b64_c.b64_to_ids, text32)
+    add(runner, case, REFERENCE, partial(_b64_py.b64_to_ids, width=64), text64)
+    add(runner, case, "numpy int64 + base64",
+        lambda: np.frombuffer(base64.b64decode(text64), "<i8").tolist())
 
 
 if __name__ == "__main__":

@@ -47,7 +47,8 @@ class Case(NamedTuple):
     consumes: bool = False  # each call uses up one input of the pool (not timed by pyperf)
 
     def available(self, module: Any = tokcore) -> bool:
-        return all(hasattr(module, need) or (need.startswith("_") and _has_module(need))
+        return all(hasattr(module, need) or ((need.startswith("_") or "." in need)
+                                             and _has_module(need))
                    for need in self.needs)
 
 
@@ -136,6 +137,36 @@ def _unpack(pool: int) -> Work:
     return tokcore.unpack_ids, (data,), len(data) // 4
 
 
+def _pack64(pool: int) -> Work:
+    ids = _ids("uniform")
+    return functools.partial(tokcore.pack_ids, width=64), (ids,), len(ids)
+
+
+def _pack_numpy(width: int) -> Callable[[int], Work]:
+    """numpy's default dtype, the common input: an int64 array, at either width."""
+    def make(pool: int) -> Work:
+        import numpy as np
+
+        arr = np.asarray(_ids("uniform"), np.int64)
+        return functools.partial(tokcore.pack_ids, width=width), (arr,), len(arr)
+    return make
+
+
+def _unpack64(pool: int) -> Work:
+    data = tokcore.pack_ids(_ids("zipf"), width=64)
+    return functools.partial(tokcore.unpack_ids, width=64), (data,), len(data) // 8
+
+
+def _ids_to_b64_64(pool: int) -> Work:
+    ids = _ids("uniform")
+    return functools.partial(tokcore.ids_to_b64, width=64), (ids,), len(ids)
+
+
+def _b64_to_ids64(pool: int) -> Work:
+    text = tokcore.ids_to_b64(_ids("zipf"), width=64)
+    return functools.partial(tokcore.b64_to_ids, width=64), (text,), N_IDS
+
+
 def _ids_to_b64(pool: int) -> Work:
     ids = _ids("uniform")
     return tokcore.ids_to_b64, (ids,), len(ids)
@@ -182,6 +213,26 @@ def _wire(kind: str) -> Callable[[int], Work]:
     return make
 
 
+def _wire64(kind: str) -> Callable[[int], Work]:
+    """A wire-format case at width 64 on the same 40k uniform ids as ``_wire``'s."""
+    def make(pool: int) -> Work:
+        ids = _ids("uniform")
+        text = tokcore.ids_to_json(ids)
+        packed = tokcore.ids_to_msgpack(ids)
+        if kind == "json->int64":  # the JSON parse alone: per byte of the text
+            return tokcore.convert_ids, (text, "json", "int64"), len(text)
+        if kind == "json->msgpack":
+            return functools.partial(tokcore.convert_ids, width=64), \
+                (text, "json", "msgpack"), N_IDS
+        if kind == "int64->json":
+            return tokcore.convert_ids, (tokcore.pack_ids(ids, width=64), "int64", "json"), \
+                N_IDS
+        arg = {"json_to_ids": text, "ids_to_json": ids, "ids_to_msgpack": ids,
+               "msgpack_to_ids": packed}[kind]
+        return functools.partial(getattr(tokcore, kind), width=64), (arg,), N_IDS
+    return make
+
+
 class LazyRequest:  # decorated by the case (builds before the lazy descriptors lack them)
     def __init__(self, prompt_token_ids: list[int]) -> None:
         self.request_id = "req-1"
@@ -220,6 +271,7 @@ def _new_big_event(pool: int) -> Work:
 
 
 LAZY = ("compact_ids", "ids_buffer")  # ids_buffer came with the lazy descriptors
+WIDTH = ("ids._width",)  # width=64 came with the module that checks it
 
 CASES = [
     Case("feed 1 chat event", "event", _feed(_feed_event(False)), 20_000),
@@ -255,6 +307,21 @@ CASES = [
          ("convert_ids",)),
     Case("convert_ids json->msgpack 40k uniform", "id", _wire("json->msgpack"), 20,
          ("convert_ids",)),
+    # the int64 width (issue 38), beside each int32 case above on the same ids
+    Case("pack_ids width=64 40k uniform", "id", _pack64, 40, WIDTH),
+    Case("pack_ids numpy int64 40k uniform", "id", _pack_numpy(32), 40, WIDTH),
+    Case("pack_ids width=64 numpy int64 40k uniform", "id", _pack_numpy(64), 40, WIDTH),
+    Case("unpack_ids width=64 40k zipf", "id", _unpack64, 40, WIDTH),
+    Case("ids_to_b64 width=64 40k uniform", "id", _ids_to_b64_64, 40, WIDTH),
+    Case("b64_to_ids width=64 40k zipf", "id", _b64_to_ids64, 40, WIDTH),
+    Case("json_to_ids width=64 40k uniform", "id", _wire64("json_to_ids"), 20, WIDTH),
+    Case("ids_to_json width=64 40k uniform", "id", _wire64("ids_to_json"), 20, WIDTH),
+    Case("ids_to_msgpack width=64 40k uniform", "id", _wire64("ids_to_msgpack"), 20, WIDTH),
+    Case("msgpack_to_ids width=64 40k uniform", "id", _wire64("msgpack_to_ids"), 20, WIDTH),
+    Case("convert_ids json->int64 40k uniform", "byte", _wire64("json->int64"), 20, WIDTH),
+    Case("convert_ids json->msgpack width=64 40k uniform", "id", _wire64("json->msgpack"), 20,
+         WIDTH),
+    Case("convert_ids int64->json 40k uniform", "id", _wire64("int64->json"), 20, WIDTH),
 ]
 
 

@@ -42,7 +42,7 @@ autodoc_member_order = "bysource"
 autodoc_preserve_defaults = True
 autodoc_type_aliases = {name: f"tokcore.{name}"
                         for name in ("BytesLike", "TextOrBytes", "IdsArg", "Api", "Span",
-                                     "IdFormat")}
+                                     "IdFormat", "Width")}
 autodoc_default_options = {"exclude-members": "__init__, __new__"}
 
 # Nitpicky: every reference must resolve, except to other projects' names (no intersphinx:

@@ -1,23 +1,26 @@
 """Fuzz the wire formats: json_to_ids, msgpack_to_ids, ids_to_json, ids_to_msgpack and
 convert_ids, both twins, with json, msgpack and struct/base64 as the oracles.
 
-The first bytes choose the entry point and how its data is made: a JSON text or MessagePack
-array of drawn ids (drawn whitespace, encodings and headers) with drawn damage (bytes
-spliced in, a cut at a drawn place), or the rest of the input as it is; then, for a text or
-array made whole, its cuts (each must be a ValueError at the end of the data): every one of
-a short one, 12 spread over a long one (tests/ids/test_wire.py cuts long ones at every byte).
+The first bytes choose the entry point, the width (int64 for a quarter of the inputs: a
+first byte of 192 or more; for convert_ids then ``width`` None, 32 or 64 and the int64
+formats too) and how its data is made: a JSON text or MessagePack array of drawn ids (drawn
+whitespace, encodings and headers) with drawn damage (bytes spliced in, a cut at a drawn
+place), or the rest of the input as it is; then, for a text or array made whole, its cuts
+(each must be a ValueError at the end of the data): every one of a short one, 12 spread over
+a long one (tests/ids/test_wire.py cuts long ones at every byte).
 
 What each must do, input by input:
 - ``json_to_ids``: where ``json.loads`` of the UTF-8 text gives a list of ints, exactly those
-  ints, or ``OverflowError("ids[i] = v ...")`` for the first outside int32; anything else a
-  ``ValueError("not a JSON array of int32 ids: ...")`` (or that OverflowError for an int
-  before the first problem);
+  ints, or ``OverflowError("ids[i] = v ...")`` for the first outside the width; anything else
+  a ``ValueError("not a JSON array of int32 ids: ...")`` (``int64 ids``; or that
+  OverflowError for an int before the first problem);
 - ``msgpack_to_ids``: where ``msgpack.unpackb`` gives a list of ints, those ints or the
   OverflowError; anything else the ValueError ("not a MessagePack array of int32 ids");
 - ``ids_to_json`` / ``ids_to_msgpack``: ``json.dumps(separators=(",", ":"))`` /
   ``msgpack.packb`` of what ``pack_ids`` packs, or exactly ``pack_ids``' exception;
-- ``convert_ids``: the oracles' reading of ``src`` written by the oracles as ``dst``, or the
-  exception the reading raises (a bad format name: its ValueError or TypeError).
+- ``convert_ids``: the oracles' reading of ``src`` (in its width) written by the oracles as
+  ``dst``, or the exception the reading raises, or the OverflowError of the first id that
+  does not fit ``dst``'s width (a bad format name: its ValueError or TypeError).
 Both twins agree on every outcome, exception type and message included.
 """
 
@@ -46,15 +49,34 @@ with instrumented(__name__ == "__main__" and "--random" not in sys.argv,
     TWINS = load_twins("ids._wire")
 
 import msgpack  # noqa: E402
-from fuzz_ids import build_ids, draw_value, draw_values  # noqa: E402
+from fuzz_ids import (  # noqa: E402
+    RANGES,
+    any_overflow,
+    build_ids,
+    draw_kind,
+    draw_value,
+    draw_values,
+)
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 FORMATS = ["int32", "b64", "json", "msgpack", "msgpack_bin"]
-JSON_ERROR = Allow(ValueError, "not a JSON array of int32 ids: ")
-MSGPACK_ERROR = Allow(ValueError, "not a MessagePack array of int32 ids: ")
+FORMATS64 = [*FORMATS, "int64", "b64_int64"]
+#: the width of the ids in each byte format's bytes (JSON and MessagePack: the call's)
+BYTE_WIDTHS = {"int32": 32, "b64": 32, "msgpack_bin": 32, "int64": 64, "b64_int64": 64}
 BIN_ERROR = Allow(ValueError, "not a MessagePack bin of int32 ids: ")
-ANY_OVERFLOW = Allow(OverflowError, r"^ids\[\d+\] = -?\d+ is outside the int32 range", "re")
-LENGTH_ERROR = Allow(ValueError, "int32 data must be a multiple of 4 bytes long")
+
+
+def json_error(width: int) -> Allow:
+    return Allow(ValueError, f"not a JSON array of int{width} ids: ")
+
+
+def msgpack_error(width: int) -> Allow:
+    return Allow(ValueError, f"not a MessagePack array of int{width} ids: ")
+
+
+def length_error(width: int) -> Allow:
+    return Allow(ValueError, f"int{width} data must be a multiple of {width // 8} bytes long")
+
 GARBAGE = [b",", b"]", b"[", b"-", b"0", b" ", b"\n", b".", b"e", b"\xc0", b"\xcd", b"\xd3",
            b"\x91", b"\xdc", b"\xff", b"\x00", b'"', b"9999999999"]
 WS = [b"", b"", b" ", b"\n", b"\t", b"\r\n  "]
@@ -104,45 +126,47 @@ def draw_damage(draw: Draw, data: bytes) -> bytes:
     return data
 
 
-def json_expected(data: bytes) -> tuple[list[Allow], bool, list[int] | None]:
+def json_expected(data: bytes, width: int = 32) -> tuple[list[Allow], bool, list[int] | None]:
     """What json_to_ids may do with ``data``: (allowed errors, must raise, the ids)."""
     try:
         values = json.loads(data.decode("utf-8"))
     except (ValueError, RecursionError):  # UnicodeDecodeError and the digit limit too
-        return [JSON_ERROR, ANY_OVERFLOW], True, None
+        return [json_error(width), any_overflow(width)], True, None
     if type(values) is not list or any(type(v) is not int for v in values):
-        return [JSON_ERROR, ANY_OVERFLOW], True, None
-    return first_overflow(values)
+        return [json_error(width), any_overflow(width)], True, None
+    return first_overflow(values, width)
 
 
-def msgpack_expected(data: bytes) -> tuple[list[Allow], bool, list[int] | None]:
+def msgpack_expected(data: bytes, width: int = 32) -> tuple[list[Allow], bool, list[int] | None]:
     try:
         values = msgpack.unpackb(data, strict_map_key=False)
     except Exception:  # cut short, extra data, a reserved byte: msgpack refuses it
-        return [MSGPACK_ERROR, ANY_OVERFLOW], True, None
+        return [msgpack_error(width), any_overflow(width)], True, None
     if type(values) is not list or any(type(v) is not int for v in values):
-        return [MSGPACK_ERROR, ANY_OVERFLOW], True, None
-    return first_overflow(values)
+        return [msgpack_error(width), any_overflow(width)], True, None
+    return first_overflow(values, width)
 
 
-def first_overflow(values: list[int]) -> tuple[list[Allow], bool, list[int] | None]:
+def first_overflow(values: list[int], width: int = 32) -> tuple[list[Allow], bool,
+                                                                list[int] | None]:
+    low, high, _ = RANGES[width]
     for i, value in enumerate(values):
-        if not INT32_MIN <= value <= INT32_MAX:
-            return [Allow(OverflowError, f"ids[{i}] = {value} is outside the int32 range")], \
-                True, None
+        if not low <= value <= high:
+            return [Allow(OverflowError, f"ids[{i}] = {value} is outside the int{width} "
+                                         "range")], True, None
     return [], False, values
 
 
-def check_reader(name: str, data: bytes, expected: tuple[list[Allow], bool, list[int] | None]
-                 ) -> None:
+def check_reader(name: str, data: bytes, expected: tuple[list[Allow], bool, list[int] | None],
+                 width: int = 32) -> None:
     allowed, must_raise, values = expected
-    got = same_outcome(TWINS, lambda twin: getattr(twin, name)(data), allowed, name,
-                       must_raise)
+    got = same_outcome(TWINS, lambda twin: getattr(twin, name)(data, width=width), allowed,
+                       f"{name} width {width}", must_raise)
     if not isinstance(got, Raised) and got != values:
-        fail(f"{name}({data!r}) -> {got!r}, the oracle reads {values!r}")
+        fail(f"{name}({data!r}, width={width}) -> {got!r}, the oracle reads {values!r}")
 
 
-def check_cuts(name: str, data: bytes) -> None:
+def check_cuts(name: str, data: bytes, width: int = 32) -> None:
     """Every cut of a whole text or array (of a long one, 12 spread over it) is an error at
     the end of the data (for JSON, a cut after the ']' is whitespace dropped, still whole)."""
     step = max(1, len(data) // 12)
@@ -150,8 +174,9 @@ def check_cuts(name: str, data: bytes) -> None:
         piece = data[:cut]
         if name == "json_to_ids" and piece.rstrip().endswith(b"]"):
             continue
-        error = JSON_ERROR if name == "json_to_ids" else MSGPACK_ERROR
-        got = same_outcome(TWINS, lambda twin, piece=piece: getattr(twin, name)(piece),
+        error = json_error(width) if name == "json_to_ids" else msgpack_error(width)
+        got = same_outcome(TWINS, lambda twin, piece=piece: getattr(twin, name)(piece,
+                                                                                width=width),
                            [error], f"{name} cut at {cut}", True)
         if "found the end of the data" not in str(got.exc):
             fail(f"{name}({piece!r}): {got.exc} (a cut: the end of the data is the problem)")
@@ -162,25 +187,27 @@ def json_text(values: list[int]) -> bytes:
 
 
 def encode(values: list[int], fmt: str) -> bytes:
-    raw = struct.pack(f"<{len(values)}i", *values)
-    if fmt == "int32":
-        return raw
-    if fmt == "b64":
-        return base64.b64encode(raw)
     if fmt == "json":
         return json_text(values)
     if fmt == "msgpack":
         return msgpack.packb(values)  # type: ignore[no-any-return]
+    raw = struct.pack(f"<{len(values)}{RANGES[BYTE_WIDTHS[fmt]][2]}", *values)
+    if fmt in ("int32", "int64"):
+        return raw
+    if fmt in ("b64", "b64_int64"):
+        return base64.b64encode(raw)
     return msgpack.packb(raw)  # type: ignore[no-any-return]
 
 
-def read_expected(data: bytes, src: str) -> tuple[list[Allow], bool, list[int] | None]:
-    """What reading ``data`` as ``src`` may give (the oracles')."""
+def read_expected(data: bytes, src: str, width: int = 32) -> tuple[list[Allow], bool,
+                                                                   list[int] | None]:
+    """What reading ``data`` as ``src`` (its ids in ``width``: the call's for JSON and
+    MessagePack, the format's own for the others) may give (the oracles')."""
     if src == "json":
-        return json_expected(data)
+        return json_expected(data, width)
     if src == "msgpack":
-        return msgpack_expected(data)
-    if src == "b64":
+        return msgpack_expected(data, width)
+    if src in ("b64", "b64_int64"):
         try:
             raw = base64.b64decode(data, validate=True)
         except binascii.Error:
@@ -194,42 +221,46 @@ def read_expected(data: bytes, src: str) -> tuple[list[Allow], bool, list[int] |
             return [BIN_ERROR], True, None
     else:
         raw = data
-    if len(raw) % 4:
-        return [LENGTH_ERROR], True, None
-    return [], False, list(struct.unpack(f"<{len(raw) // 4}i", raw))
+    size = BYTE_WIDTHS.get(src, 32) // 8
+    if len(raw) % size:
+        return [length_error(size * 8)], True, None
+    return [], False, list(struct.unpack(f"<{len(raw) // size}{RANGES[size * 8][2]}", raw))
 
 
 def test_one_input(data: bytes) -> None:
     draw = Draw(data)
-    mode = draw.int(0, 5)
+    mode, width = draw_kind(draw, 6)
     if mode in (0, 1):  # made from drawn ids, damaged or not
         values = [draw_value(draw) if draw.int(0, 7) == 0 else draw.int(-300, 151_999)
                   for _ in range(draw.int(0, 24))]
         name = "json_to_ids" if mode == 0 else "msgpack_to_ids"
         whole = draw_json(draw, values) if mode == 0 else draw_msgpack(draw, values)
         text = draw_damage(draw, whole) if draw.bool() else whole
-        expected = json_expected(text) if mode == 0 else msgpack_expected(text)
-        check_reader(name, text, expected)
+        expected = json_expected(text, width) if mode == 0 else msgpack_expected(text, width)
+        check_reader(name, text, expected, width)
         if text == whole and not expected[1]:  # whole and valid
-            check_cuts(name, whole)
+            check_cuts(name, whole, width)
     elif mode == 2:
         text = draw.rest()
-        check_reader("json_to_ids", text, json_expected(text))
+        check_reader("json_to_ids", text, json_expected(text, width), width)
     elif mode == 3:
         packed = draw.rest()
-        check_reader("msgpack_to_ids", packed, msgpack_expected(packed))
+        check_reader("msgpack_to_ids", packed, msgpack_expected(packed, width), width)
     elif mode == 4:  # the writers take what pack_ids takes, with its errors
         kind = draw.int(0, 11)
-        make_ids, expected = build_ids(draw, kind, draw_values(draw))
+        make_ids, expected = build_ids(draw, kind, draw_values(draw), width)
+        code = RANGES[width][2]
         for name, write in (("ids_to_json", json_text), ("ids_to_msgpack", msgpack.packb)):
-            got = same_outcome(TWINS, lambda twin, name=name: getattr(twin, name)(make_ids()),
-                               expected.allowed, f"{name} kind {kind}", expected.must_raise)
+            got = same_outcome(TWINS, lambda twin, name=name: getattr(twin, name)(
+                make_ids(), width=width), expected.allowed, f"{name} kind {kind} width {width}",
+                expected.must_raise)
             if not isinstance(got, Raised):
-                wanted = [write(list(struct.unpack(f"<{len(v) // 4}i", v)))
+                wanted = [write(list(struct.unpack(f"<{len(v) // (width // 8)}{code}", v)))
                           for v in expected.values]
                 if got not in wanted:
-                    fail(f"{name} kind {kind}: {got!r}, expected one of {wanted!r}")
-    else:  # convert_ids, every pair (and names that are not formats)
+                    fail(f"{name} kind {kind} width {width}: {got!r}, expected one of "
+                         f"{wanted!r}")
+    elif width == 32:  # convert_ids, every pair (and names that are not formats)
         src = draw.choice(FORMATS + ["xml"])
         dst = draw.choice(FORMATS + [None])
         values = [draw.int(-300, 151_999) for _ in range(draw.int(0, 12))]
@@ -237,23 +268,50 @@ def test_one_input(data: bytes) -> None:
         if draw.bool():
             source = draw_damage(draw, source)
         check_convert(source, src, dst)
+    else:  # convert_ids at every width, the int64 formats among the pairs
+        src, dst = draw.choice(FORMATS64), draw.choice(FORMATS64)
+        given = draw.choice([None, 32, 64])
+        read_bits = BYTE_WIDTHS.get(src) or given or (
+            64 if 64 in (BYTE_WIDTHS.get(src), BYTE_WIDTHS.get(dst)) else 32)
+        low, high, _ = RANGES[read_bits]
+        values = [draw_value(draw) if draw.int(0, 3) == 0 else draw.int(-300, 151_999)
+                  for _ in range(draw.int(0, 12))]
+        source = encode([v for v in values if low <= v <= high], src)
+        if draw.bool():
+            source = draw_damage(draw, source)
+        check_convert(source, src, dst, given)
 
 
-def check_convert(source: bytes, src: Any, dst: Any) -> None:
-    if src not in FORMATS:
-        same_outcome(TWINS, lambda twin: twin.convert_ids(source, src, dst),
+def convert_widths(src: str, dst: str, width: int | None) -> tuple[int, int]:
+    """The widths src is read in and dst written in (DESIGN's rule, written anew here)."""
+    given = width or (64 if 64 in (BYTE_WIDTHS.get(src), BYTE_WIDTHS.get(dst)) else 32)
+    return BYTE_WIDTHS.get(src) or given, BYTE_WIDTHS.get(dst) or given
+
+
+def check_convert(source: bytes, src: Any, dst: Any, width: int | None = None) -> None:
+    def convert(twin: Any) -> Any:
+        if width is None:
+            return twin.convert_ids(source, src, dst)
+        return twin.convert_ids(source, src, dst, width=width)
+
+    if src not in FORMATS64:
+        same_outcome(TWINS, convert,
                      [Allow(ValueError, f"src={src!r} is not a format of token ids")],
                      "convert_ids", True)
         return
-    if dst not in FORMATS:
-        same_outcome(TWINS, lambda twin: twin.convert_ids(source, src, dst),
-                     [Allow(TypeError, "dst must be a format name (str)")], "convert_ids", True)
+    if dst not in FORMATS64:
+        same_outcome(TWINS, convert, [Allow(TypeError, "dst must be a format name (str)")],
+                     "convert_ids", True)
         return
-    allowed, must_raise, values = read_expected(source, src)
-    got = same_outcome(TWINS, lambda twin: twin.convert_ids(source, src, dst), allowed,
-                       f"convert_ids {src}->{dst}", must_raise)
+    read_bits, write_bits = convert_widths(src, dst, width)
+    allowed, must_raise, values = read_expected(source, src, read_bits)
+    if values is not None and write_bits < read_bits:  # narrowed: each id must fit
+        allowed, must_raise, values = first_overflow(values, write_bits)
+    got = same_outcome(TWINS, convert, allowed, f"convert_ids {src}->{dst} width {width}",
+                       must_raise)
     if not isinstance(got, Raised) and (values is None or got != encode(values, dst)):
-        fail(f"convert_ids({source!r}, {src}, {dst}) -> {got!r}, the oracles say {values!r}")
+        fail(f"convert_ids({source!r}, {src}, {dst}, width={width}) -> {got!r}, the oracles "
+             f"say {values!r}")
 
 
 if __name__ == "__main__":

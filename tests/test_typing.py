@@ -312,9 +312,11 @@ def test_checkers_see_the_names_that_run(name: str) -> None:
 MUTATIONS = [
     ("pack", "-> list[int]", "-> list[str]", "unpack_ids: returns list[str]"),
     ("pack", "data: BytesLike", "data: Any", "unpack_ids(data): annotated Any"),
-    ("pack", "def pack_ids(ids: IdsArg)", "def pack_ids(values: IdsArg)", "parameter values"),
+    ("pack", "def pack_ids(ids: IdsArg,", "def pack_ids(values: IdsArg,", "parameter values"),
+    ("pack", "def pack_ids(ids: IdsArg, *, width: Width = 32)",
+     "def pack_ids(ids: IdsArg, *, width: int = 32)", "annotated int"),
     ("b64", "*, validate: bool = False", "validate: bool = False", "(positional) in the stub"),
-    ("b64", "validate: bool = False) -> list", "validate: bool = True) -> list", "default True"),
+    ("b64", "validate: bool = False, width", "validate: bool = True, width", "default True"),
     ("b64", "from .._args import BytesLike, TextOrBytes",
      "from .._args import TextOrBytes\nfrom builtins import bytes as BytesLike",
      "BytesLike is not the same object"),

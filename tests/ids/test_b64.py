@@ -147,7 +147,8 @@ def test_kernels(b64_twin: ModuleType) -> None:
     with scalar_only(b64_twin):
         assert b64_twin._kernel() == "scalar"
     assert b64_twin._kernel() == kernel
-    with pytest.raises(ValueError, match="no kernel 'avx9' here .not a kernel name.: this twin"):
+    with pytest.raises(ValueError,
+                       match="no kernel 'avx9' here .not a kernel name.: this twin has"):
         b64_twin._use_kernel("avx9")
     with pytest.raises(TypeError, match="a kernel is named by a str, not int"):
         b64_twin._use_kernel(2)
@@ -674,3 +675,76 @@ def test_threads(b64_twin: ModuleType) -> None:
     for thread in threads:
         thread.join()
     assert errors == []
+
+
+# --- fused, int64: width=64 ----------------------------------------------------------------
+
+int64s = st.integers(-(2**63), 2**63 - 1)
+EDGES64 = [0, -1, 2**31 - 1, -(2**31), 2**31, -(2**31) - 1, 2**32, -(2**32), 2**63 - 1,
+           -(2**63), 151_999, 2**18]
+
+
+def numpy_ids64_to_b64(ids: Any) -> str:
+    return base64.b64encode(np.asarray(ids, np.int64).astype("<i8").tobytes()).decode("ascii")
+
+
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=FIXTURES_OK)
+@given(ids=st.lists(st.one_of(st.integers(0, 200_000), int64s, st.sampled_from(EDGES64)),
+                    max_size=100))
+def test_fused64_like_numpy(b64_twin: ModuleType, ids: list[int]) -> None:
+    text = b64_twin.ids_to_b64(ids, width=64)
+    assert type(text) is str and text == numpy_ids64_to_b64(ids)
+    assert b64_twin.ids_to_b64(tuple(ids), width=64) == text
+    assert b64_twin.ids_to_b64(np.asarray(ids, np.int64), width=64) == text
+    assert b64_twin.ids_to_b64(np.asarray(ids, ">i8"), width=64) == text
+    assert b64_twin.b64_to_ids(text, width=64) == ids
+    assert b64_twin.b64_to_ids(text.encode("ascii"), validate=True, width=64) == ids
+
+
+def test_fused64_every_length(kernel: ModuleType) -> None:
+    """Every length around the block of 384 int64 ids (3072 bytes) and the kernels' steps,
+    on the fast path, the exact (non-strict) one and a buffer of each integer type."""
+    rng = np.random.default_rng(5)
+    for n in list(range(0, 40)) + [383, 384, 385, 768, 1500]:
+        ids = rng.integers(-(2**63), 2**63, n, dtype=np.int64).tolist()
+        text = kernel.ids_to_b64(ids, width=64)
+        assert text == numpy_ids64_to_b64(ids)
+        assert kernel.b64_to_ids(text, width=64) == ids
+        assert kernel.b64_to_ids(text, validate=True, width=64) == ids
+        spaced = "\n".join(text[i:i + 76] for i in range(0, len(text), 76))
+        assert kernel.b64_to_ids(spaced, width=64) == ids
+    small = np.arange(-50, 50)
+    for dtype in ("i1", "<i2", ">u2", "<i4", ">i4", "<u4", "<i8", ">i8", "<u8"):
+        arr = (small if dtype[-2] != "u" else small + 50).astype(dtype)
+        assert kernel.ids_to_b64(arr, width=64) == numpy_ids64_to_b64(arr)
+        assert kernel.ids_to_b64(arr[::3], width=64) == numpy_ids64_to_b64(arr[::3])
+
+
+def test_fused64_widths_between(b64_twin: ModuleType) -> None:
+    """The same ids at either width where they fit; the int32 text of int64 ids beyond it
+    is the OverflowError naming the index, and int32 text read as int64 is a length error or
+    other ids (the width is the caller's to say)."""
+    ids = [1, 2**31 - 1, -(2**31), 151_999]
+    assert b64_twin.b64_to_ids(b64_twin.ids_to_b64(ids, width=64), width=64) == ids
+    assert b64_twin.b64_to_ids(b64_twin.ids_to_b64(ids), width=32) == ids
+    with pytest.raises(OverflowError) as caught:
+        b64_twin.ids_to_b64([0, 2**32])
+    assert str(caught.value) == ("ids[1] = 4294967296 is outside the int32 range "
+                                 "[-2147483648, 2147483647]")
+    with pytest.raises(OverflowError, match=r"^ids\[1\] = 9223372036854775808 is outside the "
+                       r"int64 range \[-9223372036854775808, 9223372036854775807\]$"):
+        b64_twin.ids_to_b64(np.array([0, 2**63], np.uint64), width=64)
+    with pytest.raises(ValueError) as error:
+        b64_twin.b64_to_ids(numpy_ids_to_b64([1, 2, 3]), width=64)
+    assert str(error.value) == ("int64 data must be a multiple of 8 bytes long, got 12 "
+                                "(4 trailing byte(s) at offset 8)")
+
+
+@pytest.mark.parametrize("width, error", [(16, ValueError), ("64", TypeError),
+                                          (False, TypeError)])
+def test_fused_bad_width(b64_twin: ModuleType, width: Any, error: type) -> None:
+    """The width's own error, before the argument (a wrong one here too) is looked at."""
+    for call in (lambda: b64_twin.ids_to_b64("abc", width=width),
+                 lambda: b64_twin.b64_to_ids(None, width=width)):
+        with pytest.raises(error, match="^width must be 32 or 64"):
+            call()

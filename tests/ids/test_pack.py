@@ -318,3 +318,164 @@ def test_wire_is_little_endian(pack_twin: ModuleType) -> None:
     wire = b"\x01\0\0\0\0\x01\0\0\xfe\xff\xff\xff"
     assert pack_twin.pack_ids([1, 256, -2]) == wire
     assert pack_twin.unpack_ids(wire) == [1, 256, -2]
+
+
+# --- int64: width=64 -----------------------------------------------------------------------
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+int64s = st.integers(INT64_MIN, INT64_MAX)
+#: where the widths' encodings and ranges change
+EDGES64 = [0, 1, -1, INT32_MAX, INT32_MIN, 2**31, -(2**31) - 1, 2**32 - 1, 2**32, -(2**32),
+           2**53 + 1, INT64_MAX, INT64_MIN, INT64_MIN + 1, 2**18 - 1, 2**18, 151_999]
+
+
+def oracle_pack64(ids: list[int]) -> bytes:
+    return struct.pack(f"<{len(ids)}q", *ids)
+
+
+@given(st.lists(int64s, max_size=300))
+def test_pack64_matches_struct_and_numpy(pack_twin: ModuleType, ids: list[int]) -> None:
+    packed = pack_twin.pack_ids(ids, width=64)
+    assert packed == oracle_pack64(ids) == np.asarray(ids, np.int64).tobytes()
+    assert pack_twin.unpack_ids(packed, width=64) == ids
+    assert pack_twin.pack_ids(np.asarray(ids, np.int64), width=64) == packed
+
+
+@given(st.lists(int32s, max_size=100))
+def test_widths_agree_within_int32(pack_twin: ModuleType, ids: list[int]) -> None:
+    assert pack_twin.pack_ids(ids, width=64) == np.asarray(ids, "<i4").astype("<i8").tobytes()
+    assert pack_twin.pack_ids(ids, width=32) == pack_twin.pack_ids(ids)
+
+
+def test_pack64_edges(pack_twin: ModuleType) -> None:
+    assert pack_twin.pack_ids(EDGES64, width=64) == oracle_pack64(EDGES64)
+    assert pack_twin.unpack_ids(oracle_pack64(EDGES64), width=64) == EDGES64
+    assert pack_twin.pack_ids((), width=64) == b"" and pack_twin.unpack_ids(b"", width=64) == []
+    # LightLLM's regression value, and the read-ahead past every length up to twice it
+    for n in range(130):
+        ids = [EDGES64[(i * 3 + n) % len(EDGES64)] for i in range(n)]
+        assert pack_twin.unpack_ids(oracle_pack64(ids), width=64) == ids
+
+
+@pytest.mark.parametrize("dtype", INTEGER_DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("order", ["<", ">"])
+def test_pack64_numpy_dtypes(pack_twin: ModuleType, dtype: Any, order: str) -> None:
+    info = np.iinfo(dtype)
+    values = [0, 1, int(min(info.max, INT64_MAX)), int(max(info.min, INT64_MIN))]
+    arr = np.array(values, dtype=np.dtype(dtype).newbyteorder(order))
+    assert pack_twin.pack_ids(arr, width=64) == np.asarray(arr, "<i8").tobytes()
+    for view in (arr[::-1], arr[::2], np.repeat(arr, 3)[1::3]):
+        assert pack_twin.pack_ids(view, width=64) == np.asarray(view, "<i8").tobytes()
+
+
+def test_pack64_large_buffer_without_the_gil(pack_twin: ModuleType) -> None:
+    arr = np.arange(-50_000, 50_000, dtype=np.int64) * (2**33)  # 800 KB: the no-GIL path
+    assert pack_twin.pack_ids(arr, width=64) == arr.tobytes()
+    assert pack_twin.pack_ids(arr[::-2], width=64) == arr[::-2].tobytes()
+    assert pack_twin.pack_ids(arr.astype(np.uint32), width=64) == \
+        arr.astype(np.uint32).astype("<i8").tobytes()
+
+
+@pytest.mark.parametrize("value", [2**63, INT64_MIN - 1, 2**64, 10**30])
+@pytest.mark.parametrize("make", [list, tuple, lambda v: [Index(x) for x in v]])
+def test_pack64_overflow_names_index_and_value(pack_twin: ModuleType, value: int,
+                                               make: Any) -> None:
+    with pytest.raises(OverflowError) as caught:
+        pack_twin.pack_ids(make([0, 2**40, -(2**40), value, 4]), width=64)
+    assert str(caught.value) == (f"ids[3] = {value} is outside the int64 range "
+                                 f"[{INT64_MIN}, {INT64_MAX}]")
+
+
+@pytest.mark.parametrize("order", ["<", ">"])
+def test_pack64_uint64_above_int64(pack_twin: ModuleType, order: str) -> None:
+    arr = np.array([1, 2**63 - 1, 2**63], dtype=np.dtype(np.uint64).newbyteorder(order))
+    with pytest.raises(OverflowError, match=rf"^ids\[2\] = {2**63} is outside the int64 range"):
+        pack_twin.pack_ids(arr, width=64)
+
+
+@pytest.mark.parametrize("value", [2**31, -(2**31) - 1, 2**32, INT64_MAX, INT64_MIN])
+def test_int64_ids_at_the_default_width(pack_twin: ModuleType, value: int) -> None:
+    """numpy's int64, the common input, at the default width: range-checked, the index named."""
+    arr = np.array([5, 7, value], np.int64)
+    with pytest.raises(OverflowError) as caught:
+        pack_twin.pack_ids(arr)
+    assert str(caught.value) == (f"ids[2] = {value} is outside the int32 range "
+                                 f"[{INT32_MIN}, {INT32_MAX}]")
+    with pytest.raises(OverflowError, match=rf"^ids\[2\] = {value} is outside the int32"):
+        pack_twin.pack_ids([5, 7, value])
+
+
+@pytest.mark.parametrize("width, error, message", [
+    (16, ValueError, "width must be 32 or 64, not 16"),
+    (0, ValueError, "width must be 32 or 64, not 0"),
+    (2**100, ValueError, f"width must be 32 or 64, not {2**100}"),
+    (True, TypeError, "width must be 32 or 64 (an int), not bool"),
+    ("64", TypeError, "width must be 32 or 64 (an int), not str"),
+    (64.0, TypeError, "width must be 32 or 64 (an int), not float"),
+    (None, TypeError, "width must be 32 or 64 (an int), not NoneType"),
+])
+def test_a_bad_width(pack_twin: ModuleType, width: Any, error: type, message: str) -> None:
+    for call in (lambda: pack_twin.pack_ids([1], width=width),
+                 lambda: pack_twin.unpack_ids(b"", width=width),
+                 lambda: pack_twin.pack_ids("not ids", width=width)):  # checked first
+        with pytest.raises(error) as caught:
+            call()
+        assert str(caught.value) == message
+
+
+def test_unpack64_errors(pack_twin: ModuleType) -> None:
+    with pytest.raises(ValueError) as caught:
+        pack_twin.unpack_ids(b"\0" * 12, width=64)
+    assert str(caught.value) == ("int64 data must be a multiple of 8 bytes long, got 12 "
+                                 "(4 trailing byte(s) at offset 8)")
+    with pytest.raises(TypeError, match="^int64 data must be a bytes-like object, not str$"):
+        pack_twin.unpack_ids("abcdefgh", width=64)
+    with pytest.raises(TypeError, match="^int64 data must be a contiguous bytes-like object$"):
+        pack_twin.unpack_ids(np.zeros(32, np.uint8)[::2], width=64)
+    assert pack_twin.unpack_ids(np.array([2**40, -5], np.int64), width=64) == [2**40, -5]
+
+
+@given(st.lists(int64s, max_size=80), st.integers(-5, 5).filter(bool))
+def test_pack64_twins_agree(pack_pair: tuple[ModuleType, ModuleType], ids: list[int],
+                            step: int) -> None:
+    c, py = pack_pair
+    arr = np.array(ids, np.int64)[::step]
+    for arg in (ids, arr):
+        assert c.pack_ids(arg, width=64) == py.pack_ids(arg, width=64)
+        for width in (32, 64):
+            try:
+                expected: Any = py.pack_ids(arg, width=width)
+            except OverflowError as exc:
+                expected = str(exc)
+            try:
+                got: Any = c.pack_ids(arg, width=width)
+            except OverflowError as exc:
+                got = str(exc)
+            assert got == expected
+
+
+@pytest.mark.parametrize("grow", [False, True])
+def test_pack64_list_mutated_by_index(pack_twin: ModuleType, grow: bool) -> None:
+    victim: list[Any] = list(range(10))
+    victim[4] = Resizer(victim, grow)
+    with pytest.raises(RuntimeError, match="changed size"):
+        pack_twin.pack_ids(victim, width=64)
+
+
+def test_int64_array_narrowed_at_every_place(pack_twin: ModuleType) -> None:
+    """A contiguous int64 array at the default width is narrowed eight ids a step: an id
+    outside int32 at every place of a step and of the tail, each named by its index."""
+    for n in range(0, 42):
+        arr = (np.arange(n, dtype=np.int64) * 99_991) % 152_000 - 7
+        assert pack_twin.pack_ids(arr) == arr.astype("<i4").tobytes()
+        for at in range(n):
+            for value in (2**31, -(2**31) - 1, 2**32, INT64_MIN, INT32_MAX + 2**32):
+                bad = arr.copy()
+                bad[at] = value
+                with pytest.raises(OverflowError) as caught:
+                    pack_twin.pack_ids(bad)
+                assert str(caught.value).startswith(f"ids[{at}] = {value} is outside the int32")
+    big = np.arange(70_000, dtype=np.int64)  # the no-GIL size
+    big[69_999] = 2**40
+    with pytest.raises(OverflowError, match=r"^ids\[69999\] = 1099511627776 "):
+        pack_twin.pack_ids(big)

@@ -86,9 +86,9 @@ def oracle_read(data: bytes, fmt: str) -> list[int]:
     return list(struct.unpack(f"<{len(data) // 4}i", data))
 
 
-def outcome(call: Any, *args: Any) -> Any:
+def outcome(call: Any, *args: Any, **kwargs: Any) -> Any:
     try:
-        return call(*args)
+        return call(*args, **kwargs)
     except Exception as exc:  # the outcome, compared: type and message
         return type(exc), str(exc)
 
@@ -405,9 +405,9 @@ def test_kernels_on_long_texts() -> None:
 
 @SWITCHES_KERNELS
 def test_writer_kernels_agree() -> None:
-    """The writers' 4-id steps (with the windows' kernels: JSON on SSE2, MessagePack on AVX2)
-    and their id-by-id ones: every digit count, sign, MessagePack form (the values around
-    each bound) and the ids past 10**8 (one by one) at each place of a step."""
+    """The writers' 4-id steps (with the windows' kernels: JSON on SSE2, MessagePack on
+    AVX2) and their id-by-id ones: every digit count, sign, MessagePack form (the values
+    around each bound) and the ids past 10**8 (one by one) at each place of a step."""
     c = twin("wire", "c")
     values = [v for k in range(11) for v in (10**k - 1, 10**k, -(10**k) + 1, -(10**k))
               if INT32_MIN <= v <= INT32_MAX] + [INT32_MIN, INT32_MAX, 0, -1, 151_643]
@@ -608,7 +608,8 @@ def test_convert_normalises(wire_twin: ModuleType) -> None:
 
 @pytest.mark.parametrize("data, src, error, message", [
     (b"[1]", "xml", ValueError, "src='xml' is not a format of token ids: expected one of "
-                                "'int32', 'b64', 'json', 'msgpack', 'msgpack_bin'"),
+                                "'int32', 'b64', 'json', 'msgpack', 'msgpack_bin', 'int64', "
+                                "'b64_int64'"),
     (b"[1]", None, TypeError, "src must be a format name (str), not NoneType"),
     ("\x01\x00\x00\x00", "int32", TypeError, "int32 data must be a bytes-like object, not str"),
     (b"\x01\x00\x00", "int32", ValueError, "int32 data must be a multiple of 4 bytes long, "
@@ -714,3 +715,438 @@ def test_twins_raise_the_same(wire_twin: ModuleType) -> None:
                 assert outcome(wire_twin.convert_ids, data, src, dst) == \
                     outcome(py.convert_ids, data, src, dst)
 
+
+
+# --- int64: width=64 and the int64 formats -------------------------------------------------
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+FORMATS64 = (*FORMATS, "int64", "b64_int64")
+#: the values where a width or an encoding changes, LightLLM's 2**32 among them
+EDGES64 = EDGES + [2**31, -(2**31) - 1, 2**32 - 1, 2**32, -(2**32), 2**32 + 1, 2**53 + 1,
+                   10**18, -(10**18), 999_999_999_999_999_999, INT64_MAX, INT64_MIN,
+                   INT64_MIN + 1, 2**63 - 2]
+int64s = st.integers(INT64_MIN, INT64_MAX)
+ids64 = st.lists(st.one_of(token_ids, int64s, st.sampled_from(EDGES64)), max_size=200)
+
+
+def oracle_write64(ids: list[int], fmt: str) -> bytes:
+    """``ids`` in ``fmt`` (at width 64) as the other libraries write them."""
+    if fmt in ("int64", "b64_int64"):
+        raw = struct.pack(f"<{len(ids)}q", *ids)
+        assert raw == np.asarray(ids, np.int64).tobytes()
+        return raw if fmt == "int64" else base64.b64encode(raw)
+    if fmt == "json":
+        return compact(ids)
+    if fmt == "msgpack":
+        return msgpack_of(ids)
+    return oracle_write(ids, fmt)
+
+
+def oracle_read64(data: bytes, fmt: str) -> list[int]:
+    if fmt in ("int64", "b64_int64"):
+        raw = data if fmt == "int64" else base64.b64decode(data, validate=True)
+        return list(struct.unpack(f"<{len(raw) // 8}q", raw))
+    return oracle_read(data, fmt)
+
+
+def fits32(ids: list[int]) -> bool:
+    return all(INT32_MIN <= v <= INT32_MAX for v in ids)
+
+
+@given(ids64)
+def test_writers64_are_json_msgpack_and_msgspec(wire_twin: ModuleType, ids: list[int]) -> None:
+    assert wire_twin.ids_to_json(ids, width=64) == compact(ids)
+    assert wire_twin.ids_to_msgpack(ids, width=64) == msgpack_of(ids)
+    arr = np.asarray(ids, np.int64)
+    assert wire_twin.ids_to_json(arr, width=64) == compact(ids)
+    assert wire_twin.ids_to_msgpack(arr, width=64) == msgpack_of(ids)
+
+
+def test_writers64_at_the_edges(wire_twin: ModuleType) -> None:
+    for value in EDGES64:
+        for ids in ([value], [value, 5, -value if value != INT64_MIN else 0]):
+            assert wire_twin.ids_to_json(ids, width=64) == compact(ids)
+            assert wire_twin.ids_to_msgpack(ids, width=64) == msgpack_of(ids)
+    every_digit_count = [10**k + j for k in range(19) for j in (-1, 0, 1)]
+    ids = every_digit_count + [-v for v in every_digit_count]
+    assert wire_twin.ids_to_json(ids, width=64) == compact(ids)
+    assert wire_twin.ids_to_msgpack(ids, width=64) == msgpack_of(ids)
+
+
+@given(ids64, st.data())
+def test_json_to_ids64_reads_what_json_loads(wire_twin: ModuleType, ids: list[int],
+                                             data: Any) -> None:
+    for text in (compact(ids).decode(), json.dumps(ids), spaced(data.draw, ids)):
+        assert wire_twin.json_to_ids(text, width=64) == ids == json.loads(text)
+        assert wire_twin.json_to_ids(text.encode(), width=64) == ids
+    if not fits32(ids):
+        with pytest.raises(OverflowError, match="is outside the int32 range"):
+            wire_twin.json_to_ids(compact(ids))
+
+
+@pytest.mark.parametrize("text, index, value", [
+    ("[9223372036854775808]", 0, "9223372036854775808"),
+    ("[1, -9223372036854775809]", 1, "-9223372036854775809"),
+    ("[0,1,18446744073709551616]", 2, "18446744073709551616"),
+    ("[0,1,99999999999999999999]", 2, "99999999999999999999"),
+    ("[5," + "9" * 5000 + "]", 1, "9" * 5000),
+    ("[" + "1," * 700 + "-" + "9" * 30 + "]", 700, "-" + "9" * 30),
+])
+def test_json64_overflow_names_the_index(wire_twin: ModuleType, text: str, index: int,
+                                         value: str) -> None:
+    with pytest.raises(OverflowError) as caught:
+        wire_twin.json_to_ids(text, width=64)
+    assert str(caught.value) == (f"ids[{index}] = {value} is outside the int64 range "
+                                 f"[{INT64_MIN}, {INT64_MAX}]")
+
+
+@pytest.mark.parametrize("data, message", JSON_ERRORS)
+def test_json64_errors_name_the_offset(wire_twin: ModuleType, data: bytes | str,
+                                       message: str) -> None:
+    with pytest.raises(ValueError) as caught:
+        wire_twin.json_to_ids(data, width=64)
+    assert str(caught.value) == f"not a JSON array of int64 ids: {message}"
+
+
+def test_json64_errors_after_a_wide_id(wire_twin: ModuleType) -> None:
+    """What follows an integer outside int32 is read as after any other: its separator, a
+    fraction, whitespace, the end."""
+    for text, message in [
+        (b"[4294967296 x]", "expected ',' or ']' at offset 12, found 'x'"),
+        (b"[4294967296", "expected ',' or ']' at offset 11, found the end of the data"),
+        (b"[4294967296.5]", "expected an integer, not a fraction or an exponent at offset 11, "
+                            "found '.'"),
+        (b"[4294967296,]", "expected an integer at offset 12, found ']'"),
+        (b"[1,4294967296]]", "expected nothing after the array at offset 14, found ']'"),
+    ]:
+        with pytest.raises(ValueError) as caught:
+            wire_twin.json_to_ids(text, width=64)
+        assert str(caught.value) == f"not a JSON array of int64 ids: {message}"
+    assert wire_twin.json_to_ids(b" [ 4294967296 ,\n-4294967296 ] ", width=64) == \
+        [2**32, -(2**32)]
+
+
+@SWITCHES_KERNELS
+@pytest.mark.draw
+def test_kernels64_agree_with_the_scalar_one() -> None:
+    """Texts whose ids outside int32 land at every place of the windows and loads: every
+    kernel reads them as the scalar one does at width 64, and as json does."""
+    c = twin("wire", "c")
+    values = [7, -7, 0, 151_643, 12_345_678, INT32_MAX, INT32_MIN, 2**31, -(2**31) - 1, 2**32,
+              INT64_MAX, INT64_MIN, 10**15, 100]
+    texts = []
+    for length in range(0, 120 if QUICK else 300):
+        ids = [values[(i * 5 + length) % len(values)] if (i + length) % 7 else 2**32 + i
+               for i in range(length // 3)]
+        sep = [",", ", ", ",\n  "][length % 3]
+        texts.append(("[" + sep.join(map(str, ids)) + "]").encode())
+    with kernel("scalar"):
+        expected = [outcome(c.json_to_ids, t, width=64) for t in texts]
+    for name in kernels():
+        with kernel(name):
+            for text, want in zip(texts, expected, strict=True):
+                assert want == json.loads(text)
+                assert outcome(c.json_to_ids, text, width=64) == want, (name, text)
+                assert outcome(c.convert_ids, text, "json", "int64") == \
+                    struct.pack(f"<{len(want)}q", *want), (name, text)
+
+
+@SWITCHES_KERNELS
+@pytest.mark.draw
+def test_kernels64_on_damaged_texts() -> None:
+    """One byte of a text with ids outside int32 changed at every place: the twins, and
+    every kernel, read it or refuse it alike at width 64."""
+    py, c = twin("wire", "py"), twin("wire", "c")
+    base = compact([(i * 7919) % 200_000 - 500 + (2**33 if i % 5 == 2 else 0)
+                    for i in range(30)])
+    swaps = b"x0-,] .e1" if QUICK else b"x0-,] .e1[\n9+\xff"
+    step = 3 if QUICK else 1
+    damaged = [base[:at] + bytes([b]) + base[at + 1:] for at in range(0, len(base), step)
+               for b in swaps]
+    expected = [outcome(py.json_to_ids, t, width=64) for t in damaged]
+    for name in kernels():
+        with kernel(name):
+            assert [outcome(c.json_to_ids, t, width=64) for t in damaged] == expected, name
+
+
+@SWITCHES_KERNELS
+def test_writer_kernels64_agree() -> None:
+    """Runs of ids within int32 (the int32 writers' 4-id steps) broken by ids outside it at
+    each place of a step and of a run, on every kernel."""
+    c = twin("wire", "c")
+    values = [0, -1, 151_643, 99_999_999, 100_000_000, INT32_MAX, INT32_MIN, 127, -33, 65_536]
+    wide = [2**31, 2**32 - 1, 2**32, -(2**31) - 1, INT64_MAX, INT64_MIN]
+    for length in range(0, 24):
+        for at in range(0, max(length, 1), 3):
+            ids = [values[(i + at) % len(values)] for i in range(length)]
+            if length:
+                ids[at] = wide[(at + length) % len(wide)]
+            raw = struct.pack(f"<{length}q", *ids)
+            for name in kernels():
+                with kernel(name):
+                    assert c.ids_to_json(ids, width=64) == compact(ids), (name, ids)
+                    assert c.convert_ids(raw, "int64", "json") == compact(ids), (name, ids)
+                    assert c.ids_to_msgpack(ids, width=64) == msgpack.packb(ids), (name, ids)
+                    assert c.convert_ids(raw, "int64", "msgpack") == msgpack.packb(ids)
+    long = [(i * 7919) % 152_000 for i in range(3000)]  # runs past the writers' blocks
+    for at in (0, 255, 256, 257, 1023, 1024, 2999):
+        ids = long[:at] + [2**40 + at] + long[at + 1:]
+        assert c.ids_to_json(ids, width=64) == compact(ids)
+        assert c.ids_to_msgpack(ids, width=64) == msgpack.packb(ids)
+
+
+def msgpack_item(value: int, tag: int) -> bytes:
+    return bytes([value & 0xFF]) if tag == 0 else non_minimal(value, tag)
+
+
+@st.composite
+def msgpack_arrays64(draw: Any) -> tuple[bytes, list[int]]:
+    """Arrays of int64 ids, each in any encoding that holds it (uint64 up to 2**63 - 1)."""
+    ids = draw(ids64)
+    ranges = {0xCC: (0, 255), 0xCD: (0, 65535), 0xCE: (0, 2**32 - 1), 0xCF: (0, 2**64 - 1),
+              0xD0: (-128, 127), 0xD1: (-(2**15), 2**15 - 1), 0xD2: (INT32_MIN, INT32_MAX),
+              0xD3: (INT64_MIN, INT64_MAX)}
+    items = []
+    for value in ids:
+        tags = [t for t, (lo, hi) in ranges.items() if lo <= value <= hi]
+        if -32 <= value <= 127:
+            tags.append(0)
+        items.append(msgpack_item(value, draw(st.sampled_from(tags))))
+    count = len(ids)
+    header = draw(st.sampled_from(
+        ([bytes([0x90 | count])] if count <= 15 else [])
+        + [b"\xdc" + struct.pack(">H", count), b"\xdd" + struct.pack(">I", count)]))
+    return header + b"".join(items), ids
+
+
+@given(msgpack_arrays64())
+def test_msgpack_to_ids64_reads_every_encoding(wire_twin: ModuleType,
+                                               data_ids: tuple[bytes, list[int]]) -> None:
+    data, ids = data_ids
+    assert msgpack.unpackb(data) == ids
+    if msgspec is not None:
+        assert msgspec.msgpack.decode(data) == ids
+    for arg in (data, bytearray(data), memoryview(data)):
+        assert wire_twin.msgpack_to_ids(arg, width=64) == ids
+    assert wire_twin.convert_ids(data, "msgpack", "msgpack", width=64) == msgpack_of(ids)
+    assert wire_twin.convert_ids(data, "msgpack", "int64") == oracle_write64(ids, "int64")
+    if not fits32(ids):
+        with pytest.raises(OverflowError, match="is outside the int32 range"):
+            wire_twin.msgpack_to_ids(data)
+
+
+@pytest.mark.parametrize("item, value", [
+    (non_minimal(2**63, 0xCF), 2**63), (non_minimal(2**64 - 1, 0xCF), 2**64 - 1),
+])
+def test_msgpack64_uint64_above_int64(wire_twin: ModuleType, item: bytes, value: int) -> None:
+    data = b"\x93\xcf" + struct.pack(">Q", 2**40) + b"\x02" + item
+    with pytest.raises(OverflowError) as caught:
+        wire_twin.msgpack_to_ids(data, width=64)
+    assert str(caught.value) == (f"ids[2] = {value} is outside the int64 range "
+                                 f"[{INT64_MIN}, {INT64_MAX}]")
+    for dst in ("int64", "json", "msgpack", "int32"):
+        with pytest.raises(OverflowError, match=rf"^ids\[2\] = {value} is outside the int64"):
+            wire_twin.convert_ids(data, "msgpack", dst, width=64)
+
+
+@pytest.mark.parametrize("data, message", MSGPACK_ERRORS)
+def test_msgpack64_errors_name_the_offset(wire_twin: ModuleType, data: bytes,
+                                          message: str) -> None:
+    with pytest.raises(ValueError) as caught:
+        wire_twin.msgpack_to_ids(data, width=64)
+    assert str(caught.value) == f"not a MessagePack array of int64 ids: {message}"
+
+
+def test_msgpack64_every_cut_is_an_error(wire_twin: ModuleType) -> None:
+    ids = [1, 2**32, -1, INT64_MIN, 200, 2**40, -200, INT64_MAX, 70_000] * 3 + [2**33]
+    data = msgpack.packb(ids)
+    for cut in range(len(data)):
+        with pytest.raises(ValueError, match="found the end of the data$"):
+            wire_twin.msgpack_to_ids(data[:cut], width=64)
+    for end in (b"\x00", b"\xcf"):  # after the last (wide) item: one byte too many
+        with pytest.raises(ValueError, match="expected nothing after the array"):
+            wire_twin.msgpack_to_ids(data + end, width=64)
+        for dst in ("json", "int64", "int32"):
+            with pytest.raises(ValueError, match="expected nothing after the array"):
+                wire_twin.convert_ids(data + end, "msgpack", dst, width=64)
+
+
+@pytest.mark.draw
+def test_msgpack64_damaged_arrays() -> None:
+    """One byte of an array with int64 items changed at every place: the Cython twin reads
+    or refuses it as the Python one does, at width 64 and (narrowing) into int32."""
+    py, c = twin("wire", "py"), twin("wire", "c")
+    ids = [(i * 7919) % 200_000 for i in range(30)] + [2**32, -(2**32), 2**63 - 1, -5, 2**31]
+    base = msgpack.packb(ids)
+    swaps = b"\x00\x7f\x80\xcc\xcd\xce\xcf\xd0\xd2\xd3\xe0\xff"
+    step = 3 if QUICK else 1
+    for at in range(0, len(base), step):
+        for b in swaps:
+            data = base[:at] + bytes([b]) + base[at + 1:]
+            assert outcome(c.msgpack_to_ids, data, width=64) == \
+                outcome(py.msgpack_to_ids, data, width=64), data
+            for dst in ("int32", "json"):
+                assert outcome(c.convert_ids, data, "msgpack", dst, width=64) == \
+                    outcome(py.convert_ids, data, "msgpack", dst, width=64), (data, dst)
+
+
+@given(st.integers(0, 15), st.binary(max_size=60))
+def test_msgpack64_twins_agree_with_msgpack(count: int, items: bytes) -> None:
+    py, c = twin("wire", "py"), twin("wire", "c")
+    data = bytes([0x90 | count]) + items
+    ours = outcome(py.msgpack_to_ids, data, width=64)
+    assert outcome(c.msgpack_to_ids, data, width=64) == ours
+    try:
+        theirs = msgpack.unpackb(data, strict_map_key=False)
+    except Exception:
+        assert isinstance(ours, tuple)
+        return
+    if isinstance(ours, list):
+        assert ours == theirs
+    elif all(type(v) is int and INT64_MIN <= v <= INT64_MAX for v in theirs):
+        raise AssertionError(f"{data!r}: msgpack reads {theirs}, we raise {ours}")
+
+
+@given(ids64, st.sampled_from(FORMATS64), st.sampled_from(FORMATS64),
+       st.sampled_from([None, 32, 64]))
+def test_convert64_every_pair(wire_twin: ModuleType, ids: list[int], src: str, dst: str,
+                              width: int | None) -> None:
+    """Every pair of formats at every width against the oracles: each id read in the
+    source's width and written in the destination's, an id that does not fit either the
+    OverflowError naming the first one."""
+    def bits(fmt: str) -> int | None:
+        return 64 if fmt in ("int64", "b64_int64") else None if fmt in ("json", "msgpack") \
+            else 32
+    given_bits = width or (64 if 64 in (bits(src), bits(dst)) else 32)
+    read_bits, write_bits = bits(src) or given_bits, bits(dst) or given_bits
+    if read_bits == 32 and src not in ("json", "msgpack"):
+        ids = [v for v in ids if INT32_MIN <= v <= INT32_MAX]  # what such a source can hold
+    data = oracle_write64(ids, src)
+    narrowest = min(read_bits, write_bits)
+    outside = [i for i, v in enumerate(ids) if not -(2**(narrowest - 1)) <= v < 2**(narrowest - 1)]
+    if outside:
+        with pytest.raises(OverflowError, match=rf"^ids\[{outside[0]}\] = {ids[outside[0]]} "):
+            wire_twin.convert_ids(data, src, dst, width=width)
+        return
+    out = wire_twin.convert_ids(data, src, dst, width=width)
+    assert type(out) is bytes
+    assert out == oracle_write64(ids, dst)
+    assert oracle_read64(out, dst) == ids
+
+
+@pytest.mark.parametrize("src", FORMATS64)
+@pytest.mark.parametrize("dst", FORMATS64)
+def test_convert64_large(wire_twin: ModuleType, src: str, dst: str) -> None:
+    """40k ids, some outside int32 (the no-GIL path), through every pair at width 64."""
+    ids = [(i * 7919) % 152_000 + (2**32 if i % 1000 == 7 else 0) for i in range(40_000)]
+    if src in ("int32", "b64", "msgpack_bin") or dst in ("int32", "b64", "msgpack_bin"):
+        ids = [v % 2**31 for v in ids]
+    data = oracle_write64(ids, src)
+    assert wire_twin.convert_ids(data, src, dst, width=64) == oracle_write64(ids, dst)
+    if src in ("json", "b64", "b64_int64"):
+        text = oracle_write64(ids[:100], src).decode()
+        assert wire_twin.convert_ids(text, src, dst, width=64) == oracle_write64(ids[:100], dst)
+
+
+def test_convert_widths() -> None:
+    """Which width a JSON or MessagePack array is read and written in: ``width``, else int64
+    beside an int64 format, else int32."""
+    import tokcore
+
+    big = compact([1, 2**32])
+    assert tokcore.convert_ids(big, "json", "int64") == struct.pack("<2q", 1, 2**32)
+    assert tokcore.convert_ids(big, "json", "b64_int64") == \
+        base64.b64encode(struct.pack("<2q", 1, 2**32))
+    assert tokcore.convert_ids(big, "json", "msgpack", width=64) == msgpack.packb([1, 2**32])
+    with pytest.raises(OverflowError, match=r"^ids\[1\] = 4294967296 is outside the int32"):
+        tokcore.convert_ids(big, "json", "msgpack")
+    with pytest.raises(OverflowError, match=r"^ids\[1\] = 4294967296 is outside the int32"):
+        tokcore.convert_ids(big, "json", "int64", width=32)
+    raw = struct.pack("<3q", 5, 2**40, 7)
+    assert tokcore.convert_ids(raw, "int64", "json") == b"[5,1099511627776,7]"
+    with pytest.raises(OverflowError) as caught:
+        tokcore.convert_ids(raw, "int64", "json", width=32)
+    assert str(caught.value) == ("ids[1] = 1099511627776 is outside the int32 range "
+                                 f"[{INT32_MIN}, {INT32_MAX}]")
+    for dst in ("int32", "b64", "msgpack_bin"):  # narrowing: each id checked
+        with pytest.raises(OverflowError, match=r"^ids\[1\] = 1099511627776 is outside the "
+                                                r"int32 range"):
+            tokcore.convert_ids(raw, "int64", dst)
+    assert tokcore.convert_ids(struct.pack("<2i", -1, 5), "int32", "int64") == \
+        struct.pack("<2q", -1, 5)
+
+
+def test_a_data_error_comes_before_a_narrowing_one(wire_twin: ModuleType) -> None:
+    """The Python twin reads the whole source before it writes: so an id that does not fit
+    the destination is raised only when the source is well formed, in the compiled twin
+    too (which stops writing at it but reads on)."""
+    ids = [1, 2**40] + [5] * 3000
+    data = msgpack.packb(ids)
+    with pytest.raises(OverflowError, match=r"^ids\[1\] = 1099511627776 is outside the int32"):
+        wire_twin.convert_ids(data, "msgpack", "int32", width=64)
+    with pytest.raises(ValueError, match="expected nothing after the array"):
+        wire_twin.convert_ids(data + b"\x00", "msgpack", "int32", width=64)
+    with pytest.raises(ValueError, match="expected an integer at offset"):
+        wire_twin.convert_ids(data[:-1] + b"\xc0", "msgpack", "json", width=64)
+
+
+@pytest.mark.parametrize("width, error", [(16, ValueError), ("64", TypeError),
+                                          (True, TypeError), (32.0, TypeError)])
+def test_wire_bad_width(wire_twin: ModuleType, width: Any, error: type) -> None:
+    """The width's own error, checked before the data (a wrong one here), and after the
+    format names (convert_ids)."""
+    for call in (lambda: wire_twin.ids_to_json("x", width=width),
+                 lambda: wire_twin.ids_to_msgpack("x", width=width),
+                 lambda: wire_twin.json_to_ids(None, width=width),
+                 lambda: wire_twin.msgpack_to_ids(None, width=width),
+                 lambda: wire_twin.convert_ids(None, "json", "msgpack", width=width)):
+        with pytest.raises(error, match="^width must be 32 or 64"):
+            call()
+    with pytest.raises(ValueError, match="^src='x'"):
+        wire_twin.convert_ids(None, "x", "json", width=width)
+
+
+def test_int64_sources_and_type_errors(wire_twin: ModuleType) -> None:
+    with pytest.raises(TypeError, match="^int64 data must be a bytes-like object, not str$"):
+        wire_twin.convert_ids("\x01" * 8, "int64", "json")
+    with pytest.raises(ValueError) as caught:
+        wire_twin.convert_ids(b"\x01" * 12, "int64", "json")
+    assert str(caught.value) == ("int64 data must be a multiple of 8 bytes long, got 12 "
+                                 "(4 trailing byte(s) at offset 8)")
+    with pytest.raises(ValueError, match="^int64 data must be a multiple of 8 bytes long, "
+                                         "got 4 "):
+        wire_twin.convert_ids("AQAAAA==", "b64_int64", "json")
+    assert wire_twin.convert_ids("AQAAAAAAAAA=", "b64_int64", "json") == b"[1]"
+    arr = np.array([3, 2**35, -4], np.int64)
+    assert wire_twin.convert_ids(arr, "int64", "msgpack") == msgpack.packb([3, 2**35, -4])
+    assert wire_twin.convert_ids(memoryview(arr.tobytes())[8:], "int64", "json") == \
+        b"[34359738368,-4]"
+
+
+def test_twins_raise_the_same64(wire_twin: ModuleType) -> None:
+    py = twin("wire", "py")
+    bags = [b"[1,2,x]", b"[1,4294967296,x]", b"[99999999999999999999]", b"\x93\x01\xc0",
+            b"\x91\xcf" + b"\xff" * 8, b"\x92\xcf" + b"\x00" * 7 + b"\x01\x05", b"AQ=",
+            b"\x01\x02", b"", "[\u00ff]", b"\x01" * 8 + b"\xff" * 8, b"\x00" * 16]
+    for data in bags:
+        for src in FORMATS64:
+            for dst in FORMATS64:
+                for width in (None, 32, 64):
+                    assert outcome(wire_twin.convert_ids, data, src, dst, width=width) == \
+                        outcome(py.convert_ids, data, src, dst, width=width), (data, src, dst)
+
+
+def test_narrowing_at_every_place(wire_twin: ModuleType) -> None:
+    """int64 bytes into an int32 destination, narrowed eight a step and a block at a time:
+    an id that does not fit at every place of a step, of the tail and past a block."""
+    for n in list(range(0, 20)) + [1023, 1024, 1025, 2100]:
+        ids = [(i * 7919) % 152_000 for i in range(n)]
+        raw = struct.pack(f"<{n}q", *ids)
+        for dst in ("int32", "b64", "msgpack_bin"):
+            assert wire_twin.convert_ids(raw, "int64", dst) == oracle_write(ids, dst)
+        for at in sorted({*range(min(n, 20)), *(n - 1 - k for k in range(min(n, 3)))} |
+                         ({n // 2} if n else set())):
+            bad = ids[:at] + [-(2**31) - 1] + ids[at + 1:]
+            with pytest.raises(OverflowError, match=rf"^ids\[{at}\] = -2147483649 is outside "
+                                                    r"the int32 range"):
+                wire_twin.convert_ids(struct.pack(f"<{n}q", *bad), "int64", "int32")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import array
 import copy
 import pickle
+import pickletools
 import sys
 from types import ModuleType
 from typing import Any
@@ -21,7 +22,6 @@ from _pickle_kinds import (
     EAGER_MARKER,
     IDS,
     INT32_MAX,
-    INT32_MIN,
     PROTOCOLS,
     SLOTTED_DATACLASSES,
     SlotBase,
@@ -78,9 +78,9 @@ def test_round_trip_every_kind_and_protocol(kind: type, protocol: int, codec: Mo
 
 
 @pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.__name__)
-def test_values_that_are_not_int32_id_sequences_travel_unchanged(kind: type) -> None:
+def test_values_that_are_not_int64_id_sequences_travel_unchanged(kind: type) -> None:
     odd_values: list[Any] = [
-        None, [], (), [[1, 2], [3]], [1, 2.0], [1, "2"], [INT32_MAX + 1], [INT32_MIN - 1],
+        None, [], (), [[1, 2], [3]], [1, 2.0], [1, "2"], [2**63], [-(2**63) - 1],
         [2**70], np.arange(5, dtype=np.int32), array.array("i", [1, 2]), "123", b"\x01\x00",
         {"a": 1}, {1, 2}, range(3), 17,
     ]
@@ -96,9 +96,50 @@ def test_values_that_are_not_int32_id_sequences_travel_unchanged(kind: type) -> 
 
 
 def test_unchanged_values_leave_no_marker() -> None:
-    data = pickle.dumps(Plain([1, 2**40], None, "x"))
-    assert MARKER not in referenced_globals(data)
-    assert pickle.dumps(Plain([1, 2**40], None, "x")) == data
+    data = pickle.dumps(Plain([1, 2**70], None, "x"))
+    assert MARKER not in referenced_globals(data) and EAGER64_MARKER not in \
+        referenced_globals(data)
+    assert pickle.dumps(Plain([1, 2**70], None, "x")) == data
+
+
+# --- ids outside int32: int64 bytes ---------------------------------------------------------
+
+EAGER64_MARKER = ("tokcore.pickling", "_ids_from_int64")
+WIDE = [151_644, 2**32, -(2**31) - 1, INT32_MAX + 1, 2**63 - 1, -(2**63), 0]
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.__name__)
+def test_ids_outside_int32_travel_as_int64(kind: type, protocol: int, codec: ModuleType) -> None:
+    """A request whose ids do not fit int32 (a multimodal model's virtual ids) still travels
+    compact: as int64 bytes, through _ids_from_int64; one that fits keeps int32."""
+    obj = kind(list(WIDE), (1, 2**40))
+    data = pickle.dumps(obj, protocol)
+    back = pickle.loads(data)
+    assert back.ids == WIDE and type(back.ids) is list and back.more == [1, 2**40]
+    assert EAGER64_MARKER in referenced_globals(data)
+    if protocol >= 3:
+        assert np.asarray(WIDE, "<i8").tobytes() in data
+    mixed = pickle.dumps(kind(list(IDS), (1, 2**40)), protocol)
+    assert {MARKER, EAGER64_MARKER} <= referenced_globals(mixed)
+    assert pickle.loads(mixed).ids == IDS
+
+
+def test_int64_ids_are_8_bytes_an_id_and_no_int() -> None:
+    """8 bytes an id (pickle writes 3 to 9 an int, one opcode each): no int is pickled."""
+    ids = [2**32 + i for i in range(10_000)] + [5] * 10_000
+    data = pickle.dumps(Plain(ids))
+    assert len(data) < 8 * len(ids) + 300
+    assert not any(op.name in ("LONG1", "BININT", "BININT1", "BININT2")
+                   for op, _, _ in pickletools.genops(data))
+
+
+def test_loading_int64_bytes_checks_their_length() -> None:
+    from tokcore.pickling import _ids_from_int64
+
+    with pytest.raises(ValueError, match="^int64 data must be a multiple of 8 bytes long"):
+        _ids_from_int64(b"\x00" * 12)
+    assert _ids_from_int64(np.asarray([2**40, -1], "<i8").tobytes()) == [2**40, -1]
 
 
 def test_list_subclass_keeps_its_type() -> None:

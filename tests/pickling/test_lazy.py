@@ -29,6 +29,7 @@ from _pickle_kinds import (
     EAGER_MARKER,
     IDS,
     INT32_MAX,
+    INT32_MIN,
     LAZY_MARKER,
     PROTOCOLS,
     define_kinds,
@@ -55,14 +56,14 @@ class Spy:
         self.twin = twin
         self.packs = self.unpacks = 0
 
-    def pack_ids(self, ids: Any) -> bytes:
+    def pack_ids(self, ids: Any, **width: Any) -> bytes:
         self.packs += 1
-        data: bytes = self.twin.pack_ids(ids)
+        data: bytes = self.twin.pack_ids(ids, **width)
         return data
 
-    def unpack_ids(self, data: Any) -> list[int]:
+    def unpack_ids(self, data: Any, **width: Any) -> list[int]:
         self.unpacks += 1
-        ids: list[int] = self.twin.unpack_ids(data)
+        ids: list[int] = self.twin.unpack_ids(data, **width)
         return ids
 
 
@@ -181,8 +182,8 @@ def test_del_of_a_held_attribute(kind: type) -> None:
 
 
 @pytest.mark.parametrize("kind", KINDS, ids=by_name)
-def test_values_that_are_not_int32_id_sequences_are_never_held(kind: type) -> None:
-    for value in (None, [[1, 2]], [1, 2.0], [INT32_MAX + 1], np.arange(3), "123", 17):
+def test_values_that_are_not_int64_id_sequences_are_never_held(kind: type) -> None:
+    for value in (None, [[1, 2]], [1, 2.0], [2**63], np.arange(3), "123", 17):
         back = unpickled(kind, ids=value, more=value)
         assert not held(back, "ids") and not held(back, "more")
         if isinstance(value, np.ndarray):
@@ -273,6 +274,9 @@ def test_ids_buffer_of_any_object() -> None:
         ids_buffer(SimpleNamespace(ids=None), "ids")
     with pytest.raises(OverflowError):
         ids_buffer(SimpleNamespace(ids=[2**31]), "ids")
+    assert ids_buffer(SimpleNamespace(ids=[2**31]), "ids", width=64).tolist() == [2**31]
+    with pytest.raises(ValueError, match="^width must be 32 or 64, not 16$"):
+        ids_buffer(SimpleNamespace(ids=[1]), "ids", width=16)  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         ids_buffer(SimpleNamespace(ids=[1]), 3)  # type: ignore[arg-type]
     assert ids_buffer(Plain([]), "ids").tolist() == []
@@ -770,3 +774,61 @@ def test_round_trip_property(value: Any, more: Any, protocol: int, kind: type,
         for got_value, sent in zip(got, (value, more)):
             want = expected_back(sent)
             assert got_value == want and type(got_value) is type(want)
+
+
+# --- ids outside int32: held as int64 bytes ----------------------------------------------------
+
+LAZY64_MARKER = ("tokcore.pickling", "_held_ids_from_int64")
+WIDE = [151_644, 2**32, -(2**31) - 1, INT32_MAX + 1, 2**63 - 1, -(2**63), 7]
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+@pytest.mark.parametrize("kind", KINDS, ids=by_name)
+def test_int64_ids_are_held(kind: type, protocol: int, codec: Spy) -> None:
+    data = pickle.dumps(make(kind, ids=list(WIDE)), protocol)
+    assert LAZY64_MARKER in referenced_globals(data) and LAZY_MARKER in referenced_globals(data)
+    unpacks = codec.unpacks
+    back = pickle.loads(data)
+    assert codec.unpacks == unpacks and held(back, "ids") and held(back, "more")
+    view = ids_buffer(back, "ids", width=64)
+    assert view.format == "q" and view.tolist() == WIDE and held(back, "ids")
+    assert np.frombuffer(view, np.int64).tolist() == WIDE
+    packs = codec.packs
+    relayed = pickle.dumps(back, protocol)  # sent again as it came: no unpack, no pack
+    assert (codec.packs, codec.unpacks) == (packs, unpacks)
+    if not kind.__name__.endswith("OwnState"):  # its __setstate__ adds an attribute
+        assert relayed == data
+    with pytest.raises(OverflowError) as caught:
+        ids_buffer(back, "ids")  # int32: each id checked
+    assert str(caught.value) == (f"ids[1] = {2**32} is outside the int32 range "
+                                 f"[{INT32_MIN}, {INT32_MAX}]")
+    assert ids_buffer(back, "more", width=64).tolist() == list(MORE)  # int32 held, widened
+    assert held(back, "ids") and held(back, "more")
+    first = back.ids
+    assert first == WIDE and type(first) is list and back.ids is first
+    assert not held(back, "ids")
+    assert ids_buffer(back, "ids", width=64).tolist() == WIDE
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=by_name)
+def test_int64_held_reads_like_a_list(kind: type) -> None:
+    back = unpickled(kind, ids=list(WIDE))
+    copied = copy.deepcopy(back)
+    assert held(copied, "ids") and copied.ids == WIDE and back.ids == WIDE
+    again = unpickled(kind, ids=list(WIDE))
+    placeholder = _held._HeldIds(np.asarray(WIDE, "<i8").tobytes(), _held.INT64)
+    assert len(placeholder) == len(WIDE) and list(placeholder) == WIDE
+    assert placeholder[1] == 2**32 and placeholder[-2] == -(2**63) and placeholder[1:3] == WIDE[1:3]
+    assert placeholder == WIDE and repr(placeholder) == f"<held int64 ids: {len(WIDE)} ids>"
+    assert placeholder != _held._HeldIds(placeholder.data)  # the same bytes, another width
+    assert again.ids == WIDE
+
+
+def test_int64_held_loads_into_an_undecorated_reader() -> None:
+    from tokcore.pickling import _held_ids_from_int64
+
+    placeholder = _held_ids_from_int64(np.asarray(WIDE, "<i8").tobytes())
+    assert type(placeholder) is _held._HeldIds and list(placeholder) == WIDE
+    assert pickle.loads(pickle.dumps(placeholder)) == placeholder
+    with pytest.raises(ValueError, match="^int64 data must be a multiple of 8 bytes long"):
+        _held_ids_from_int64(b"\x00" * 4)

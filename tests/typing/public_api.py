@@ -221,6 +221,24 @@ def accepted_wire() -> None:
     assert_type(tokcore.convert_ids(memoryview(b"\x01\x00\x00\x00"), "int32", "json"), bytes)
 
 
+def accepted_width() -> None:
+    """Every id codec at either width: the same types at both."""
+    data = tokcore.pack_ids([1, 2**32], width=64)
+    assert_type(data, bytes)
+    assert_type(tokcore.pack_ids(np.arange(3, dtype=np.int64), width=32), bytes)
+    assert_type(tokcore.unpack_ids(data, width=64), list[int])
+    assert_type(tokcore.ids_to_b64([2**40], width=64), str)
+    assert_type(tokcore.b64_to_ids("AQAAAAAAAAA=", validate=True, width=64), list[int])
+    assert_type(tokcore.ids_to_json([2**40], width=64), bytes)
+    assert_type(tokcore.json_to_ids(b"[4294967296]", width=64), list[int])
+    assert_type(tokcore.ids_to_msgpack([2**40], width=64), bytes)
+    assert_type(tokcore.msgpack_to_ids(b"\x91\x01", width=64), list[int])
+    assert_type(tokcore.convert_ids(data, "int64", "json"), bytes)
+    assert_type(tokcore.convert_ids(b"[1]", "json", "b64_int64", width=64), bytes)
+    assert_type(tokcore.convert_ids(b"[1]", "json", "msgpack", width=None), bytes)
+    assert_type(tokcore.ids_buffer(LazyRequest([1, 2]), "ids", width=64), memoryview)
+
+
 # --- wrong uses: each a checker error (and an error at run time) -----------------------------
 
 def rejected() -> None:
@@ -241,6 +259,14 @@ def rejected() -> None:
         tokcore.unpack_ids(b"").decode()  # type: ignore[attr-defined]
     text: str = tokcore.unpack_ids(b"")  # type: ignore[assignment]  # (no error at run time)
     del text
+    with pytest.raises(ValueError):
+        tokcore.pack_ids([1], width=16)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        tokcore.unpack_ids(b"", width="64")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        tokcore.pack_ids([1], 64)  # type: ignore[call-arg]
+    with pytest.raises(ValueError):
+        tokcore.convert_ids(b"[1]", "json", "int128")  # type: ignore[arg-type]
 
     # base64
     with pytest.raises(TypeError):
@@ -361,4 +387,5 @@ def run_all() -> None:
     accepted_events()
     accepted_pickling_and_module()
     accepted_wire()
+    accepted_width()
     rejected()

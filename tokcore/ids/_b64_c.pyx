@@ -15,11 +15,11 @@ from cpython.buffer cimport (
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cpython.list cimport PyList_New
 from cpython.object cimport PyObject
-from libc.stdint cimport int32_t
+from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport free, malloc
 
 from tokcore._freethreading cimport tok_cs, tok_cs_begin, tok_cs_end
-from tokcore.ids._pack_c cimport _slow_value, shared_id_objects
+from tokcore.ids._pack_c cimport _slow_value, _slow_value64, shared_id_objects, width_bits
 
 from binascii import a2b_base64 as _a2b_base64
 from operator import index as _index
@@ -34,6 +34,7 @@ from tokcore._kernels import unknown_kernel
 from tokcore.ids import _b64_py as _py
 from tokcore.ids._pack_c import pack_ids
 from tokcore.ids._pack_py import buffer_layout, coerce_ids, length_error, resized_error
+from tokcore.ids._width import INT64
 
 cdef extern from "Python.h":
     PyObject **PySequence_Fast_ITEMS_PTR "PySequence_Fast_ITEMS"(object o)
@@ -48,9 +49,14 @@ cdef extern from "Python.h":
 cdef extern from "_intfast.h":
     Py_ssize_t tok_pack_compact(PyObject **items, Py_ssize_t start, Py_ssize_t n,
                                 unsigned char *out) noexcept
+    Py_ssize_t tok_pack_compact64(PyObject **items, Py_ssize_t start, Py_ssize_t n,
+                                  unsigned char *out) noexcept
     void tok_store_le32(unsigned char *p, int32_t v) noexcept nogil
+    void tok_store_le64(unsigned char *p, int64_t v) noexcept nogil
     int tok_fill_ids(PyObject **table, const unsigned char *src, Py_ssize_t n,
                      PyObject **items) except -1
+    int tok_fill_ids64(PyObject **table, const unsigned char *src, Py_ssize_t n,
+                       PyObject **items) except -1
 
 cdef extern from "_b64_core.h":
     void tok_b64_init() noexcept
@@ -84,8 +90,13 @@ cdef extern from "_b64_core.h":
 
 cdef enum:
     ID_BYTES = 4
+    ID64_BYTES = 8
     NOGIL_MIN_BYTES = 64 * 1024  # below this, dropping the GIL costs more than it frees
-    BLOCK_IDS = 768  # ids staged per block: 3072 bytes = 4096 characters, no padding inside
+    # ids staged per block: 3072 bytes = 4096 characters, no padding inside (a whole number
+    # of ids of either width, so no id is cut between two blocks); int64 ids twice as many
+    # bytes, as many ids a block (a block's steps cost per block, not per byte)
+    BLOCK_IDS = 768
+    BLOCK64_BYTES = BLOCK_IDS * 8
     BLOCK_BYTES = BLOCK_IDS * ID_BYTES
     BLOCK_QUADS = BLOCK_BYTES // 3
 
@@ -410,6 +421,43 @@ cdef str _encode_sequence(object seq):
     return text
 
 
+cdef str _encode_sequence64(object seq):
+    """``_encode_sequence`` for int64 ids (8 bytes an id, 768 ids a block: 6144 bytes)."""
+    cdef tok_cs cs
+    tok_cs_begin(&cs, seq)
+    cdef Py_ssize_t size = PySequence_Fast_GET_SIZE(seq)
+    tok_cs_end(&cs)
+    cdef Py_ssize_t start = 0, i, count, now
+    cdef int64_t value
+    cdef object item = None
+    cdef unsigned char block[BLOCK64_BYTES]
+    cdef unsigned char *out
+    text = _new_text(size * ID64_BYTES, &out)
+    while start < size:
+        count = min(<Py_ssize_t>BLOCK_IDS, size - start)
+        i = 0
+        while True:  # the int32 loop's steps (_encode_sequence), 8 bytes an id
+            tok_cs_begin(&cs, seq)
+            now = PySequence_Fast_GET_SIZE(seq)
+            if now == size:
+                i = tok_pack_compact64(PySequence_Fast_ITEMS_PTR(seq) + start, i, count, block)
+                if i < count:
+                    item = <object>PySequence_Fast_ITEMS_PTR(seq)[start + i]
+            tok_cs_end(&cs)
+            if now != size:
+                raise resized_error(size, now)
+            if i == count:
+                break
+            value = _slow_value64(seq, size, start + i, item)
+            item = None  # dropped here, never inside the section
+            tok_store_le64(block + i * ID64_BYTES, value)
+            i += 1
+        tok_b64_encode(block, <size_t>(count * ID64_BYTES), out)
+        out += (count * ID64_BYTES + 2) // 3 * 4
+        start += count
+    return text
+
+
 cdef str _encode_bytes_like(object data):
     cdef Py_buffer buf
     cdef unsigned char *out
@@ -422,28 +470,61 @@ cdef str _encode_bytes_like(object data):
     return text
 
 
-def ids_to_b64(ids):
-    """Token ids -> the Base64 text of their little-endian int32 bytes."""
+def ids_to_b64(ids, *, width=32):
+    """Token ids -> the Base64 text of their little-endian int32 bytes (int64 with
+    ``width=64``)."""
+    cdef bint wide = width_bits(width) == 64
     if type(ids) is list or type(ids) is tuple:
-        return _encode_sequence(ids)
+        return _encode_sequence64(ids) if wide else _encode_sequence(ids)
     seq = coerce_ids(ids)
     if isinstance(seq, memoryview):
         signed, itemsize, little = buffer_layout(seq)
-        if signed and itemsize == ID_BYTES and little and seq.c_contiguous:
+        if signed and itemsize == (ID64_BYTES if wide else ID_BYTES) and little \
+                and seq.c_contiguous:
             return _encode_bytes_like(seq)  # already the wire format: encode it in place
-        return _encode_bytes_like(pack_ids(seq))  # other int types: convert first
-    return _encode_sequence(seq)
+        return _encode_bytes_like(pack_ids(seq, width=width))  # other int types: converted
+    return _encode_sequence64(seq) if wide else _encode_sequence(seq)
 
 
 # --- fused: base64 text -> token ids -------------------------------------------------------
 
-cdef list _ids_from_bytes(const unsigned char *data, Py_ssize_t nbytes):
-    if nbytes % ID_BYTES:
-        raise length_error(nbytes)
-    cdef Py_ssize_t size = nbytes // ID_BYTES
+cdef list _ids_from_bytes(const unsigned char *data, Py_ssize_t nbytes, bint wide):
+    if nbytes % (ID64_BYTES if wide else ID_BYTES):
+        raise length_error(nbytes, INT64) if wide else length_error(nbytes)
+    cdef Py_ssize_t size = nbytes // (ID64_BYTES if wide else ID_BYTES)
     result = PyList_New(size)
-    tok_fill_ids(_id_objects, data, size, PySequence_Fast_ITEMS_PTR(result))
+    if wide:
+        tok_fill_ids64(_id_objects, data, size, PySequence_Fast_ITEMS_PTR(result))
+    else:
+        tok_fill_ids(_id_objects, data, size, PySequence_Fast_ITEMS_PTR(result))
     return result
+
+
+cdef object _ids_fast64(const unsigned char *src, Py_ssize_t n):
+    """``_ids_fast`` for int64 ids (a block's 3072 bytes are 384 of them)."""
+    cdef int pads = tok_b64_pads(src, <size_t>n)
+    cdef Py_ssize_t nbytes = n // 4 * 3 - pads
+    cdef Py_ssize_t plain = n // 4 - (1 if pads else 0)
+    cdef Py_ssize_t quad = 0, count, got, k = 0
+    cdef unsigned char block[BLOCK_BYTES]
+    if nbytes % ID64_BYTES or plain < 0:
+        return None
+    result = PyList_New(nbytes // ID64_BYTES)
+    while True:
+        count = min(<Py_ssize_t>BLOCK_QUADS, plain - quad)
+        if tok_b64_decode_quads(src + quad * 4, <size_t>count, block) != <size_t>count:
+            return None
+        got = count * 3
+        quad += count
+        if quad == plain and pads:
+            if tok_b64_decode_padded(src + quad * 4, pads, block + got) < 0:
+                return None
+            got += 3 - pads
+        tok_fill_ids64(_id_objects, block, got // ID64_BYTES,
+                       PySequence_Fast_ITEMS_PTR(result) + k)
+        k += got // ID64_BYTES
+        if quad == plain:
+            return result
 
 
 cdef object _ids_fast(const unsigned char *src, Py_ssize_t n):
@@ -473,21 +554,23 @@ cdef object _ids_fast(const unsigned char *src, Py_ssize_t n):
             return result
 
 
-def b64_to_ids(s, *, validate=False):
-    """Base64 text (str or bytes-like) of little-endian int32 bytes -> token ids."""
+def b64_to_ids(s, *, validate=False, width=32):
+    """Base64 text (str or bytes-like) of little-endian int32 bytes (int64 with
+    ``width=64``) -> token ids."""
     cdef Py_ssize_t n = 0
     cdef size_t outlen = 0
+    cdef bint wide = width_bits(width) == 64
     text = _ascii_text(s)
     cdef bint strict = _strict(text, validate)
     cdef const unsigned char *src = _text_data(text, &n)
     if n == 0:
         return []
     if n % 4 == 0:
-        result = _ids_fast(src, n)
+        result = _ids_fast64(src, n) if wide else _ids_fast(src, n)
         if result is not None:
             return result
     cdef unsigned char *out = _decode_exact(src, n, strict, &outlen)
     try:
-        return _ids_from_bytes(out, <Py_ssize_t>outlen)
+        return _ids_from_bytes(out, <Py_ssize_t>outlen, wide)
     finally:
         free(out)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._args import BytesLike, TextOrBytes
 from ._pack_py import IdsArg, pack_ids, unpack_ids
+from ._width import Width, check_width
 
 #: what the stdlib raises for malformed base64 (a subclass of ValueError)
 Error = binascii.Error
@@ -361,19 +362,23 @@ def urlsafe_decode_315(standard: bytes, padded: Any) -> bytes:
 
 # --- fused: token ids <-> base64 text of their int32 bytes ----------------------------------
 
-def ids_to_b64(ids: IdsArg) -> str:
-    """Token ids -> the Base64 text of their little-endian int32 bytes.
+def ids_to_b64(ids: IdsArg, *, width: Width = 32) -> str:
+    """Token ids -> the Base64 text of their little-endian int32 bytes (int64 with
+    ``width=64``).
 
     Raises what ``pack_ids`` raises.
     """
-    return binascii.b2a_base64(pack_ids(ids), newline=False).decode("ascii")
+    return binascii.b2a_base64(pack_ids(ids, width=width), newline=False).decode("ascii")
 
 
-def b64_to_ids(s: TextOrBytes, *, validate: bool = False) -> list[int]:
-    """Base64 text (str or bytes-like) of little-endian int32 bytes -> token ids.
+def b64_to_ids(s: TextOrBytes, *, validate: bool = False, width: Width = 32) -> list[int]:
+    """Base64 text (str or bytes-like) of little-endian int32 bytes (int64 with
+    ``width=64``) -> token ids.
 
     Raises ``binascii.Error`` (a ``ValueError``) for malformed base64, as ``b64decode``
-    does; ``ValueError`` when the decoded bytes are not whole int32s; ``TypeError`` for an
-    argument of the wrong type.
+    does; ``ValueError`` when the decoded bytes are not whole ids of the width;
+    ``TypeError`` for an argument of the wrong type; ``TypeError`` or ``ValueError`` for a
+    ``width`` other than 32 and 64 (checked first).
     """
-    return unpack_ids(b64decode(s, validate=validate))
+    check_width(width)
+    return unpack_ids(b64decode(s, validate=validate), width=width)

@@ -1,8 +1,14 @@
 # The pieces of _pack_c that _b64_c and _wire_c reuse (cimported, so calls go straight to C).
 from cpython.object cimport PyObject
+from libc.stdint cimport int64_t
 
 
+cdef int width_bits(object width) except -1
 cdef long _slow_value(object seq, Py_ssize_t size, Py_ssize_t i, object item) except? -1
+cdef int64_t _slow_value64(object seq, Py_ssize_t size, Py_ssize_t i, object item) except? -1
 cdef int pack_block(object seq, Py_ssize_t size, Py_ssize_t start, Py_ssize_t count,
                     unsigned char *block) except -1
+cdef Py_ssize_t pack_block_wide(object seq, Py_ssize_t size, Py_ssize_t start,
+                                Py_ssize_t count, unsigned char *block,
+                                int64_t *wide) except -1
 cdef PyObject **shared_id_objects() noexcept

@@ -1,4 +1,4 @@
-"""Token ids <-> little-endian int32 bytes: the pure-Python reference twin.
+"""Token ids <-> little-endian int32 (or int64) bytes: the pure-Python reference twin.
 
 It leans on ``array.array`` (C loops inside the standard library) for speed and falls back
 on a per-element scan only to name the offending index in an error. The argument checks
@@ -14,10 +14,11 @@ from operator import index as _index
 from typing import Any, SupportsIndex
 
 from .._args import Buffer, BytesLike
+from ._width import INT32, IdWidth, Width, check_width
 
-INT32_MIN = -(2**31)
-INT32_MAX = 2**31 - 1
-ID_BYTES = 4  # every id is one little-endian int32 on the wire
+INT32_MIN = INT32.low
+INT32_MAX = INT32.high
+ID_BYTES = INT32.size  # an id is one little-endian int32 on the wire (int64: width=64)
 
 LITTLE_ENDIAN_HOST = sys.byteorder == "little"
 
@@ -45,10 +46,11 @@ def type_error(position: int, item: object) -> TypeError:
     )
 
 
-def overflow_error(position: int, value: int | str) -> OverflowError:
-    """``value``: the int, or its decimal text (as a JSON text wrote it)."""
+def overflow_error(position: int, value: int | str, width: IdWidth = INT32) -> OverflowError:
+    """``value``: the int, or its decimal text (as a JSON text wrote it), outside ``width``."""
     return OverflowError(
-        f"ids[{position}] = {value} is outside the int32 range [{INT32_MIN}, {INT32_MAX}]"
+        f"ids[{position}] = {value} is outside the {width.name} range "
+        f"[{width.low}, {width.high}]"
     )
 
 
@@ -73,10 +75,11 @@ def unexportable_error(expected: str, obj: object, exc: BaseException) -> TypeEr
                      f"export a buffer ({exc})")
 
 
-def length_error(nbytes: int) -> ValueError:
+def length_error(nbytes: int, width: IdWidth = INT32) -> ValueError:
+    size = width.size
     return ValueError(
-        f"int32 data must be a multiple of {ID_BYTES} bytes long, got {nbytes} "
-        f"({nbytes % ID_BYTES} trailing byte(s) at offset {nbytes - nbytes % ID_BYTES})"
+        f"{width.name} data must be a multiple of {size} bytes long, got {nbytes} "
+        f"({nbytes % size} trailing byte(s) at offset {nbytes - nbytes % size})"
     )
 
 
@@ -132,7 +135,8 @@ def buffer_layout(view: memoryview) -> tuple[bool, int, bool]:
 
 # --- the codec -----------------------------------------------------------------------------
 
-def _check_each(ids: list[Any] | tuple[Any, ...] | array[int], size: int) -> None:
+def _check_each(ids: list[Any] | tuple[Any, ...] | array[int], size: int,
+                width: IdWidth = INT32) -> None:
     """Raise the contract's error for the first bad element (the slow, exact path)."""
     for position in range(size):
         if len(ids) != size:
@@ -144,8 +148,8 @@ def _check_each(ids: list[Any] | tuple[Any, ...] | array[int], size: int) -> Non
             raise type_error(position, item) from None
         if len(ids) != size:  # __index__ may have resized the list
             raise resized_error(size, len(ids))
-        if not INT32_MIN <= value <= INT32_MAX:
-            raise overflow_error(position, value)
+        if not width.low <= value <= width.high:
+            raise overflow_error(position, value, width)
 
 
 def _buffer_values(view: memoryview) -> array[int]:
@@ -158,28 +162,31 @@ def _buffer_values(view: memoryview) -> array[int]:
     return values
 
 
-def pack_ids(ids: IdsArg) -> bytes:
-    """Token ids -> little-endian int32 bytes (4 bytes an id).
+def pack_ids(ids: IdsArg, *, width: Width = 32) -> bytes:
+    """Token ids -> little-endian int32 bytes (4 bytes an id), or int64 with ``width=64``
+    (8 bytes an id).
 
     Raises ``TypeError`` for an element that is not an integer (naming its index and type),
     for ``str``, ``bytes`` and ``bytearray`` (not id sequences) and for a buffer that is not
-    of integers (naming its dtype); ``OverflowError`` for a value outside int32 (naming its
-    index and value); ``ValueError`` for a buffer of more than one dimension;
-    ``RuntimeError`` for a list that an element's ``__index__`` resizes.
+    of integers (naming its dtype); ``OverflowError`` for a value outside the width's range
+    (naming its index and value); ``ValueError`` for a buffer of more than one dimension;
+    ``RuntimeError`` for a list that an element's ``__index__`` resizes; ``TypeError`` or
+    ``ValueError`` for a ``width`` other than 32 and 64.
     """
+    spec = check_width(width)
     seq = coerce_ids(ids)
     if isinstance(seq, memoryview):
         signed, itemsize, little = buffer_layout(seq)
-        if signed and itemsize == ID_BYTES and little:
-            return seq.tobytes()  # already int32 little-endian: a copy is the whole job
+        if signed and itemsize == spec.size and little:
+            return seq.tobytes()  # already the wire's integers: a copy is the whole job
         values: Any = _buffer_values(seq)
     else:
         values = seq
     size = len(values)
     try:
-        packed = array("i", values)
+        packed = array(spec.typecode, values)
     except (TypeError, OverflowError, IndexError) as exc:
-        _check_each(values, size)
+        _check_each(values, size, spec)
         if type(exc) is IndexError:  # it shrank under array() (another thread), and grew back
             raise resized_error(size, len(values)) from None
         raise  # not reached: the scan raises the precise error
@@ -190,27 +197,30 @@ def pack_ids(ids: IdsArg) -> bytes:
     return packed.tobytes()
 
 
-def unpack_ids(data: BytesLike) -> list[int]:
-    """Little-endian int32 bytes -> a list of Python ints.
+def unpack_ids(data: BytesLike, *, width: Width = 32) -> list[int]:
+    """Little-endian int32 bytes (int64 with ``width=64``) -> a list of Python ints.
 
     Raises ``TypeError`` for an object that is not bytes-like; ``ValueError`` when the length
-    is not a multiple of 4 (naming the trailing bytes' offset).
+    is not a multiple of 4 (8 for int64; naming the trailing bytes' offset); ``TypeError``
+    or ``ValueError`` for a ``width`` other than 32 and 64.
     """
+    spec = check_width(width)
     if isinstance(data, str):
-        raise TypeError("int32 data must be a bytes-like object, not str")
+        raise TypeError(f"{spec.name} data must be a bytes-like object, not str")
     try:
         view = memoryview(data)
     except ValueError as exc:  # a buffer exporter that cannot export (datetime64 arrays)
-        raise unexportable_error("int32 data must be a bytes-like object", data, exc) from None
+        raise unexportable_error(f"{spec.name} data must be a bytes-like object", data,
+                                 exc) from None
     with view:
         nbytes = view.nbytes
         if not nbytes:  # as PyBuffer_IsContiguous (the Cython twin) has it, empty is
             return []   # contiguous, even where memoryview.c_contiguous says otherwise
         if not view.c_contiguous:
-            raise TypeError("int32 data must be a contiguous bytes-like object")
-        if nbytes % ID_BYTES:
-            raise length_error(nbytes)
-        values = array("i")
+            raise TypeError(f"{spec.name} data must be a contiguous bytes-like object")
+        if nbytes % spec.size:
+            raise length_error(nbytes, spec)
+        values = array(spec.typecode)
         values.frombytes(view.cast("B"))  # frombytes wants a byte format
     if not LITTLE_ENDIAN_HOST:
         values.byteswap()

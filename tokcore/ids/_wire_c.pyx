@@ -19,10 +19,11 @@ from cpython.list cimport PyList_New
 from cpython.object cimport PyObject
 from cpython.ref cimport Py_XDECREF
 from libc.stdint cimport int64_t, uint64_t
-from libc.string cimport memcpy, memmove
+from libc.stdlib cimport free, realloc
+from libc.string cimport memcpy, memmove, memset
 
 from tokcore._freethreading cimport tok_cs, tok_cs_begin, tok_cs_end
-from tokcore.ids._pack_c cimport pack_block, shared_id_objects
+from tokcore.ids._pack_c cimport pack_block, pack_block_wide, shared_id_objects, width_bits
 
 from tokcore._kernels import unknown_kernel
 from tokcore.ids._b64_c import b64decode as _b64decode
@@ -30,9 +31,10 @@ from tokcore.ids._b64_c import b64encode as _b64encode
 from tokcore.ids._pack_c import pack_ids
 from tokcore.ids._pack_py import coerce_ids, length_error, overflow_error, unexportable_error
 from tokcore.ids._wire_py import (
-    JSON_WHAT, MSGPACK_WHAT, check_format, found, json_error_found, json_overflow,
+    FORMATS, JSON_WHAT, MSGPACK_WHAT, check_format, found, json_error_found, json_overflow,
     msgpack_error_found, text_bytes,
 )
+from tokcore.ids._width import INT32, INT64
 
 cdef extern from "Python.h":
     PyObject **PySequence_Fast_ITEMS_PTR "PySequence_Fast_ITEMS"(object o)
@@ -61,6 +63,15 @@ cdef extern from *:
 cdef extern from "_intfast.h":
     int tok_fill_ids(PyObject **table, const unsigned char *src, Py_ssize_t n,
                      PyObject **items) except -1
+    int tok_fill_ids64(PyObject **table, const unsigned char *src, Py_ssize_t n,
+                       PyObject **items) except -1
+    PyObject *tok_id_object64(PyObject **table, int64_t value) except NULL
+
+cdef extern from "_wire_width.h" nogil:
+    void tok_widen_ids(const unsigned char *src, size_t n, unsigned char *out)
+    size_t tok_narrow_ids(const unsigned char *src, size_t n, unsigned char *out)
+    int64_t tok_w_load64(const unsigned char *p)
+    void tok_w_store64(unsigned char *p, int64_t v)
 
 cdef extern from "_wire_json.h" nogil:
     ctypedef struct tok_ij_reader:
@@ -87,6 +98,11 @@ cdef extern from "_wire_json.h" nogil:
     int tok_ij_avx2()
     unsigned char *tok_ij_write(const unsigned char *ids, size_t n, unsigned char *out,
                                 int first, int kernel)
+    int tok_ij_resume64(tok_ij_reader *r, const unsigned char *s, size_t n, int64_t *value)
+    enum:
+        TOK_IJ_MAX_ID64
+    unsigned char *tok_ij_write64(const unsigned char *ids, size_t n, unsigned char *out,
+                                  int first, int kernel)
 
 cdef extern from "_wire_msgpack.h" nogil:
     ctypedef struct tok_mp_reader:
@@ -98,6 +114,7 @@ cdef extern from "_wire_msgpack.h" nogil:
         int is_unsigned
         int64_t value
         uint64_t uvalue
+        size_t after
     enum:
         TOK_MP_OK
         TOK_MP_OVERFLOW
@@ -114,6 +131,11 @@ cdef extern from "_wire_msgpack.h" nogil:
     unsigned char *tok_mp_write(const unsigned char *ids, size_t n, unsigned char *out,
                                 int simd)
     int tok_mp_avx2()
+    int tok_mp_resume64(tok_mp_reader *r, int64_t *value)
+    enum:
+        TOK_MP_MAX_ID64
+    unsigned char *tok_mp_write64(const unsigned char *ids, size_t n, unsigned char *out,
+                                  int simd)
 
 cdef extern from "_wire_list.h":
     int tok_mp_read_list(tok_mp_reader *r, const unsigned char *s, size_t n,
@@ -122,6 +144,7 @@ cdef extern from "_wire_list.h":
 
 cdef enum:
     ID_BYTES = 4
+    ID64_BYTES = 8
     BLOCK_IDS = 1024  # ids a block holds: 4 KiB on the stack, in L1 between reader and writer
     NOGIL_MIN_BYTES = 64 * 1024  # below this, dropping the GIL costs more than it frees
 
@@ -224,24 +247,36 @@ cdef str _found(Data *d, size_t offset, bint text):
     return found(piece, 0, text)
 
 
-# --- readers: a source of little-endian int32 blocks ---------------------------------------
+# --- readers: a source of little-endian int32 or int64 blocks ------------------------------
 
 cdef enum Kind:
-    K_INT32
-    K_MSGPACK
+    K_INT32    # int32 ids where they are (raw)
+    K_INT64    # int64 ids where they are (raw)
+    K_MSGPACK  # a MessagePack array, read a run of int32 at a time (where wide, each integer
+               # outside int32 taken by itself as an int64)
+
+cdef struct Wide:  # an id outside int32 in a run of int32 ids (a 0 holds its place there)
+    size_t index
+    int64_t value
 
 cdef struct Reader:
     Kind kind
     Data data
+    bint wide          # its ids are read within int64, else int32
+    Wide *wides        # K_INT32 of a JSON text read within int64: its ids outside int32,
+    size_t nwides      # by index (malloc'ed: the call frees it)
     size_t total       # the ids it will give (exactly, unless its data is in error)
-    size_t done        # int32: ids given so far
-    const unsigned char *raw  # int32: the ids' bytes
+    size_t done        # raw: ids given so far
+    const unsigned char *raw  # raw: the ids' bytes
     int kernel
     tok_mp_reader msgpack
+    bint bad           # an id did not fit the int32 it was written as (the first one's:)
+    size_t bad_index
+    int64_t bad_value
 
 
 cdef inline size_t _read(Reader *r, unsigned char *block, size_t cap) noexcept nogil:
-    """Up to ``cap`` ids into ``block``; 0 at the end or at an error (``_raise_read``)."""
+    """Up to ``cap`` int32 ids into ``block``; 0 at the end or at an error (``_raise_read``)."""
     cdef size_t got
     if r.kind == K_MSGPACK:
         return tok_mp_read(&r.msgpack, r.data.ptr, r.data.n, block, cap)
@@ -254,19 +289,23 @@ cdef inline size_t _read(Reader *r, unsigned char *block, size_t cap) noexcept n
 
 
 cdef int _raise_read(Reader *r) except -1:
-    """The MessagePack reader's error, if it has one; a reader stopped short of the end
-    without one read a buffer that another thread changed during the call."""
+    """The MessagePack reader's error, if it has one (a reader stopped short of the end
+    without one read a buffer that another thread changed during the call); then an id that
+    did not fit the int32 it was to be written as."""
     cdef size_t offset
-    if r.kind != K_MSGPACK:
-        return 0
-    if r.msgpack.error == TOK_MP_OK and r.msgpack.count != r.msgpack.total:
-        raise RuntimeError("the MessagePack data changed while it was read")
-    if r.msgpack.error == TOK_MP_OVERFLOW:
-        raise overflow_error(r.msgpack.count, r.msgpack.uvalue if r.msgpack.is_unsigned
-                             else r.msgpack.value)
-    if r.msgpack.error != TOK_MP_OK:
-        offset = r.msgpack.offset
-        raise msgpack_error_found(r.msgpack.error, offset, _found(&r.data, offset, False))
+    spec = INT64 if r.wide else INT32
+    if r.kind == K_MSGPACK:
+        if r.msgpack.error == TOK_MP_OK and r.msgpack.count != r.msgpack.total:
+            raise RuntimeError("the MessagePack data changed while it was read")
+        if r.msgpack.error == TOK_MP_OVERFLOW:
+            raise overflow_error(r.msgpack.count, r.msgpack.uvalue if r.msgpack.is_unsigned
+                                 else r.msgpack.value, spec)
+        if r.msgpack.error != TOK_MP_OK:
+            offset = r.msgpack.offset
+            raise msgpack_error_found(r.msgpack.error, offset, _found(&r.data, offset, False),
+                                      spec)
+    if r.bad:
+        raise overflow_error(r.bad_index, r.bad_value, INT32)
     return 0
 
 
@@ -279,10 +318,13 @@ cdef class _Call:
 
     def __cinit__(self):
         self.r.data.held = False
+        self.r.wides = NULL
+        self.r.nwides = 0
         self.out = NULL
 
     def __dealloc__(self):
         _close(&self.r.data)
+        free(self.r.wides)
         Py_XDECREF(self.out)
 
 
@@ -299,16 +341,44 @@ cdef object _take(_Call call, size_t size):
     return tok_shrink_bytes(out, <Py_ssize_t>size)
 
 
-cdef object _json_int32(object data, int kernel):
-    """The ids of the JSON array ``data`` as little-endian int32 bytes. The text is read
-    once, into bytes sized for the most ids its length allows (each takes a digit and a
-    separator at least: n // 2 + 1 ids), shrunk in place to the ids read; its error raised
-    after it."""
+cdef size_t _read_json(tok_ij_reader *r, const unsigned char *s, size_t n,
+                       unsigned char *out, size_t cap, int kernel, Reader *wide) noexcept nogil:
+    """Up to ``cap`` ids of a JSON text into ``out`` as int32, with the kernel asked for.
+    Where ``wide`` is given, the reader goes on after each integer it stops at outside int32
+    (``tok_ij_resume64``) that is within int64: its index and value kept in ``wide.wides``,
+    a 0 in its place (``wide.nwides`` is SIZE_MAX when that memory could not be had)."""
+    cdef size_t k = 0, size = 0
+    cdef int64_t value
+    cdef Wide *grown
+    while True:
+        k += tok_ij_read(r, s, n, out + k * ID_BYTES, cap - k, kernel)
+        if wide is NULL or r.error != TOK_IJ_OVERFLOW or tok_ij_resume64(r, s, n, &value):
+            return k
+        if wide.nwides == size:  # room for more: twice as many (16 first)
+            size = 16 if size == 0 else 2 * size
+            grown = <Wide *>realloc(wide.wides, size * sizeof(Wide))
+            if grown is NULL:
+                wide.nwides = <size_t>-1
+                return k
+            wide.wides = grown
+        wide.wides[wide.nwides].index = k
+        wide.wides[wide.nwides].value = value
+        wide.nwides += 1
+        memset(out + k * ID_BYTES, 0, ID_BYTES)
+        k += 1  # (the reader stopped before its cap at this id: it had room)
+
+
+cdef object _json_int32(object data, int kernel, Reader *wide=NULL):
+    """The ids of the JSON array ``data`` as little-endian int32 bytes (where ``wide`` is
+    given, those outside int32 within int64 in it: ``_read_json``). The text is read once,
+    into bytes sized for the most ids its length allows (each takes a digit and a separator
+    at least: n // 2 + 1 ids), shrunk in place to the ids read; its error raised after it."""
     cdef Data d
     cdef tok_ij_reader r
     cdef size_t cap, got
     cdef unsigned char *out
     cdef _Call call = _Call.__new__(_Call)
+    spec = INT32 if wide is NULL else INT64
     keep = _open(&call.r.data, data, JSON_WHAT, True)
     d = call.r.data
     cap = d.n // 2 + 1
@@ -316,254 +386,532 @@ cdef object _json_int32(object data, int kernel):
     tok_ij_init(&r)
     if d.n >= NOGIL_MIN_BYTES:
         with nogil:
-            got = tok_ij_read(&r, d.ptr, d.n, out, cap, kernel)
+            got = _read_json(&r, d.ptr, d.n, out, cap, kernel, wide)
     else:
-        got = tok_ij_read(&r, d.ptr, d.n, out, cap, kernel)
+        got = _read_json(&r, d.ptr, d.n, out, cap, kernel, wide)
+    if wide is not NULL and wide.nwides == <size_t>-1:
+        wide.nwides = 0
+        raise MemoryError()
     if r.error == TOK_IJ_OVERFLOW:
         raise json_overflow(r.count, PyBytes_FromStringAndSize(
-            <const char *>d.ptr + r.offset, r.end - r.offset))
+            <const char *>d.ptr + r.offset, r.end - r.offset), spec)
     if r.error != TOK_IJ_OK:
-        raise json_error_found(r.error, r.offset, _found(&d, r.offset, True))
+        raise json_error_found(r.error, r.offset, _found(&d, r.offset, True), spec)
     if r.state != TOK_IJ_DONE:  # stopped at the bound: the text changed as it was read
         raise RuntimeError("the JSON data changed while it was read")
     return _take(call, got * ID_BYTES)
 
 
-cdef object _open_reader(Reader *r, object data, object src):
-    """A reader of ``data`` in format ``src``; returns what keeps its bytes alive (the
-    caller calls ``_close(&r.data)``)."""
-    cdef size_t start = 0, length = 0
-    cdef int status
-    r.data.held = False
-    r.done = 0
-    r.kernel = _json_kernel
-    if src == "msgpack":
-        keep = _open(&r.data, data, MSGPACK_WHAT, False)
-        r.kind = K_MSGPACK
-        if tok_mp_header(&r.msgpack, r.data.ptr, r.data.n) != TOK_MP_OK:
-            _raise_read(r)
-        # every item takes a byte at least: a header that says more is cut short (the
-        # reader names where), and the bound keeps the output's size to the data's
-        r.total = r.msgpack.total
-        if r.total > r.data.n:
-            r.total = r.data.n
-        return keep
+# --- readers: one for each format, by its number (the table below) ------------------------
+
+cdef object _raw_ids(Reader *r, object keep):
+    """The reader of int32 (int64 where ``r.wide``) bytes opened in ``r.data``; returns
+    ``keep``."""
+    cdef size_t size = ID64_BYTES if r.wide else ID_BYTES
+    if r.data.n % size:
+        raise length_error(r.data.n, INT64 if r.wide else INT32)
+    r.kind = K_INT64 if r.wide else K_INT32
+    r.raw = r.data.ptr
+    r.total = r.data.n // size
+    return keep
+
+
+cdef object _open_raw(Reader *r, object data):
+    return _raw_ids(r, _open(&r.data, data, "int64 data" if r.wide else "int32 data", False))
+
+
+cdef object _open_b64(Reader *r, object data):
+    keep = _b64decode(data, None, True)  # as b64_to_ids(data, validate=True) reads it
+    _open(&r.data, keep, "int32 data", False)
+    return _raw_ids(r, keep)
+
+
+cdef object _open_json(Reader *r, object data):
+    # read whole into int32 (where wide, those outside int32 kept beside: r.wides)
+    keep = _json_int32(data, r.kernel, r if r.wide else NULL)
+    _open(&r.data, keep, "int32 data", False)
     r.kind = K_INT32
-    if src == "b64":  # as b64_to_ids(data, validate=True) reads it
-        keep = _b64decode(data, None, True)
-        _open(&r.data, keep, "int32 data", False)
-    elif src == "json":  # read whole into int32
-        keep = _json_int32(data, r.kernel)
-        _open(&r.data, keep, "int32 data", False)
-    elif src == "msgpack_bin":
-        keep = _open(&r.data, data, MSGPACK_WHAT, False)
-        status = tok_mp_bin(r.data.ptr, r.data.n, &start, &length)
-        if status != TOK_MP_OK:
-            raise msgpack_error_found(status, start, _found(&r.data, start, False))
-        r.raw = r.data.ptr + start
-        if length % ID_BYTES:
-            raise length_error(length)
-        r.total = length // ID_BYTES
-        return keep
-    else:
-        keep = _open(&r.data, data, "int32 data", False)
-    if r.data.n % ID_BYTES:
-        raise length_error(r.data.n)
     r.raw = r.data.ptr
     r.total = r.data.n // ID_BYTES
     return keep
 
 
-# --- writers -------------------------------------------------------------------------------
+cdef object _open_msgpack(Reader *r, object data):
+    keep = _open(&r.data, data, MSGPACK_WHAT, False)
+    r.kind = K_MSGPACK
+    if tok_mp_header(&r.msgpack, r.data.ptr, r.data.n) != TOK_MP_OK:
+        _raise_read(r)
+    # every item takes a byte at least: a header that says more is cut short (the reader
+    # names where), and the bound keeps the output's size to the data's
+    r.total = r.msgpack.total
+    if r.total > r.data.n:
+        r.total = r.data.n
+    return keep
 
-cdef list _list_of(const unsigned char *raw, size_t count):
-    """``count`` int32 ids as a list, of the shared int cache's ints (as unpack_ids)."""
+
+cdef object _open_msgpack_bin(Reader *r, object data):
+    cdef size_t start = 0, length = 0
+    cdef int status
+    keep = _open(&r.data, data, MSGPACK_WHAT, False)
+    status = tok_mp_bin(r.data.ptr, r.data.n, &start, &length)
+    if status != TOK_MP_OK:
+        raise msgpack_error_found(status, start, _found(&r.data, start, False))
+    r.raw = r.data.ptr + start
+    if length % ID_BYTES:
+        raise length_error(length)
+    r.total = length // ID_BYTES
+    return keep
+
+
+# --- writers: the pieces of each format's output -------------------------------------------
+
+cdef list _list_of(const unsigned char *raw, size_t count, bint wide):
+    """``count`` int32 (int64 where ``wide``) ids as a list, of the shared int cache's ints
+    (as unpack_ids)."""
     cdef list result = PyList_New(<Py_ssize_t>count)
-    tok_fill_ids(_id_objects, raw, <Py_ssize_t>count, PySequence_Fast_ITEMS_PTR(result))
+    if wide:
+        tok_fill_ids64(_id_objects, raw, <Py_ssize_t>count, PySequence_Fast_ITEMS_PTR(result))
+    else:
+        tok_fill_ids(_id_objects, raw, <Py_ssize_t>count, PySequence_Fast_ITEMS_PTR(result))
     return result
 
 
 cdef list _msgpack_list(Reader *r):
     """The ids of a MessagePack array as a list of the shared int cache's ints (as unpack_ids
-    makes them), each made as the reader goes on (_wire_list.h), a block at a time."""
+    makes them), each made as the reader goes on (_wire_list.h), a block at a time; where
+    ``r.wide``, each integer the reader stops at outside int32 made as an int64 and the
+    reading resumed after it."""
     cdef unsigned char block[BLOCK_IDS * ID_BYTES]
     cdef size_t k = 0, got = 0
+    cdef int64_t value
     cdef list result = PyList_New(<Py_ssize_t>r.total)
     cdef PyObject **items = PySequence_Fast_ITEMS_PTR(result)
     while True:
         tok_mp_read_list(&r.msgpack, r.data.ptr, r.data.n, block,
                          min(<size_t>BLOCK_IDS, r.total - k), _id_objects, items + k, &got)
+        k += got
+        if r.wide and r.msgpack.error == TOK_MP_OVERFLOW:
+            if tok_mp_resume64(&r.msgpack, &value) == 0:
+                items[k] = tok_id_object64(_id_objects, value)
+                k += 1
+                continue
         if got == 0:
             break
-        k += got
     _raise_read(r)
     return result
 
 
-cdef size_t _pump(Reader *r, int dst, unsigned char *out, size_t *k) noexcept nogil:
-    """Every id of ``r`` written after ``out`` in format ``dst`` (0: int32, 1: JSON
-    without its brackets, 2: MessagePack items); returns the bytes written. int32 ids are
-    written from where they are, MessagePack ones through a block on the stack."""
+# What a format writes before its ids (the count known), the ids themselves (a run of them,
+# the k-th id first; int32, or int64 for a body of int64), and after them; each returns
+# where it stopped.
+ctypedef unsigned char *(*head_fn)(unsigned char *out, size_t count) noexcept nogil
+ctypedef unsigned char *(*body_fn)(const unsigned char *ids, size_t n, unsigned char *at,
+                                   size_t k, int kernel) noexcept nogil
+ctypedef unsigned char *(*tail_fn)(unsigned char *at) noexcept nogil
+
+
+cdef unsigned char *_no_head(unsigned char *out, size_t count) noexcept nogil:
+    return out
+
+
+cdef unsigned char *_no_tail(unsigned char *at) noexcept nogil:
+    return at
+
+
+cdef unsigned char *_body_int32(const unsigned char *ids, size_t n, unsigned char *at,
+                                size_t k, int kernel) noexcept nogil:
+    memcpy(at, ids, n * ID_BYTES)
+    return at + n * ID_BYTES
+
+
+cdef unsigned char *_body_int64(const unsigned char *ids, size_t n, unsigned char *at,
+                                size_t k, int kernel) noexcept nogil:
+    memcpy(at, ids, n * ID64_BYTES)
+    return at + n * ID64_BYTES
+
+
+cdef unsigned char *_body_widen(const unsigned char *ids, size_t n, unsigned char *at,
+                                size_t k, int kernel) noexcept nogil:
+    tok_widen_ids(ids, n, at)
+    return at + n * ID64_BYTES
+
+
+cdef unsigned char *_head_json(unsigned char *out, size_t count) noexcept nogil:
+    out[0] = b'['
+    return out + 1
+
+
+cdef unsigned char *_body_json(const unsigned char *ids, size_t n, unsigned char *at,
+                               size_t k, int kernel) noexcept nogil:
+    return tok_ij_write(ids, n, at, k == 0, kernel)
+
+
+cdef unsigned char *_body_json64(const unsigned char *ids, size_t n, unsigned char *at,
+                                 size_t k, int kernel) noexcept nogil:
+    return tok_ij_write64(ids, n, at, k == 0, kernel)
+
+
+cdef unsigned char *_tail_json(unsigned char *at) noexcept nogil:
+    at[0] = b']'
+    return at + 1
+
+
+cdef unsigned char *_head_msgpack(unsigned char *out, size_t count) noexcept nogil:
+    return tok_mp_write_header(out, count)
+
+
+cdef unsigned char *_body_msgpack(const unsigned char *ids, size_t n, unsigned char *at,
+                                  size_t k, int kernel) noexcept nogil:
+    return tok_mp_write(ids, n, at, kernel >= TOK_IJ_KERNEL_SIMD)
+
+
+cdef unsigned char *_body_msgpack64(const unsigned char *ids, size_t n, unsigned char *at,
+                                    size_t k, int kernel) noexcept nogil:
+    return tok_mp_write64(ids, n, at, kernel >= TOK_IJ_KERNEL_SIMD)
+
+
+cdef unsigned char *_head_msgpack_bin(unsigned char *out, size_t count) noexcept nogil:
+    return tok_mp_write_bin_header(out, count * ID_BYTES)
+
+
+cdef object _finish_b64(object raw):
+    return _b64encode(raw)
+
+
+# --- the table of formats ------------------------------------------------------------------
+
+cdef enum Format:  # numbered as _wire_py.FORMATS orders the names (spelled there only)
+    F_INT32
+    F_B64
+    F_JSON
+    F_MSGPACK
+    F_MSGPACK_BIN
+    F_INT64
+    F_B64_INT64
+    F_COUNT
+
+ctypedef object (*open_fn)(Reader *r, object data)
+ctypedef object (*finish_fn)(object raw)
+
+cdef struct FormatRow:
+    open_fn open      # a reader of a source: returns what keeps its bytes alive
+    int bits          # the width of the ids in its bytes (_wire_py's Format.width), or 0:
+                      # the call's (JSON and MessagePack arrays)
+    size_t most32     # output bytes an id takes at most, given as int32
+    size_t most64     # ... given as int64
+    size_t extra      # output bytes besides the ids' (a header, brackets, the stores' slack)
+    head_fn head
+    body_fn body32    # the ids given as int32
+    body_fn body64    # the ids given as int64 (None for a format of int32 bytes: an int64
+                      # reader's ids are narrowed to int32 for it first, checked)
+    tail_fn tail
+    finish_fn finish  # the output as the caller gets it (its base64 text), or NULL: as written
+
+cdef FormatRow _FORMATS[<int>F_COUNT]
+
+
+cdef void _row(Format number, open_fn open, int bits, size_t most32, size_t most64,
+               size_t extra, head_fn head, body_fn body32, body_fn body64, tail_fn tail,
+               finish_fn finish) noexcept:
+    _FORMATS[<int>number] = FormatRow(open, bits, most32, most64, extra, head, body32, body64,
+                                      tail, finish)
+
+
+_row(F_INT32, _open_raw, 32, ID_BYTES, ID_BYTES, 0, _no_head, _body_int32, NULL, _no_tail,
+     NULL)
+_row(F_B64, _open_b64, 32, ID_BYTES, ID_BYTES, 0, _no_head, _body_int32, NULL, _no_tail,
+     _finish_b64)
+_row(F_JSON, _open_json, 0, TOK_IJ_MAX_ID, TOK_IJ_MAX_ID64, 2 + TOK_IJ_SLACK, _head_json,
+     _body_json, _body_json64, _tail_json, NULL)
+_row(F_MSGPACK, _open_msgpack, 0, TOK_MP_MAX_ID, TOK_MP_MAX_ID64,
+     TOK_MP_MAX_HEADER + TOK_MP_SLACK, _head_msgpack, _body_msgpack, _body_msgpack64, _no_tail,
+     NULL)
+_row(F_MSGPACK_BIN, _open_msgpack_bin, 32, ID_BYTES, ID_BYTES, TOK_MP_MAX_HEADER,
+     _head_msgpack_bin, _body_int32, NULL, _no_tail, NULL)
+_row(F_INT64, _open_raw, 64, ID64_BYTES, ID64_BYTES, 0, _no_head, _body_widen, _body_int64,
+     _no_tail, NULL)
+_row(F_B64_INT64, _open_b64, 64, ID64_BYTES, ID64_BYTES, 0, _no_head, _body_widen,
+     _body_int64, _no_tail, _finish_b64)
+
+#: a format's public name -> its number (its row)
+cdef dict _FORMAT_NUMBERS = {name: number for number, name in enumerate(FORMATS)}
+if len(_FORMAT_NUMBERS) != F_COUNT:
+    raise ImportError(f"_wire_c has {F_COUNT} formats, _wire_py {len(_FORMAT_NUMBERS)}")
+for _number, _spec in enumerate(FORMATS.values()):
+    if _FORMATS[_number].bits != (_spec.width.bits if _spec.width is not None else 0):
+        raise ImportError(f"_wire_c's format {_number} is not _wire_py's width")
+
+
+cdef Format _format(object value, object name) except F_COUNT:
+    """The number of the format named ``value``; ``check_format``'s errors for another."""
+    if type(value) is str:
+        number = _FORMAT_NUMBERS.get(value)
+        if number is not None:
+            return <Format><int>number
+    check_format(value, name)  # raises
+    return F_COUNT
+
+
+# --- a reader's ids through a format's writer ----------------------------------------------
+
+cdef object _open_reader(Reader *r, object data, Format src, bint wide):
+    """A reader of ``data`` in format ``src``, its ids read within int64 where ``wide``;
+    returns what keeps its bytes alive (the caller calls ``_close(&r.data)``)."""
+    r.data.held = False
+    r.done = 0
+    r.kernel = _json_kernel
+    r.kind = K_INT32
+    r.wide = wide
+    r.bad = False
+    return _FORMATS[<int>src].open(r, data)
+
+
+cdef size_t _pump(Reader *r, body_fn body32, body_fn body64, bint narrow,
+                  unsigned char *out, size_t *k) noexcept nogil:
+    """Every id of ``r`` written after ``out``: int32 ids by ``body32``, int64 ones by
+    ``body64``; returns the bytes written. Raw ids are written from where they are,
+    MessagePack ones through a block on the stack: runs of int32, and (``r.wide``) each
+    integer outside int32 by itself. ``narrow``: int64 ids are given to ``body32`` as int32,
+    a block at a time; after the first that does not fit (``r.bad``), nothing more is
+    written, but the rest is read (an error in the data comes first)."""
     cdef unsigned char block[BLOCK_IDS * ID_BYTES]
+    cdef unsigned char one[ID64_BYTES]
     cdef unsigned char *at = out
     cdef const unsigned char *ids
-    cdef size_t got
+    cdef size_t got, fit
+    cdef int64_t value
     while True:
-        if r.kind == K_INT32:
-            ids = r.raw
-            got = r.total
-            r.done = got
-        else:
+        if r.kind == K_MSGPACK:
             # never more than the output was sized for (a buffer another thread writes
             # to meanwhile cannot make it overflow)
             got = _read(r, block, min(<size_t>BLOCK_IDS, r.total - k[0]))
-            ids = block
+            if got and not r.bad:
+                at = body32(block, got, at, k[0], r.kernel)
+            k[0] += got
+            if r.wide and r.msgpack.error == TOK_MP_OVERFLOW and \
+                    tok_mp_resume64(&r.msgpack, &value) == 0:
+                if narrow:
+                    if not r.bad:
+                        r.bad = True
+                        r.bad_index = k[0]
+                        r.bad_value = value
+                elif not r.bad:
+                    tok_w_store64(one, value)
+                    at = body64(one, 1, at, k[0], r.kernel)
+                k[0] += 1
+            elif got == 0:
+                break
+            continue
+        if r.kind == K_INT32:  # the runs between its ids outside int32, and each of those
+            for got in range(r.nwides):
+                fit = r.wides[got].index
+                at = body32(r.raw + k[0] * ID_BYTES, fit - k[0], at, k[0], r.kernel)
+                k[0] = fit
+                if narrow:  # it does not fit: the text was read whole, nothing else to see
+                    r.bad = True
+                    r.bad_index = fit
+                    r.bad_value = r.wides[got].value
+                    return <size_t>(at - out)
+                tok_w_store64(one, r.wides[got].value)
+                at = body64(one, 1, at, k[0], r.kernel)
+                k[0] += 1
+            at = body32(r.raw + k[0] * ID_BYTES, r.total - k[0], at, k[0], r.kernel)
+            k[0] = r.total
+            r.done = r.total
+            break
+        # K_INT64: whole, or narrowed a block at a time
+        if not narrow:
+            at = body64(r.raw, r.total, at, k[0], r.kernel)
+            k[0] += r.total
+            r.done = r.total
+            break
+        got = r.total - r.done
+        if got > BLOCK_IDS:
+            got = BLOCK_IDS
         if got == 0:
             break
-        if dst == 0:
-            memcpy(at, ids, got * ID_BYTES)
-            at += got * ID_BYTES
-        elif dst == 1:
-            at = tok_ij_write(ids, got, at, k[0] == 0, r.kernel)
-        else:
-            at = tok_mp_write(ids, got, at, r.kernel >= TOK_IJ_KERNEL_SIMD)
-        k[0] += got
-        if r.kind == K_INT32:
+        ids = r.raw + r.done * ID64_BYTES
+        fit = tok_narrow_ids(ids, got, block)
+        if fit < got:  # raw ids: nothing after it can be in error
+            r.bad = True
+            r.bad_index = k[0] + fit
+            r.bad_value = tok_w_load64(ids + fit * ID64_BYTES)
             break
+        at = body32(block, got, at, k[0], r.kernel)
+        k[0] += got
+        r.done += got
     return <size_t>(at - out)
 
 
-cdef size_t _run(Reader *r, int dst, unsigned char *out, size_t *k) noexcept:
+cdef size_t _run(Reader *r, body_fn body32, body_fn body64, bint narrow, unsigned char *out,
+                 size_t *k) noexcept:
     """``_pump``, without the GIL for a large input."""
     cdef size_t written
     if r.data.n >= NOGIL_MIN_BYTES:
         with nogil:
-            written = _pump(r, dst, out, k)
+            written = _pump(r, body32, body64, narrow, out, k)
     else:
-        written = _pump(r, dst, out, k)
+        written = _pump(r, body32, body64, narrow, out, k)
     return written
 
 
-cdef object _write(_Call call, object dst):
-    """All the ids of the call's reader in format ``dst``."""
+cdef object _write(_Call call, Format dst, bint wide):
+    """All the ids of the call's reader in format ``dst``, each within int64 where ``wide``
+    (else int32: a reader's int64 ids narrowed, checked)."""
+    cdef FormatRow *row = &_FORMATS[<int>dst]
     cdef Reader *r = &call.r
-    cdef unsigned char *out
-    cdef unsigned char *body
-    cdef size_t k = 0, written
-    if dst == "json":
-        out = _new_out(call, r.total * TOK_IJ_MAX_ID + 2 + TOK_IJ_SLACK)
-        out[0] = b'['
-        written = 1 + _run(r, 1, out + 1, &k)
-        _raise_read(r)
-        out[written] = b']'
-        return _take(call, written + 1)
-    if dst == "msgpack":
-        out = _new_out(call, TOK_MP_MAX_HEADER + r.total * TOK_MP_MAX_ID + TOK_MP_SLACK)
-        body = tok_mp_write_header(out, r.total)
-        written = _run(r, 2, body, &k)
-        _raise_read(r)
-        return _take(call, <size_t>(body - out) + written)
-    if dst == "msgpack_bin":
-        out = _new_out(call, TOK_MP_MAX_HEADER + r.total * ID_BYTES)
-        body = tok_mp_write_bin_header(out, r.total * ID_BYTES)
-        written = _run(r, 0, body, &k)
-        _raise_read(r)
-        return _take(call, <size_t>(body - out) + written)
-    # int32 and b64: the int32 bytes first
-    out = _new_out(call, r.total * ID_BYTES)
-    written = _run(r, 0, out, &k)
+    cdef size_t k = 0
+    cdef bint narrow = r.wide and not wide
+    cdef bint given64 = r.wide and wide  # the bodies may get int64 ids
+    cdef unsigned char *out = _new_out(call, row.extra + r.total * (row.most64 if given64
+                                                                    else row.most32))
+    cdef unsigned char *at = row.head(out, r.total)
+    at += _run(r, row.body32, row.body64, narrow, at, &k)
     _raise_read(r)
-    raw = _take(call, written)
-    if dst == "b64":
-        return _b64encode(raw)
-    return raw
+    at = row.tail(at)
+    result = _take(call, <size_t>(at - out))
+    return result if row.finish is NULL else row.finish(result)
 
 
 # --- ids in (a list or a buffer: pack_ids' rules and errors) -------------------------------
 
-cdef object _from_ids(object ids, int dst):
-    """Token ids as a JSON (1) or MessagePack (2) array: a list or a tuple packed a block at
-    a time (pack_ids' reading of each int), any other argument through pack_ids."""
+cdef object _from_ids(object ids, Format dst):
+    """Token ids in format ``dst``: a list or a tuple packed a block at a time (pack_ids'
+    reading of each int), any other argument through pack_ids."""
+    cdef FormatRow *row = &_FORMATS[<int>dst]
     cdef tok_cs cs
     cdef Py_ssize_t size, start = 0, count
     cdef unsigned char block[BLOCK_IDS * ID_BYTES]
     cdef unsigned char *out
     cdef unsigned char *at
-    cdef const unsigned char *raw
     cdef _Call call = _Call.__new__(_Call)
     if type(ids) is not list and type(ids) is not tuple:
         seq = coerce_ids(ids)
         if isinstance(seq, memoryview):  # a buffer of any integer type: packed (checked) first
             packed = pack_ids(seq)
-            raw = <const unsigned char *>PyBytes_AS_STRING(packed)
             size = len(<bytes>packed) // ID_BYTES
-            if dst == 1:
-                out = _new_out(call, <size_t>size * TOK_IJ_MAX_ID + 2 + TOK_IJ_SLACK)
-                out[0] = b'['
-                at = tok_ij_write(raw, <size_t>size, out + 1, 1, _json_kernel)
-                at[0] = b']'
-                return _take(call, <size_t>(at + 1 - out))
-            out = _new_out(call, TOK_MP_MAX_HEADER + <size_t>size * TOK_MP_MAX_ID + TOK_MP_SLACK)
-            at = tok_mp_write(raw, <size_t>size, tok_mp_write_header(out, <size_t>size),
-                              _json_kernel >= TOK_IJ_KERNEL_SIMD)
-            return _take(call, <size_t>(at - out))
+            out = _new_out(call, row.extra + <size_t>size * row.most32)
+            at = row.body32(<const unsigned char *>PyBytes_AS_STRING(packed), <size_t>size,
+                            row.head(out, <size_t>size), 0, _json_kernel)
+            return _take(call, <size_t>(row.tail(at) - out))
         ids = seq
     tok_cs_begin(&cs, ids)
     size = PySequence_Fast_GET_SIZE(ids)
     tok_cs_end(&cs)
-    if dst == 1:
-        out = _new_out(call, <size_t>size * TOK_IJ_MAX_ID + 2 + TOK_IJ_SLACK)
-        out[0] = b'['
-        at = out + 1
-    else:
-        out = _new_out(call, TOK_MP_MAX_HEADER + <size_t>size * TOK_MP_MAX_ID + TOK_MP_SLACK)
-        at = tok_mp_write_header(out, <size_t>size)
+    out = _new_out(call, row.extra + <size_t>size * row.most32)
+    at = row.head(out, <size_t>size)
     while start < size:
         count = min(<Py_ssize_t>BLOCK_IDS, size - start)
         pack_block(ids, size, start, count, block)
-        if dst == 1:
-            at = tok_ij_write(block, <size_t>count, at, start == 0, _json_kernel)
-        else:
-            at = tok_mp_write(block, <size_t>count, at, _json_kernel >= TOK_IJ_KERNEL_SIMD)
+        at = row.body32(block, <size_t>count, at, <size_t>start, _json_kernel)
         start += count
-    if dst == 1:
-        at[0] = b']'
-        at += 1
-    return _take(call, <size_t>(at - out))
+    return _take(call, <size_t>(row.tail(at) - out))
+
+
+cdef object _from_ids64(object ids, Format dst):
+    """``_from_ids`` for ids within int64 (``width=64``): a list's ids within int32 written
+    by the format's int32 body, a run at a time, each other one by itself; a buffer packed
+    as int64 first."""
+    cdef FormatRow *row = &_FORMATS[<int>dst]
+    cdef tok_cs cs
+    cdef Py_ssize_t size, start = 0, count, got
+    cdef int64_t wide = 0
+    cdef unsigned char block[BLOCK_IDS * ID_BYTES]
+    cdef unsigned char one[ID64_BYTES]
+    cdef unsigned char *out
+    cdef unsigned char *at
+    cdef _Call call = _Call.__new__(_Call)
+    if type(ids) is not list and type(ids) is not tuple:
+        seq = coerce_ids(ids)
+        if isinstance(seq, memoryview):
+            packed = pack_ids(seq, width=64)
+            size = len(<bytes>packed) // ID64_BYTES
+            out = _new_out(call, row.extra + <size_t>size * row.most64)
+            at = row.body64(<const unsigned char *>PyBytes_AS_STRING(packed), <size_t>size,
+                            row.head(out, <size_t>size), 0, _json_kernel)
+            return _take(call, <size_t>(row.tail(at) - out))
+        ids = seq
+    tok_cs_begin(&cs, ids)
+    size = PySequence_Fast_GET_SIZE(ids)
+    tok_cs_end(&cs)
+    out = _new_out(call, row.extra + <size_t>size * row.most64)
+    at = row.head(out, <size_t>size)
+    while start < size:
+        count = min(<Py_ssize_t>BLOCK_IDS, size - start)
+        got = pack_block_wide(ids, size, start, count, block, &wide)
+        if got:
+            at = row.body32(block, <size_t>got, at, <size_t>start, _json_kernel)
+        start += got
+        if got < count:  # the id at start is outside int32
+            tok_w_store64(one, wide)
+            at = row.body64(one, 1, at, <size_t>start, _json_kernel)
+            start += 1
+    return _take(call, <size_t>(row.tail(at) - out))
 
 
 # --- the public functions ------------------------------------------------------------------
 
-def ids_to_json(ids):
+def ids_to_json(ids, *, width=32):
     """Token ids -> the compact JSON array, ``json.dumps(ids, separators=(",", ":"))``."""
-    return _from_ids(ids, 1)
+    if width_bits(width) == 64:
+        return _from_ids64(ids, F_JSON)
+    return _from_ids(ids, F_JSON)
 
 
-def json_to_ids(data):
+def json_to_ids(data, *, width=32):
     """One JSON array of integers (bytes-like or str) -> the token ids."""
-    raw = _json_int32(data, _json_kernel)
-    return _list_of(<const unsigned char *>PyBytes_AS_STRING(raw), <size_t>len(<bytes>raw) // ID_BYTES)
+    cdef _Call call
+    cdef size_t i
+    cdef PyObject **items
+    cdef PyObject *made
+    if width_bits(width) == 32:
+        raw = _json_int32(data, _json_kernel)
+        return _list_of(<const unsigned char *>PyBytes_AS_STRING(raw),
+                        <size_t>len(<bytes>raw) // ID_BYTES, False)
+    call = _Call.__new__(_Call)  # its reader keeps the ids outside int32 (r.wides)
+    call.r.wide = True
+    raw = _json_int32(data, _json_kernel, &call.r)
+    result = _list_of(<const unsigned char *>PyBytes_AS_STRING(raw),
+                      <size_t>len(<bytes>raw) // ID_BYTES, False)
+    items = PySequence_Fast_ITEMS_PTR(result)
+    for i in range(call.r.nwides):  # each in place of the 0 that held it
+        made = tok_id_object64(_id_objects, call.r.wides[i].value)
+        Py_XDECREF(items[call.r.wides[i].index])
+        items[call.r.wides[i].index] = made
+    return result
 
 
-def ids_to_msgpack(ids):
+def ids_to_msgpack(ids, *, width=32):
     """Token ids -> a MessagePack array, each int in its smallest encoding."""
-    return _from_ids(ids, 2)
+    if width_bits(width) == 64:
+        return _from_ids64(ids, F_MSGPACK)
+    return _from_ids(ids, F_MSGPACK)
 
 
-def msgpack_to_ids(data):
+def msgpack_to_ids(data, *, width=32):
     """One MessagePack array of ints (bytes-like) -> the token ids."""
+    cdef bint wide = width_bits(width) == 64
     cdef _Call call = _Call.__new__(_Call)
-    call.keep = _open_reader(&call.r, data, "msgpack")
+    call.keep = _open_reader(&call.r, data, F_MSGPACK, wide)
     return _msgpack_list(&call.r)
 
 
-def convert_ids(data, src, dst):
+cdef int _default_bits(Format src, Format dst) noexcept:
+    """``_wire_py.convert_widths``' rule for ``width=None``: int64 when a byte format of
+    int64 is on either side, else int32."""
+    return 64 if _FORMATS[<int>src].bits == 64 or _FORMATS[<int>dst].bits == 64 else 32
+
+
+def convert_ids(data, src, dst, *, width=None):
     """Token ids in format ``src`` -> the same ids in format ``dst`` (``"int32"``, ``"b64"``,
-    ``"json"``, ``"msgpack"``, ``"msgpack_bin"``)."""
-    src = check_format(src, "src")
-    dst = check_format(dst, "dst")
-    if src == "json" and dst == "int32":  # the JSON reader's own output
-        return _json_int32(data, _json_kernel)
+    ``"json"``, ``"msgpack"``, ``"msgpack_bin"``, ``"int64"``, ``"b64_int64"``)."""
+    cdef Format source = _format(src, "src")
+    cdef Format target = _format(dst, "dst")
+    cdef int given = _default_bits(source, target) if width is None else width_bits(width)
+    cdef int read_bits = _FORMATS[<int>source].bits or given
+    cdef int write_bits = _FORMATS[<int>target].bits or given
+    if source == F_JSON and target == F_INT32 and read_bits == 32:
+        return _json_int32(data, _json_kernel)  # the JSON reader's own output, as it is
     cdef _Call call = _Call.__new__(_Call)
-    call.keep = _open_reader(&call.r, data, src)
-    return _write(call, dst)
+    call.keep = _open_reader(&call.r, data, source, read_bits == 64)
+    return _write(call, target, write_bits == 64)

@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "_cpu.h"
+#include "_wire_width.h"
 
 #if TOK_CPU_SSE2 && (defined(__x86_64__) || defined(_M_X64))
 #  include <emmintrin.h>
@@ -627,6 +628,39 @@ static size_t tok_ij_read(tok_ij_reader *r, const unsigned char *s, size_t n,
     return tok_ij_simd(r, s, n, out, cap, kernel == TOK_IJ_KERNEL_AVX2 && tok_ij_avx2());
 }
 
+/* The int64 reading (_wire_c's width=64) is the int32 reader's: it stops at an integer
+ * outside int32 with TOK_IJ_OVERFLOW (its text at r->offset..r->end, its index r->count),
+ * and this reads that integer as an int64 into *value and moves the reader past it and its
+ * separator, as tok_ij_scalar goes on after an id (a separator that is not one is its
+ * TOK_IJ_SEP, the id counted first). 0, or -1 for an integer outside int64 too (the reader
+ * keeps its TOK_IJ_OVERFLOW). */
+static int tok_ij_resume64(tok_ij_reader *r, const unsigned char *s, size_t n,
+                           int64_t *value) {
+    size_t pos = r->offset;
+    int neg = s[pos] == '-';
+    pos += (size_t)neg;
+    if (r->end - pos > 19) return -1;  /* 10**19 > 2**63: more digits never fit */
+    uint64_t v = 0;
+    for (; pos < r->end; pos++) v = v * 10 + (uint64_t)(s[pos] - '0');  /* < 10**19 < 2**64 */
+    if (v > (uint64_t)INT64_MAX + (uint64_t)neg) return -1;
+    *value = (int64_t)(neg ? (uint64_t)0 - v : v);
+    r->count++;
+    r->error = TOK_IJ_OK;
+    pos = tok_ij_skip_ws(s, n, r->end);
+    if (pos < n && s[pos] == ',') {
+        pos++;
+        r->state = TOK_IJ_AT_NEXT;
+    } else if (pos < n && s[pos] == ']') {
+        pos++;
+        r->state = TOK_IJ_AFTER;
+    } else {
+        r->error = TOK_IJ_SEP;
+        r->offset = pos;
+    }
+    r->pos = pos;
+    return 0;
+}
+
 /* --- the writer --------------------------------------------------------------------------- */
 
 /* bytes an id takes at most (",-2147483648") and the slack past the bound a store needs */
@@ -715,10 +749,18 @@ static inline unsigned char *tok_ij_put_text(unsigned char *out, uint64_t text) 
 
 /* the writer's kernels: 4 ids a step with TOK_IJ_KERNEL_SIMD or _AVX2, else SWAR per id */
 
+#if defined(__GNUC__) || defined(__clang__)
+#  define TOK_IJ_NOINLINE __attribute__((noinline))
+#else
+#  define TOK_IJ_NOINLINE
+#endif
+
 /* ids (little-endian int32) as ",v,v..." (no ',' before the first when first is set);
- * returns the end. out holds TOK_IJ_MAX_ID * n + TOK_IJ_SLACK bytes. */
-static unsigned char *tok_ij_write(const unsigned char *ids, size_t n, unsigned char *out,
-                                   int first, int kernel) {
+ * returns the end. out holds TOK_IJ_MAX_ID * n + TOK_IJ_SLACK bytes. Never inlined: the
+ * code the compiler gives its loop on its own is the one the budgets were counted on (one
+ * inlined into a caller of _wire_c's format table counted 0.5 % more an id). */
+TOK_IJ_NOINLINE static unsigned char *tok_ij_write(const unsigned char *ids, size_t n,
+                                                   unsigned char *out, int first, int kernel) {
     size_t i = 0;
 #if TOK_IJ_SSE2
     if (kernel >= TOK_IJ_KERNEL_SIMD) {
@@ -759,6 +801,51 @@ static unsigned char *tok_ij_write(const unsigned char *ids, size_t n, unsigned 
     (void)kernel;
 #endif
     for (; i < n; i++) out = tok_ij_put_id(out, tok_ij_load(ids + 4 * i), first && i == 0);
+    return out;
+}
+
+/* --- the int64 writer -------------------------------------------------------------------- */
+
+/* bytes an int64 id takes at most (",-9223372036854775808") */
+#define TOK_IJ_MAX_ID64 21
+
+/* one int64 id as ",v" (no ',' when first), digit by digit (ids outside int32 are rare);
+ * returns the end */
+static inline unsigned char *tok_ij_put_id64(unsigned char *out, int64_t v, int first) {
+    unsigned char digits[20];
+    unsigned len = 0;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    do {
+        digits[sizeof digits - 1 - len++] = (unsigned char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    *out = ',';
+    out += !first;
+    *out = '-';
+    out += v < 0;
+    memcpy(out, digits + sizeof digits - len, len);
+    return out + len;
+}
+
+/* ids (little-endian int64) as ",v,v..." (no ',' before the first when first is set): each
+ * run of ids within int32 narrowed into a block and written by tok_ij_write (its kernels),
+ * the others one by one; returns the end. out holds TOK_IJ_MAX_ID64 * n + TOK_IJ_SLACK
+ * bytes. */
+#define TOK_IJ_RUN 256
+static unsigned char *tok_ij_write64(const unsigned char *ids, size_t n, unsigned char *out,
+                                     int first, int kernel) {
+    unsigned char run[4 * TOK_IJ_RUN];
+    size_t i = 0;
+    while (i < n) {
+        size_t m = tok_narrow_ids(ids + 8 * i, n - i < TOK_IJ_RUN ? n - i : TOK_IJ_RUN, run);
+        if (m) {
+            out = tok_ij_write(run, m, out, first && i == 0, kernel);
+            i += m;
+        } else {  /* the id at i is outside int32 */
+            out = tok_ij_put_id64(out, tok_w_load64(ids + 8 * i), first && i == 0);
+            i++;
+        }
+    }
     return out;
 }
 

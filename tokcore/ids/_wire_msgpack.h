@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "_cpu.h"
+#include "_wire_width.h"
 
 #if defined(__GNUC__) || defined(__clang__)
 #  define TOK_MP_INLINE inline __attribute__((always_inline))
@@ -42,6 +43,7 @@ typedef struct {
     int is_unsigned;   /* TOK_MP_OVERFLOW: the value is uvalue (a uint64), else value */
     int64_t value;
     uint64_t uvalue;
+    size_t after;      /* TOK_MP_OVERFLOW: where the item ends */
 } tok_mp_reader;
 
 static inline uint64_t tok_mp_be(const unsigned char *p, unsigned size) {
@@ -196,6 +198,7 @@ static TOK_MP_INLINE size_t tok_mp_read_with(tok_mp_reader *r, const unsigned ch
                     r->is_unsigned = 1;
                     r->uvalue = raw;
                     r->offset = pos;
+                    r->after = pos + 1 + (size_t)size;
                     break;
                 }
                 value = (int64_t)raw;
@@ -206,6 +209,7 @@ static TOK_MP_INLINE size_t tok_mp_read_with(tok_mp_reader *r, const unsigned ch
                     r->error = TOK_MP_OVERFLOW;
                     r->value = value;
                     r->offset = pos;
+                    r->after = pos + 1 + (size_t)size;
                     break;
                 }
             }
@@ -228,6 +232,21 @@ static TOK_MP_INLINE size_t tok_mp_read_with(tok_mp_reader *r, const unsigned ch
 static size_t tok_mp_read(tok_mp_reader *r, const unsigned char *s, size_t n,
                           unsigned char *out, size_t cap) {
     return tok_mp_read_with(r, s, n, out, cap, NULL, NULL, NULL);
+}
+
+/* The int64 reading (_wire_c's width=64) is the int32 reader's: it stops at an integer
+ * outside int32 with TOK_MP_OVERFLOW (its index r->count), and this takes that integer as
+ * an int64 into *value and moves the reader past it; the next read goes on from there (and
+ * checks the end after the last item). 0, or -1 for a uint64 above INT64_MAX (the reader
+ * keeps its TOK_MP_OVERFLOW). */
+static int tok_mp_resume64(tok_mp_reader *r, int64_t *value) {
+    if (r->is_unsigned && r->uvalue > (uint64_t)INT64_MAX) return -1;
+    *value = r->is_unsigned ? (int64_t)r->uvalue : r->value;
+    r->is_unsigned = 0;
+    r->error = TOK_MP_OK;
+    r->pos = r->after;
+    r->count++;
+    return 0;
 }
 
 /* One bin (bin8, bin16, bin32) that is the whole of s: its payload's start and length, or
@@ -428,6 +447,41 @@ static unsigned char *tok_mp_write(const unsigned char *ids, size_t n, unsigned 
     (void)simd;
 #endif
     for (; i < n; i++) out += tok_mp_put(out, (int32_t)tok_mp_load(ids + 4 * i));
+    return out;
+}
+
+/* --- the int64 writer -------------------------------------------------------------------- */
+
+#define TOK_MP_MAX_ID64 9  /* 0xcf or 0xd3 and eight bytes */
+
+/* one int64 id outside int32 in its smallest encoding (uint32, uint64 or int64); returns its
+ * length */
+static inline unsigned tok_mp_put64(unsigned char *out, int64_t v) {
+    uint64_t u = (uint64_t)v;
+    unsigned size = v >= 0 && u <= 0xFFFFFFFFu ? 4u : 8u;
+    out[0] = v < 0 ? 0xD3 : size == 4 ? 0xCE : 0xCF;
+    for (unsigned i = 0; i < size; i++) out[1 + i] = (unsigned char)(u >> (8 * (size - 1 - i)));
+    return 1 + size;
+}
+
+/* ids (little-endian int64) in their smallest encodings: each run of ids within int32
+ * narrowed into a block and written by tok_mp_write, the others one by one; returns the
+ * end. out holds TOK_MP_MAX_ID64 * n + TOK_MP_SLACK bytes. */
+#define TOK_MP_RUN 256
+static unsigned char *tok_mp_write64(const unsigned char *ids, size_t n, unsigned char *out,
+                                     int simd) {
+    unsigned char run[4 * TOK_MP_RUN];
+    size_t i = 0;
+    while (i < n) {
+        size_t m = tok_narrow_ids(ids + 8 * i, n - i < TOK_MP_RUN ? n - i : TOK_MP_RUN, run);
+        if (m) {
+            out = tok_mp_write(run, m, out, simd);
+            i += m;
+        } else {  /* the id at i is outside int32 */
+            out += tok_mp_put64(out, tok_w_load64(ids + 8 * i));
+            i++;
+        }
+    }
     return out;
 }
 

@@ -33,9 +33,11 @@ reads), reads of that object's held values give the placeholders themselves ("ra
 thread), so pickling it again sends the held bytes as they are.
 
 What travels compact: a value whose type is exactly ``list`` or ``tuple`` and whose items
-``pack_ids`` accepts and that fit int32, and a held placeholder. Anything else travels
-unchanged, as pickle would send it: ``None``, nested lists, numpy arrays, ``array.array``,
-list subclasses, lists with an item outside int32 or not an integer. Compact values come
+``pack_ids`` accepts, as int32 bytes when they all fit int32, else as int64 bytes (through
+``_ids_from_int64`` / ``_held_ids_from_int64``) when they fit int64, and a held placeholder.
+Anything else travels unchanged, as pickle would send it: ``None``, nested lists, numpy
+arrays, ``array.array``, list subclasses, lists with an item outside int64 or not an
+integer. Compact values come
 back as a ``list`` of plain ints: a tuple comes back as a list, and ``bool`` or numpy integer
 items as the ints they index to. A compact list is sent by value: if the same list object is
 also referenced from elsewhere in what is pickled, the unpickled copies are two distinct
@@ -57,11 +59,13 @@ from __future__ import annotations
 
 from ._compact import compact_ids, ids_buffer
 
-# The pickle format: every compact pickle calls these two by the names
-# tokcore.pickling._ids_from_int32 and tokcore.pickling._held_ids_from_int32, so they stay
-# importable here whatever module defines them (tests/pickling/test_release.py loads pickles
-# written before the package was split).
+# The pickle format: every compact pickle calls these by the names
+# tokcore.pickling._ids_from_int32 and tokcore.pickling._held_ids_from_int32 (the int64
+# ones for ids outside int32), so they stay importable here whatever module defines them
+# (tests/pickling/test_release.py loads pickles written before the package was split).
 from ._held import _held_ids_from_int32 as _held_ids_from_int32
+from ._held import _held_ids_from_int64 as _held_ids_from_int64
 from ._held import _ids_from_int32 as _ids_from_int32
+from ._held import _ids_from_int64 as _ids_from_int64
 
 __all__ = ["compact_ids", "ids_buffer"]

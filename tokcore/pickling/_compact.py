@@ -10,7 +10,8 @@ from array import array
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from ..ids._pack_py import ID_BYTES, LITTLE_ENDIAN_HOST
+from ..ids._pack_py import LITTLE_ENDIAN_HOST
+from ..ids._width import Width, check_width
 from . import _held
 from ._dict import _adopt_placeholders, _lazy_dict_of, _set_lazy_dict
 from ._held import _HeldIds
@@ -30,36 +31,48 @@ __all__ = ["compact_ids", "ids_buffer"]
 
 _T = TypeVar("_T", bound=type)
 
-#: memoryview format of a native int32 (``ids_buffer``)
-_INT32_FORMAT = "i" if array("i").itemsize == ID_BYTES else "l"
+def _native(data: bytes, typecode: str) -> memoryview:
+    """Little-endian ids as a view of native ones (a byte-swapped copy on a big-endian
+    host)."""
+    if LITTLE_ENDIAN_HOST:
+        return memoryview(data).cast(typecode)  # type: ignore[call-overload,no-any-return]
+    native = array(typecode)
+    native.frombytes(data)
+    native.byteswap()
+    return memoryview(native)
 
 
-def ids_buffer(obj: object, name: str) -> memoryview:
-    """The int32 ids of ``obj.<name>`` as a read-only buffer, without building a list.
+def ids_buffer(obj: object, name: str, *, width: Width = 32) -> memoryview:
+    """The int32 ids (int64 with ``width=64``) of ``obj.<name>`` as a read-only buffer,
+    without building a list.
 
     An attribute that ``compact_ids(..., lazy=True)`` still holds (unpickled and never read)
-    gives a view of its held bytes: no copy, and the attribute stays held. Any other value
-    (a list once read or set, a tuple, a numpy array: whatever ``pack_ids`` takes) is packed
-    now. The buffer is a one-dimensional memoryview of native int32 (format ``"i"``), so
-    ``np.frombuffer(buf, np.int32)``, ``np.asarray(buf)`` and C++ bindings that take an int32
-    array (pybind11 ``py::array_t<int32_t>``, nanobind) view it without a copy. On a
-    big-endian host the held bytes are byte-swapped into a copy first.
+    gives a view of its held bytes when they are of that width (int32 unless one of its ids
+    is outside int32): no copy, and the attribute stays held; held ids of the other width are
+    converted into a new buffer, checked (``pack_ids``' ``OverflowError`` for an int64 id
+    outside int32). Any other value (a list once read or set, a tuple, a numpy array: whatever
+    ``pack_ids`` takes) is packed now. The buffer is a one-dimensional memoryview of native
+    int32 (format ``"i"``; int64, ``"q"``), so ``np.frombuffer(buf, np.int32)``,
+    ``np.asarray(buf)`` and C++ bindings that take an int32 array (pybind11
+    ``py::array_t<int32_t>``, nanobind) view it without a copy. On a big-endian host the held
+    bytes are byte-swapped into a copy first.
 
-    Raises ``AttributeError`` when the attribute is absent and what ``pack_ids`` raises for
-    a value that is not an int32 id sequence (``TypeError`` for None).
+    Raises ``AttributeError`` when the attribute is absent, what ``pack_ids`` raises for a
+    value that is not an id sequence of the width (``TypeError`` for None), and ``TypeError``
+    or ``ValueError`` for a ``width`` other than 32 and 64.
     """
+    spec = check_width(width)
     previous = _enter_raw(obj)
     try:
         value = getattr(obj, name)
     finally:
         _exit_raw(previous)
-    data = value.data if type(value) is _HeldIds else _held._codec.pack_ids(value)
-    if LITTLE_ENDIAN_HOST:
-        return memoryview(data).cast(_INT32_FORMAT)  # type: ignore[call-overload,no-any-return]
-    native = array(_INT32_FORMAT)
-    native.frombytes(data)
-    native.byteswap()
-    return memoryview(native)
+    if type(value) is _HeldIds:
+        if value.width is spec:
+            return _native(value.data, spec.typecode)
+        # the other width's bytes: through pack_ids (in C: no int per id), checked
+        value = _native(value.data, value.width.typecode)
+    return _native(_held._codec.pack_ids(value, width=width), spec.typecode)
 
 
 def _is_held(obj: object, name: str) -> bool:

@@ -8,7 +8,6 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from . import _held
 from ._held import _HeldIds, holds
 from ._lazy_py import MISSING as _MISSING
 from ._raw import _dict_value, _list_in_dict, _raw_dict
@@ -46,13 +45,13 @@ class _LazyDict(dict):  # type: ignore[type-arg]
     def pop(self, key: Any, *default: Any) -> Any:
         value = dict.pop(self, key, *default)
         if type(value) is _HeldIds and not _raw_dict(self):
-            return _held._codec.unpack_ids(value.data)
+            return value.ids()
         return value
 
     def popitem(self) -> tuple[Any, Any]:
         key, value = dict.popitem(self)
         if type(value) is _HeldIds and not _raw_dict(self):
-            value = _held._codec.unpack_ids(value.data)
+            value = value.ids()
         return key, value
 
     def _fill(self) -> None:

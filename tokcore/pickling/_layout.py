@@ -8,7 +8,7 @@ import weakref
 from types import MemberDescriptorType, ModuleType
 from typing import Any, NamedTuple
 
-from . import _held, _lazy
+from . import _lazy
 from ._dict import _instance_dict
 from ._held import _HeldIds
 from ._lazy_py import MISSING as _MISSING
@@ -91,7 +91,7 @@ def _list_of_held(owner: object, held: _HeldIds) -> Any:
             continue
         if value is held:
             return _list_in_slot(slot, owner, held)
-    return _held._codec.unpack_ids(held.data)  # no longer held there: the same ids, a new list
+    return held.ids()  # no longer held there: the same ids, a new list
 
 
 

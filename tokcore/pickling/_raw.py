@@ -12,7 +12,6 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from . import _held
 from ._held import _HeldIds
 from ._lazy_py import MISSING as _MISSING
 
@@ -53,7 +52,7 @@ def _exit_raw(previous: tuple[object, object] | None) -> None:
 def _list_in_dict(owner_dict: dict[Any, Any], key: Any, held: _HeldIds) -> Any:
     """The list for ``held`` at ``owner_dict[key]``: built, then swapped in unless another
     thread got there first (its list is returned then) or the value was replaced."""
-    ids = _held._codec.unpack_ids(held.data)
+    ids = held.ids()
     with _swap_lock:
         current = _dict_get(owner_dict, key, _MISSING)
         if current is held:
@@ -83,7 +82,7 @@ def _dict_value(owner_dict: dict[Any, Any], key: Any, value: Any) -> Any:
 
 def _list_in_slot(slot: Any, obj: object, held: _HeldIds) -> Any:
     """The list for ``held`` in ``slot`` of ``obj``, swapped in as ``_list_in_dict`` does."""
-    ids = _held._codec.unpack_ids(held.data)
+    ids = held.ids()
     member = slot.member
     with _swap_lock:
         try:

@@ -11,6 +11,7 @@ import sys
 from collections.abc import Callable, Container
 from typing import Any, NamedTuple
 
+from ..ids._width import INT64
 from . import _held
 from ._dict import _LazyDict
 from ._held import MARKERS as _MARKERS
@@ -30,7 +31,7 @@ _dict_items = dict.items
 
 
 def _compact(value: object, owner: object = None, lazy: bool = False) -> object:
-    """``value`` as a marker when it is a flat list or tuple of int32s or a held
+    """``value`` as a marker when it is a flat list or tuple of int32s (or int64s) or a held
     placeholder, else ``value``."""
     kind = type(value)
     if kind is _HeldIds:
@@ -39,8 +40,14 @@ def _compact(value: object, owner: object = None, lazy: bool = False) -> object:
         return value
     try:
         data = _held._codec.pack_ids(value)
+    except OverflowError:  # an id outside int32 (a multimodal model's virtual ids): int64
+        try:
+            data = _held._codec.pack_ids(value, width=64)
+        except _PACK_ERRORS:
+            return value  # not an int64 id sequence either: pickle sends it as it is
+        return _CompactIds(value, data, lazy, INT64)  # type: ignore[arg-type]
     except _PACK_ERRORS:
-        return value  # not an int32 id sequence: pickle sends it as it is
+        return value  # not an id sequence: pickle sends it as it is
     return _CompactIds(value, data, lazy)  # type: ignore[arg-type]
 
 
@@ -106,7 +113,7 @@ def _resolve(value: object, keep: Container[Any], name: Any) -> object:
     if kind is _HeldRef:
         return _list_of_held(value.owner, value.held)  # type: ignore[attr-defined]
     if kind is _HeldIds and name not in keep:
-        return _held._codec.unpack_ids(value.data)  # type: ignore[attr-defined]
+        return value.ids()  # type: ignore[attr-defined]
     return value
 
 
