@@ -10,6 +10,7 @@ import math
 from types import ModuleType
 from typing import Any
 
+import _twins
 import pytest
 from _budget import examples
 from _writer_oracles import loads
@@ -20,7 +21,6 @@ import tokcore
 from tokcore import PROBE, StreamShape
 from tokcore.stream import _writer_py
 
-TWINS = [pytest.param(_writer_py, id="py")]
 
 VLLM = StreamShape("chat", "vllm")
 TEXT_PROBE = '{"id":"<<id>>","choices":[{"index":987654301,"delta":{"content":"<<text>>"}}]}'
@@ -38,13 +38,8 @@ def data(frame: bytes) -> Any:
     return json.loads(frame[6:])
 
 
-@pytest.fixture(params=TWINS, scope="module")
-def twin(request: pytest.FixtureRequest) -> ModuleType:
-    return request.param  # type: ignore[no-any-return]
-
-
-def test_text_frame(twin: ModuleType) -> None:
-    w = make(twin)
+def test_text_frame(writer_twin: ModuleType) -> None:
+    w = make(writer_twin)
     assert w.text(" Hello") == (
         b'data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":7,"model":"m",'
         b'"choices":[{"index":0,"delta":{"content":" Hello"},"logprobs":null,'
@@ -52,8 +47,8 @@ def test_text_frame(twin: ModuleType) -> None:
     assert data(w.text("x", 3))["choices"][0]["index"] == 3
 
 
-def test_batches_are_the_frames_joined(twin: ModuleType) -> None:
-    w = make(twin)
+def test_batches_are_the_frames_joined(writer_twin: ModuleType) -> None:
+    w = make(writer_twin)
     texts = ["a", " b", "é", "\n", ""]
     assert w.texts(texts) == b"".join(w.text(t) for t in texts)
     assert w.texts(iter(texts), 2) == b"".join(w.text(t, 2) for t in texts)
@@ -68,16 +63,16 @@ def test_batches_are_the_frames_joined(twin: ModuleType) -> None:
         for s in steps)
 
 
-def test_every_choice(twin: ModuleType) -> None:
+def test_every_choice(writer_twin: ModuleType) -> None:
     """n > 1: a frame per choice, each with its index, in one call."""
-    w = make(twin)
+    w = make(writer_twin)
     out = loads(w.steps([tokcore.Step(f"t{i}", i) for i in range(4)]))
     assert [(c["choices"][0]["index"], c["choices"][0]["delta"]["content"]) for c in out] == [
         (i, f"t{i}") for i in range(4)]
 
 
-def test_finish_and_usage(twin: ModuleType) -> None:
-    w = make(twin, system_fingerprint="fp_1")
+def test_finish_and_usage(writer_twin: ModuleType) -> None:
+    w = make(writer_twin, system_fingerprint="fp_1")
     last = data(w.step("!", finish_reason="length", stop_reason=None))
     assert last["choices"][0]["finish_reason"] == "length"
     assert last["choices"][0]["stop_reason"] is None
@@ -89,16 +84,16 @@ def test_finish_and_usage(twin: ModuleType) -> None:
     assert w.done() == b"data: [DONE]\n\n"
 
 
-def test_continuous_usage_and_token_ids(twin: ModuleType) -> None:
-    w = make(twin)
+def test_continuous_usage_and_token_ids(writer_twin: ModuleType) -> None:
+    w = make(writer_twin)
     frame = data(w.step("x", token_ids=(1, 2), usage=tokcore.Usage(10, 2)))
     assert frame["choices"][0]["token_ids"] == [1, 2]
     assert frame["usage"] == {"prompt_tokens": 10, "total_tokens": 12,
                               "completion_tokens": 2, "completion_tokens_details": None}
 
 
-def test_logprobs(twin: ModuleType) -> None:
-    w = make(twin)
+def test_logprobs(writer_twin: ModuleType) -> None:
+    w = make(writer_twin)
     entries = [tokcore.TokenLogprob(" a", -0.25, b" a",
                                     [tokcore.TopLogprob(" a", -0.25, b" a"), (" b", -1.5)]),
                (" c", -9.999e-05)]
@@ -111,8 +106,8 @@ def test_logprobs(twin: ModuleType) -> None:
     assert b'"logprob":-0.00009999' in w.step(" c", logprobs=[(" c", -9.999e-05)])
 
 
-def test_sequence_numbers(twin: ModuleType) -> None:
-    w = make(twin, StreamShape("responses", "openai"), item_id="msg_1")
+def test_sequence_numbers(writer_twin: ModuleType) -> None:
+    w = make(writer_twin, StreamShape("responses", "openai"), item_id="msg_1")
     assert w.sequence_number == 0 and w.item_id == "msg_1"
     w.sequence_number = 5
     frames = w.texts(["a", "b"]) + w.write("reasoning", "c", item_id="rs_1")
@@ -128,10 +123,10 @@ def test_sequence_numbers(twin: ModuleType) -> None:
         w.done()
 
 
-def test_created_defaults_to_now(twin: ModuleType) -> None:
+def test_created_defaults_to_now(writer_twin: ModuleType) -> None:
     import time
     before = int(time.time())
-    w = twin.StreamWriter(VLLM, id="x", model="m")
+    w = writer_twin.StreamWriter(VLLM, id="x", model="m")
     assert before <= data(w.text("a"))["created"] <= int(time.time())
 
 
@@ -191,8 +186,8 @@ def test_shape_and_frames() -> None:
     (lambda w: w.steps([("a", 0, "text", None, None, None, None, None, None)]), ValueError,
      r"steps\[0\] must have 0 to 8 items"),
 ])
-def test_bad_values(twin: ModuleType, call: Any, error: type[Exception], message: str) -> None:
-    w = make(twin)
+def test_bad_values(writer_twin: ModuleType, call: Any, error: type[Exception], message: str) -> None:
+    w = make(writer_twin)
     before = w.sequence_number
     with pytest.raises(error, match=message):
         call(w)
@@ -200,8 +195,8 @@ def test_bad_values(twin: ModuleType, call: Any, error: type[Exception], message
     assert w.text("ok")  # the writer goes on
 
 
-def test_a_frame_the_shape_has_not(twin: ModuleType) -> None:
-    w = make(twin, StreamShape("chat", "sglang"))
+def test_a_frame_the_shape_has_not(writer_twin: ModuleType) -> None:
+    w = make(writer_twin, StreamShape("chat", "sglang"))
     with pytest.raises(ValueError, match="this chat shape \\(sglang\\) has no 'tool_start' "
                                          "frame: give its probe"):
         w.write("tool_start", tool_id="c", tool_name="f")
@@ -215,14 +210,14 @@ def test_a_frame_the_shape_has_not(twin: ModuleType) -> None:
     ({"system_fingerprint": 5}, "system_fingerprint must be a str, not int"),
     ({"role": 0}, "role must be a str, not int"),
 ])
-def test_bad_constants(twin: ModuleType, kw: dict[str, Any], message: str) -> None:
+def test_bad_constants(writer_twin: ModuleType, kw: dict[str, Any], message: str) -> None:
     with pytest.raises((TypeError, OverflowError), match=message):
-        make(twin, **kw)
+        make(writer_twin, **kw)
 
 
-def test_bad_shape_argument(twin: ModuleType) -> None:
+def test_bad_shape_argument(writer_twin: ModuleType) -> None:
     with pytest.raises(TypeError, match="shape must be a StreamShape, not str"):
-        twin.StreamWriter("chat", id="x", model="m", created=1)
+        writer_twin.StreamWriter("chat", id="x", model="m", created=1)
 
 
 @pytest.mark.parametrize(("args", "kw", "error", "message"), [
@@ -262,20 +257,20 @@ def test_bad_probes(args: tuple[Any, ...], kw: dict[str, Any], error: type[Excep
         StreamShape(*args, **kw)
 
 
-def test_probe_frames_keep_their_framing(twin: ModuleType) -> None:
+def test_probe_frames_keep_their_framing(writer_twin: ModuleType) -> None:
     """A whole SSE frame as a probe: its lines and blank line are the server's."""
     probe = f'id: 1\ndata:{{"t":"{PROBE.text}","i":{PROBE.index}}} \r\n\r\n'
-    w = make(twin, StreamShape("chat", {"text": probe}))
+    w = make(writer_twin, StreamShape("chat", {"text": probe}))
     assert w.text("é", 2) == 'id: 1\ndata:{"t":"é","i":2} \r\n\r\n'.encode()
 
 
-def test_json_dumps_spacing(twin: ModuleType) -> None:
+def test_json_dumps_spacing(writer_twin: ModuleType) -> None:
     """A probe json.dumps wrote with its default separators: lists the same way."""
     probe = json.dumps({"t": PROBE.text, "ids": list(PROBE.token_ids),
                         "l": {"content": [{"token": PROBE.lp_token, "lp": PROBE.lp_logprob,
                                            "top": [{"token": PROBE.top_token,
                                                     "lp": PROBE.top_logprob}]}]}})
-    w = make(twin, StreamShape("chat", {"text": probe}, style="json"))
+    w = make(writer_twin, StreamShape("chat", {"text": probe}, style="json"))
     entries = [("a", -0.5, None, [("b", -1.0), ("c", -2.0)]), ("d", -1e-05, None, [])]
     got = w.step("é", token_ids=[1, 2, 3], logprobs=entries)
     want = json.dumps({"t": "é", "ids": [1, 2, 3], "l": {"content": [
@@ -287,14 +282,14 @@ def test_json_dumps_spacing(twin: ModuleType) -> None:
 
 @settings(max_examples=examples(200))
 @given(data_=st.data())
-def test_every_frame_parses(twin: ModuleType, data_: st.DataObject) -> None:
+def test_every_frame_parses(writer_twin: ModuleType, data_: st.DataObject) -> None:
     """Fuzzed values in every shape and frame: each frame's data is JSON (never invalid),
     with the text and floats it was given."""
     api, name = data_.draw(st.sampled_from([("chat", "vllm"), ("chat", "trtllm"),
                                             ("chat", "sglang"), ("chat", "openai"),
                                             ("completions", "vllm"),
                                             ("completions", "openai")]))
-    w = make(twin, StreamShape(api, name))  # type: ignore[arg-type]
+    w = make(writer_twin, StreamShape(api, name))  # type: ignore[arg-type]
     text = data_.draw(st.text(st.characters(blacklist_categories=("Cs",))))
     value = data_.draw(st.floats())
     entries = [(text, value, text.encode(), [(text, value)], 0)]
@@ -305,3 +300,76 @@ def test_every_frame_parses(twin: ModuleType, data_: st.DataObject) -> None:
     logprob = (choice["logprobs"].get("content") or [{}])[0].get("logprob") \
         if "content" in choice["logprobs"] else choice["logprobs"]["token_logprobs"][0]
     assert logprob == value or (logprob is None and not math.isfinite(value))
+
+
+# --- the compiled twin's kernels: each writes what the Python twin writes
+
+ALPHABET = ["a", " ", "~", '"', "\\", "\n", "\x00", "\x1f", "\x7f", "\x80", "é", "ÿ", "Ā", "中",
+            "\u2028", "\uffff", "😀", "\U0010ffff"]
+
+
+@_twins.SWITCHES_KERNELS
+@pytest.mark.parametrize("style", ["pydantic", "json"])
+def test_every_kernel_writes_the_same(style: str) -> None:
+    """Texts of each width (ASCII, Latin-1, UCS-2, UCS-4) with each kind of character at
+    every place of a 16- and 32-byte vector and of the tail, on every kernel."""
+    compiled = _twins.twin("writer", "c")
+    shape = StreamShape("chat", {"text": TEXT_PROBE}, style=style)  # type: ignore[arg-type]
+    reference = make(_writer_py, shape)
+    texts = []
+    for widest in ("a", "é", "中", "😀"):
+        for special in ALPHABET:
+            for length in (1, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100):
+                for at in {0, length // 2, length - 1}:
+                    chars = [widest if i % 7 == 3 else "x" for i in range(length)]
+                    chars[at] = special
+                    texts.append("".join(chars))
+    before = compiled._kernel()
+    try:
+        for kernel in compiled._kernels():
+            compiled._use_kernel(kernel)
+            w = make(compiled, shape)
+            for text in texts:
+                assert w.text(text) == reference.text(text), (kernel, text)
+            assert w.texts(texts) == reference.texts(texts)
+    finally:
+        compiled._use_kernel(before)
+    with pytest.raises(ValueError, match="no kernel 'avx9'"):
+        compiled._use_kernel("avx9")
+
+
+def test_the_buffer_is_given_back(writer_twin: ModuleType) -> None:
+    """A frame of a large text leaves no buffer of its size behind (memory is bounded)."""
+    import tracemalloc
+    w = make(writer_twin)
+    w.text("x" * 10)
+    tracemalloc.start()
+    try:
+        baseline = tracemalloc.get_traced_memory()[0]
+        out = w.text("é\n" * 2_000_000)
+        assert len(out) > 6_000_000
+        del out
+        assert tracemalloc.get_traced_memory()[0] - baseline < 100_000
+    finally:
+        tracemalloc.stop()
+
+
+def test_one_call_at_a_time(writer_twin: ModuleType) -> None:
+    """A call made while another runs on the same writer (here: a text iterable that writes
+    with it) is refused, and the writer goes on."""
+    w = make(writer_twin)
+    inner: list[BaseException] = []
+
+    class Texts:
+        def __iter__(self) -> Any:
+            try:
+                w.text("inner")
+            except RuntimeError as exc:
+                inner.append(exc)
+            yield "outer"
+
+    assert w.texts(Texts()) == w.text("outer")
+    assert not inner  # (the texts are read before the call takes the writer)
+    with pytest.raises(TypeError):
+        w.texts(Texts(), "0")  # type: ignore[arg-type]
+    assert w.text("ok")

@@ -25,9 +25,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tokcore import PROBE, StreamShape
-from tokcore.stream import _writer_py
 
-TWINS = [pytest.param(_writer_py, id="py")]
 
 TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
 FLOAT = st.floats()
@@ -118,57 +116,53 @@ def write_step(w: Any, kind: str, s: Step) -> bytes:
 SHAPES = sorted(STEP_KINDS)
 
 
-@pytest.mark.parametrize("twin", TWINS)
 @pytest.mark.parametrize(("api", "name"), SHAPES)
 @settings(max_examples=examples(200))
 @given(data=st.data())
-def test_steps_as_the_stack_writes_them(twin: ModuleType, api: str, name: str,
+def test_steps_as_the_stack_writes_them(writer_twin: ModuleType, api: str, name: str,
                                         data: st.DataObject) -> None:
     fingerprint = data.draw(st.none() | st.just(FINGERPRINT))
-    w = writer(twin, api, name, fingerprint)
+    w = writer(writer_twin, api, name, fingerprint)
     kind, step = data.draw(steps(api, name))
     step["fingerprint"] = fingerprint
     got = write_step(w, kind, step)
     assert got == ORACLES[api, name](oracle_kind(api, name, kind, step), step)
 
 
-@pytest.mark.parametrize("twin", TWINS)
 @pytest.mark.parametrize(("api", "name"), SHAPES)
 @settings(max_examples=examples(100))
 @given(data=st.data())
-def test_usage_frame(twin: ModuleType, api: str, name: str, data: st.DataObject) -> None:
+def test_usage_frame(writer_twin: ModuleType, api: str, name: str, data: st.DataObject) -> None:
     fingerprint = data.draw(st.none() | st.just(FINGERPRINT))
     usage = data.draw(st.tuples(COUNT, COUNT, st.none() | COUNT, st.none() | COUNT))
     if name in ("trtllm", "sglang"):
         usage = usage[:3]
     if api == "completions" and name == "vllm":
         usage = usage[:3]
-    got = writer(twin, api, name, fingerprint).usage(*usage)
+    got = writer(writer_twin, api, name, fingerprint).usage(*usage)
     assert got == ORACLES[api, name]("usage", {"usage": usage, "fingerprint": fingerprint})
 
 
-@pytest.mark.parametrize("twin", TWINS)
 @pytest.mark.parametrize("name", ["vllm", "trtllm", "sglang", "openai"])
 @settings(max_examples=examples(60))
 @given(index=st.integers(0, 7), usage=USAGE)
-def test_start_frame(twin: ModuleType, name: str, index: int, usage: Any) -> None:
+def test_start_frame(writer_twin: ModuleType, name: str, index: int, usage: Any) -> None:
     if name in ("sglang", "openai"):
         usage = None
-    got = writer(twin, "chat", name).write("start", index=index, usage=usage)
+    got = writer(writer_twin, "chat", name).write("start", index=index, usage=usage)
     assert got == ORACLES["chat", name]("start", {"index": index, "usage": usage,
                                                   "fingerprint": FINGERPRINT})
 
 
-@pytest.mark.parametrize("twin", TWINS)
 @pytest.mark.parametrize("name", ["vllm", "trtllm", "openai"])
 @settings(max_examples=examples(60))
 @given(index=st.integers(0, 7), tool_index=st.integers(0, 5), text=TEXT, tool_id=TEXT,
        tool_name=TEXT, usage=USAGE)
-def test_tool_call_frames(twin: ModuleType, name: str, index: int, tool_index: int, text: str,
+def test_tool_call_frames(writer_twin: ModuleType, name: str, index: int, tool_index: int, text: str,
                           tool_id: str, tool_name: str, usage: Any) -> None:
     if name == "openai":
         usage = None
-    w = writer(twin, "chat", name)
+    w = writer(writer_twin, "chat", name)
     step = {"index": index, "tool_index": tool_index, "text": text, "tool_id": tool_id,
             "tool_name": tool_name, "usage": usage, "logprobs": None, "token_ids": None,
             "finish_reason": None, "fingerprint": FINGERPRINT}
@@ -179,11 +173,10 @@ def test_tool_call_frames(twin: ModuleType, name: str, index: int, tool_index: i
     assert more == ORACLES["chat", name]("tool_args", step)
 
 
-@pytest.mark.parametrize("twin", TWINS)
 @settings(max_examples=examples(100))
 @given(data=st.data())
-def test_responses_deltas(twin: ModuleType, data: st.DataObject) -> None:
-    w = writer(twin, "responses", "openai")
+def test_responses_deltas(writer_twin: ModuleType, data: st.DataObject) -> None:
+    w = writer(writer_twin, "responses", "openai")
     start = data.draw(st.integers(0, 10**6))
     w.sequence_number = start
     kinds = data.draw(st.lists(st.sampled_from(["text", "reasoning", "tool_args"]),
@@ -203,14 +196,13 @@ def test_responses_deltas(twin: ModuleType, data: st.DataObject) -> None:
     assert w.sequence_number == start + len(kinds)
 
 
-@pytest.mark.parametrize("twin", TWINS)
 @settings(max_examples=examples(60))
 @given(text=TEXT, index=st.integers(0, 3), usage=st.tuples(COUNT, COUNT, st.none() | COUNT),
        tool_id=TEXT, tool_name=TEXT, stop=st.sampled_from(["end_turn", "max_tokens"]),
        sequence=st.none() | TEXT)
-def test_messages_stream(twin: ModuleType, text: str, index: int, usage: Any, tool_id: str,
+def test_messages_stream(writer_twin: ModuleType, text: str, index: int, usage: Any, tool_id: str,
                          tool_name: str, stop: str, sequence: str | None) -> None:
-    w = writer(twin, "messages", "anthropic")
+    w = writer(writer_twin, "messages", "anthropic")
     oracle = ORACLES["messages", "anthropic"]
     s = {"text": text, "index": index, "usage": usage, "tool_id": tool_id,
          "tool_name": tool_name, "finish_reason": stop, "stop_reason": sequence}
@@ -226,10 +218,9 @@ def test_messages_stream(twin: ModuleType, text: str, index: int, usage: Any, to
     assert got == [oracle(kind, s) for kind in kinds]
 
 
-@pytest.mark.parametrize("twin", TWINS)
 @pytest.mark.parametrize(("api", "name"), SHAPES)
-def test_done(twin: ModuleType, api: str, name: str) -> None:
-    assert writer(twin, api, name).done() == b"data: [DONE]\n\n"
+def test_done(writer_twin: ModuleType, api: str, name: str) -> None:
+    assert writer(writer_twin, api, name).done() == b"data: [DONE]\n\n"
 
 
 # --- probes made by the openai and anthropic packages' own models
@@ -279,24 +270,22 @@ def _openai_oracle(text: str | None, index: int, entries: Any, finish: str | Non
     return sse(chunk.model_dump_json(exclude_unset=True))
 
 
-@pytest.mark.parametrize("twin", TWINS)
 @settings(max_examples=examples(150))
 @given(text=TEXT, index=st.integers(0, 7), entries=logprobs(False))
-def test_openai_package_probe(twin: ModuleType, text: str, index: int, entries: Any) -> None:
+def test_openai_package_probe(writer_twin: ModuleType, text: str, index: int, entries: Any) -> None:
     """A shape from probes the openai package's ChatCompletionChunk wrote (model_construct
     with the sentinels, model_dump_json(exclude_unset=True)): its own member order."""
     shape = StreamShape("chat", _openai_probes(), style="pydantic")
-    w = twin.StreamWriter(shape, id=ID, model=MODEL, created=CREATED)
+    w = writer_twin.StreamWriter(shape, id=ID, model=MODEL, created=CREATED)
     assert w.step(text, index, logprobs=entries) == _openai_oracle(text, index, entries, None)
     assert w.write("finish", index=index, finish_reason="length") == _openai_oracle(
         None, index, None, "length")
 
 
-@pytest.mark.parametrize("twin", TWINS)
 @settings(max_examples=examples(100))
 @given(text=TEXT, index=st.integers(0, 7), stop=st.sampled_from(["end_turn", "max_tokens"]),
        output=COUNT)
-def test_anthropic_package_probe(twin: ModuleType, text: str, index: int, stop: str,
+def test_anthropic_package_probe(writer_twin: ModuleType, text: str, index: int, stop: str,
                                  output: int) -> None:
     """A shape from probes the anthropic package's event models wrote (its member order)."""
     from anthropic.types import (
@@ -322,7 +311,7 @@ def test_anthropic_package_probe(twin: ModuleType, text: str, index: int, stop: 
                                              RawMessageDeltaEvent.model_construct)
               .model_dump_json(exclude_unset=True)}
     shape = StreamShape("messages", probes, style="pydantic")
-    w = twin.StreamWriter(shape, id=ID, model=MODEL, created=CREATED)
+    w = writer_twin.StreamWriter(shape, id=ID, model=MODEL, created=CREATED)
     event = RawContentBlockDeltaEvent(type="content_block_delta", index=index,
                                       delta=TextDelta(type="text_delta", text=text))
     assert w.text(text, index) == sse(event.model_dump_json(exclude_unset=True),
@@ -334,14 +323,13 @@ def test_anthropic_package_probe(twin: ModuleType, text: str, index: int, stop: 
         final.model_dump_json(exclude_unset=True), "message_delta")
 
 
-@pytest.mark.parametrize("twin", TWINS)
 @pytest.mark.parametrize(("api", "name"), SHAPES)
 @settings(max_examples=examples(60))
 @given(data=st.data())
-def test_every_frame_is_json(twin: ModuleType, api: str, name: str,
+def test_every_frame_is_json(writer_twin: ModuleType, api: str, name: str,
                              data: st.DataObject) -> None:
     """Whatever the text (escapes, non-ASCII), each frame's data parses, and holds it."""
-    w = writer(twin, api, name)
+    w = writer(writer_twin, api, name)
     texts = data.draw(st.lists(TEXT, max_size=5))
     for text, parsed in zip(texts, loads(w.texts(texts)), strict=True):
         assert json.dumps(parsed, ensure_ascii=False).count("") > 0
