@@ -246,9 +246,11 @@ cdef _Frame _make_frame(program):
 
 
 cdef class _Compiled:
-    """A shape's frames as C ops (made once, kept on the shape)."""
+    """A shape's frames as C ops, its style's rules and its done frame (made once, kept on
+    the shape)."""
     cdef dict frames
-    cdef _Frame text, reasoning, tool_args, finish, usage
+    cdef _Frame text, reasoning, tool_args, finish, usage, done
+    cdef int ascii, floats, literal
 
     cdef _Frame get(self, name):
         return <_Frame>self.frames.get(name)
@@ -265,6 +267,10 @@ cdef _Compiled _compiled(shape):
     c.tool_args = c.get("tool_args")
     c.finish = c.get("finish")
     c.usage = c.get("usage")
+    frame = DONE_FRAMES.get(shape.api)
+    c.done = None if frame is None else c.get(frame)
+    rules = STYLES[shape.style]
+    c.ascii, c.floats, c.literal = rules.ascii, rules.floats, rules.nonfinite_literal
     shape._compiled = c  # (two writers made at once may both compile: one is kept)
     return c
 
@@ -279,9 +285,10 @@ cdef class _Slow(Exception):
     """A value the C checks do not take: the call goes to the Python twin."""
 
 
-cdef inline int _field(int slot) noexcept:
-    """A usage slot's place in a Usage tuple (total_tokens has none: it is the sum)."""
-    return 0 if slot == S_PROMPT else 1 if slot == S_COMPLETION else 2 if slot == S_CACHED else 3
+# a Usage tuple's counts by place: their slots
+cdef int _USAGE_SLOT[4]
+_USAGE_SLOT[0], _USAGE_SLOT[1], _USAGE_SLOT[2], _USAGE_SLOT[3] = (
+    S_PROMPT, S_COMPLETION, S_CACHED, S_REASONING)
 
 
 cdef inline bint _is_int(object o):
@@ -398,40 +405,57 @@ cdef class StreamWriter:
 
     def __init__(self, shape, *, id, model, created=None, system_fingerprint=None,
                  role="assistant", item_id=None):
+        cdef long long v = 0
         if not isinstance(shape, StreamShape):
             raise _py.bad_type("shape", "a StreamShape", shape)
+        comp = _compiled(shape)
         if created is None:
             created = int(time.time())
-        rules = STYLES[shape.style]
-        c_id = _py.render_str(rules, _py.check_str(id, "id"), "id")
-        c_model = _py.render_str(rules, _py.check_str(model, "model"), "model")
-        c_created = str(_py.check_int(created, "created")).encode("ascii")
-        c_fp = None if system_fingerprint is None else _py.render_str(
-            rules, _py.check_str(system_fingerprint, "system_fingerprint"), "system_fingerprint")
-        c_role = _py.render_str(rules, _py.check_str(role, "role"), "role")
-        c_item = None if item_id is None else _py.render_str(
-            rules, _py.check_str(item_id, "item_id"), "item_id")
-        comp = _compiled(shape)
+        elif not _int64(created, &v):
+            _py.check_int(created, "created")
         if not tok_busy_enter(self, &self._busy):
             raise in_use("StreamWriter")
         try:
             self._shape, self._comp = shape, comp
-            self._ascii, self._floats, self._literal = (
-                rules.ascii, rules.floats, rules.nonfinite_literal)
-            self._c_id, self._c_model, self._c_created = c_id, c_model, c_created
-            self._c_fp, self._c_role, self._c_item, self._item_text = c_fp, c_role, c_item, item_id
+            self._ascii, self._floats, self._literal = comp.ascii, comp.floats, comp.literal
+            self._c_id = self._render(id, "id")
+            self._c_model = self._render(model, "model")
+            self._c_created = str(created).encode("ascii")
+            self._c_fp = None if system_fingerprint is None else self._render(
+                system_fingerprint, "system_fingerprint")
+            self._c_role = self._render(role, "role")
+            self._c_item = None if item_id is None else self._render(item_id, "item_id")
+            self._item_text = item_id
             self._seq = 0
             self._init = (id, model, created, system_fingerprint, role)
             self._head0 = self._tail0 = None
             self._heads = []
-            frame = DONE_FRAMES.get(shape.api)
-            self._done = None if frame is None else comp.get(frame)
+            self._done = comp.done
             if comp.text is not None and not comp.text.counts:
                 split = self._split_text(0)
                 if split is not None:
                     self._head0, self._tail0 = split
         finally:
             tok_busy_leave(self, &self._busy)
+
+    cdef bytes _render(self, object value, str what):
+        """A constant's JSON string, rendered once (the Python twin's error for a value that
+        is not a str, or holds a lone surrogate its style refuses)."""
+        cdef Py_ssize_t n, w
+        cdef int kind
+        if not PyUnicode_Check(value):
+            _py.check_str(value, what)
+        n = PyUnicode_GET_LENGTH(value)
+        kind = PyUnicode_KIND(value)
+        self.len = 0
+        self._room(tok_esc_bound(kind, n, self._ascii))
+        w = tok_esc_write(self.buf, kind, PyUnicode_DATA(value), n, self._ascii)
+        if w < 0:
+            self._reset()
+            return _py.render_str(STYLES[self._shape.style], value, what)
+        out = PyBytes_FromStringAndSize(self.buf, w)
+        self._reset()
+        return out
 
     def __dealloc__(self):
         PyMem_Free(self.buf)
@@ -599,14 +623,20 @@ cdef class StreamWriter:
             n = _seq_len(value)
             if n < 2 or n > 4 or not (f.mask & ((<uint64_t>1) << G_USAGE)):
                 raise _Slow()
+            # the counts read once: a.i[S_PROMPT + j] (the total at S_TOTAL), a.v[...] set for
+            # the ones given (cached and reasoning may be None)
             for j in range(n):
                 item = _item(value, j)
+                s = _USAGE_SLOT[j]
                 if j >= 2 and item is None:
                     continue
-                if not _int64(item, &v):
+                if not _int64(item, &a.i[s]):
                     raise _Slow()
-            if not _int64(_item(value, 0) + _item(value, 1), &v):
-                raise _Slow()
+                a.v[s] = <PyObject *>value  # (a marker: the count is in a.i)
+            if (a.i[S_PROMPT] > 0 and a.i[S_COMPLETION] > 0x7fffffffffffffff - a.i[S_PROMPT]) or \
+                    (a.i[S_PROMPT] < 0 and a.i[S_COMPLETION] < -0x7fffffffffffffff - 1 - a.i[S_PROMPT]):
+                raise _Slow()  # the total outside int64
+            a.i[S_TOTAL] = a.i[S_PROMPT] + a.i[S_COMPLETION]
         elif is_usage_frame:
             raise _Slow()
         return 0
@@ -622,11 +652,7 @@ cdef class StreamWriter:
         elif slot == S_TOP_BYTES:
             return PyTuple_GET_SIZE(top) < 3 or <object>PyTuple_GET_ITEM(top, 2) is None
         elif slot == S_CACHED or slot == S_REASONING:
-            if a.v[G_USAGE] == NULL:
-                return True
-            usage = <object>a.v[G_USAGE]
-            n = _seq_len(usage)
-            return n <= _field(slot) or _item(usage, _field(slot)) is None
+            return a.v[slot] == NULL
         elif slot == S_FINGERPRINT:
             return self._c_fp is None
         elif slot == S_ITEM_ID:
@@ -643,15 +669,9 @@ cdef class StreamWriter:
         return self._put(PyBytes_AS_STRING(value), PyBytes_GET_SIZE(value))
 
     cdef int _put_count(self, Args *a, int slot) except -1:
-        cdef long long v = 0
-        usage = <object>a.v[G_USAGE]
-        if slot == S_TOTAL:
-            _int64(_item(usage, 0) + _item(usage, 1), &v)
-            return self._put_int(v)
-        if _seq_len(usage) <= _field(slot) or _item(usage, _field(slot)) is None:
+        if slot != S_TOTAL and a.v[slot] == NULL:
             return self._put_null()
-        _int64(_item(usage, _field(slot)), &v)
-        return self._put_int(v)
+        return self._put_int(a.i[slot])
 
     cdef int _slot(self, int slot, Args *a, tuple entry, tuple top, _Frame f) except -1:
         """Write a slot's value (one switch: the logprobs' slots run per token and per top)."""
