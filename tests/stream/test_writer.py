@@ -21,7 +21,6 @@ import tokcore
 from tokcore import PROBE, StreamShape
 from tokcore.stream import _writer_py
 
-
 VLLM = StreamShape("chat", "vllm")
 TEXT_PROBE = '{"id":"<<id>>","choices":[{"index":987654301,"delta":{"content":"<<text>>"}}]}'
 
@@ -186,7 +185,8 @@ def test_shape_and_frames() -> None:
     (lambda w: w.steps([("a", 0, "text", None, None, None, None, None, None)]), ValueError,
      r"steps\[0\] must have 0 to 8 items"),
 ])
-def test_bad_values(writer_twin: ModuleType, call: Any, error: type[Exception], message: str) -> None:
+def test_bad_values(writer_twin: ModuleType, call: Any, error: type[Exception],
+                    message: str) -> None:
     w = make(writer_twin)
     before = w.sequence_number
     with pytest.raises(error, match=message):

@@ -26,7 +26,6 @@ from hypothesis import strategies as st
 
 from tokcore import PROBE, StreamShape
 
-
 TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
 FLOAT = st.floats()
 COUNT = st.integers(0, 2**40)
@@ -158,8 +157,8 @@ def test_start_frame(writer_twin: ModuleType, name: str, index: int, usage: Any)
 @settings(max_examples=examples(60))
 @given(index=st.integers(0, 7), tool_index=st.integers(0, 5), text=TEXT, tool_id=TEXT,
        tool_name=TEXT, usage=USAGE)
-def test_tool_call_frames(writer_twin: ModuleType, name: str, index: int, tool_index: int, text: str,
-                          tool_id: str, tool_name: str, usage: Any) -> None:
+def test_tool_call_frames(writer_twin: ModuleType, name: str, index: int, tool_index: int,
+                          text: str, tool_id: str, tool_name: str, usage: Any) -> None:
     if name == "openai":
         usage = None
     w = writer(writer_twin, "chat", name)

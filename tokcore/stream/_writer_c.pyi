@@ -2,7 +2,7 @@ from collections.abc import Iterable, Sequence
 
 from typing_extensions import disjoint_base
 
-from ._writer_py import Step, TokenLogprob, TopLogprob, Usage
+from ._writer_py import Step, TokenLogprob, Usage
 from ._writer_shape import StreamShape
 
 def _kernels() -> tuple[str, ...]: ...
