@@ -29,7 +29,7 @@ PAGE = ROOT / "docs" / "benchmarks.md"
 FAST, REFERENCE = "tokcore-c", "tokcore-py"
 NAMES = {"bench_ids": "Token ids", "bench_b64": "Base64", "bench_sse": "Usage relay",
          "bench_json": "JSON members", "bench_pickle": "Pickling",
-         "bench_wire": "Ids in JSON and MessagePack"}
+         "bench_wire": "Ids in JSON and MessagePack", "bench_writer": "Stream writer"}
 PAGE_MARKERS = ("<!-- bench-table: begin (bench/plots.py --docs) -->",
                 "<!-- bench-table: end -->")
 README_MARKERS = ("<!-- figures: begin (bench/figures.py, from the recorded results.json) -->",
@@ -57,6 +57,10 @@ README_ROWS = [
      "plain pickle"),
     ("`convert_ids`, JSON array -> MessagePack", "bench_wire", "convert json->msgpack 40k uniform",
      FAST, "`orjson` + msgspec", "orjson.loads + msgspec encode"),
+    ("`StreamWriter.text`, one streamed chunk", "bench_writer", "one text chunk", FAST,
+     "pydantic build + dump", "pydantic build + model_dump_json (openai ChatCompletionChunk)"),
+    ("a chunk with 20 top logprobs", "bench_writer", "a chunk with 20 top logprobs", FAST,
+     "pydantic build + dump", "pydantic build + model_dump_json (openai ChatCompletionChunk)"),
 ]
 #: the README's end-to-end rows: (what, proxy, the baseline's name, baseline proxy, the
 #: figures' phase: the streams, or the conventions' short answers)

@@ -292,8 +292,9 @@ def test_readme_links() -> None:
 def test_readme_is_short_and_starts_with_the_install_line() -> None:
     lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
     # 260 before the wire formats' entry (issue 33), 276 when main's adapters met it; 280 with
-    # the stacks' conventions (the examples' option, the per-stack guides, their figure)
-    assert len(lines) <= 280, len(lines)
+    # the stacks' conventions (the examples' option, the per-stack guides, their figure); 300
+    # with the stream writer's entry and figures (issue 37)
+    assert len(lines) <= 300, len(lines)
     first_screen = "\n".join(lines[:40])
     assert "pip install tokcore" in first_screen and "```python" in first_screen
 
