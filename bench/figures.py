@@ -71,6 +71,8 @@ E2E_ROWS = [
      "proxies"),
     ("the proxy in TensorRT-LLM's convention (*)", "trtllm", "its own `json` + msgspec",
      "trtllm-stack", "short answers"),
+    ("the example API server's CPU, StreamWriter (*)", "api-writer", "pydantic chunks",
+     "api-pydantic", "api servers"),
 ]
 
 
@@ -156,6 +158,19 @@ def e2e_table(results: dict[str, Any]) -> list[str]:
                      f"| {fmt_time(proxy['cpu per token'])} | "
                      f"{proxy['requests per second']:.0f} |")
     lines += conventions_table(figures)
+    api = figures.get("api servers")
+    if api:
+        lines += ["", "The example API server (examples/api_server.py: the same fake engine's "
+                  f"{api['output tokens']}-token streams on FastAPI under uvicorn, each chunk a "
+                  "pydantic model dumped as vLLM does, or written by `StreamWriter`: the same "
+                  "bytes); the server process's CPU:", "",
+                  "| server | CPU per request | CPU per streamed token | requests per second |",
+                  "| --- | --- | --- | --- |"]
+        for name, server in api["proxies"].items():
+            lines.append(f"| {PROXY_NAMES.get(name, name)} | "
+                         f"{fmt_time(server['cpu per request'])} | "
+                         f"{fmt_time(server['cpu per token'])} | "
+                         f"{server['requests per second']:.0f} |")
     lines += ["", "| goal | ratio | goal | met |", "| --- | --- | --- | --- |"]
     for goal in figures["goals"]:
         tokens = goal.get("output tokens", figures["output tokens"])
@@ -193,6 +208,8 @@ CONVENTION_NAMES = {"trtllm": "TensorRT-LLM (JSON ids into MessagePack)",
                     "trtllm-ctxbytes": "TensorRT-LLM, ctx bytes (base64 into MessagePack)",
                     "vllm": "vLLM (`kv_transfer_params`)"}
 PROXY_NAMES = {"plain": "aiohttp, plain (`json` everywhere)",
+               "api-pydantic": "API server (FastAPI), a pydantic chunk a token",
+               "api-writer": "API server (FastAPI), StreamWriter",
                "tokcore": "aiohttp, tokcore (zero-decode)",
                "floor": "aiohttp, floor (forwarding untouched)",
                "fastapi": "FastAPI under uvicorn, tokcore",
