@@ -246,11 +246,55 @@ static inline Py_ssize_t tok_esc_bound(int kind, Py_ssize_t n, int ascii) {
 
 /* --- whole strings --------------------------------------------------------------------------- */
 
+/* the not-plain bits of 32 bytes (AVX2), for the block loop below */
+#if TOK_CPU_X86
+__attribute__((target("avx2")))
+static Py_ssize_t tok_esc_write_1_avx2(char *o, const unsigned char *p, Py_ssize_t n,
+                                       int ascii, Py_ssize_t *done) {
+    /* 32 bytes a step: a block without escapes stored whole; one with escapes written run by
+     * run from its mask, each escape where its bit says (no scan started again) */
+    char *start = o;
+    Py_ssize_t i = 0;
+    const __m256i space = _mm256_set1_epi8(0x20), quote = _mm256_set1_epi8('"');
+    const __m256i slash = _mm256_set1_epi8('\\'), rub = _mm256_set1_epi8(ascii ? 0x7f : '"');
+    for (; i + 32 <= n; i += 32) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(p + i));
+        __m256i bad = _mm256_or_si256(
+            _mm256_or_si256(_mm256_cmpgt_epi8(space, v), _mm256_cmpeq_epi8(v, quote)),
+            _mm256_or_si256(_mm256_cmpeq_epi8(v, slash), _mm256_cmpeq_epi8(v, rub)));
+        uint32_t m = (uint32_t)_mm256_movemask_epi8(bad);
+        _mm256_storeu_si256((__m256i *)o, v);
+        if (!m) {
+            o += 32;
+            continue;
+        }
+        {
+            int from = 0;
+            while (m) {
+                int k = tok_esc_ctz32(m);
+                if (from) tok_copy(o, (const char *)p + i + from, k - from);
+                o += k - from;
+                o = tok_esc_char(o, p[i + k], ascii);
+                from = k + 1;
+                m &= m - 1;
+            }
+            tok_copy(o, (const char *)p + i + from, 32 - from);
+            o += 32 - from;
+        }
+    }
+    *done = i;
+    return o - start;
+}
+#endif
+
 static inline Py_ssize_t tok_esc_write_1(char *out, const unsigned char *p, Py_ssize_t n,
                                          int ascii) {
     char *o = out;
     Py_ssize_t i = 0;
     *o++ = '"';
+#if TOK_CPU_X86
+    if (tok_esc_kernel == TOK_ESC_AVX2 && n >= 32) o += tok_esc_write_1_avx2(o, p, n, ascii, &i);
+#endif
     while (i < n) {
         Py_ssize_t k = tok_esc_scan(p + i, n - i, ascii);
         tok_copy(o, (const char *)p + i, k);

@@ -945,6 +945,8 @@ cdef class StreamWriter:
         cdef long long seq, v = 1
         cdef bytes head, tail
         texts = _py._items(texts, "texts")
+        if PyList_Check(texts):
+            texts = tuple(texts)  # (one copy of the item pointers: the fast path reads them twice)
         if not tok_busy_enter(self, &self._busy):
             raise in_use("StreamWriter")
         seq = self._seq
@@ -956,6 +958,10 @@ cdef class StreamWriter:
                 split = self._split_of(v) if _int64(index, &v) else None
                 if split is not None:  # each text between its choice's two parts
                     head, tail = split
+                    if PyTuple_Check(texts):  # (a tuple's items cannot change meanwhile)
+                        out = _plain_frames(head, tail, <tuple>texts, self._ascii)
+                        if out is not None:
+                            return out
                     for k in range(n):
                         text = _item(texts, k)
                         if not PyUnicode_Check(text):
@@ -1183,6 +1189,37 @@ cdef inline void _clear(Args *a) noexcept:
     for k in range(NVALUES):
         a.v[k] = NULL
         a.i[k] = 0
+
+
+cdef object _plain_frames(bytes head, bytes tail, tuple texts, int ascii):
+    """The frames of texts that need no escape (ASCII str, no quote, backslash or control
+    character) written straight into one bytes of their exact size; None when one needs
+    more (the caller writes them through its buffer)."""
+    cdef Py_ssize_t n = PyTuple_GET_SIZE(texts), k, hn, tn, total = 0, m
+    cdef const unsigned char *p
+    cdef char *o
+    hn, tn = PyBytes_GET_SIZE(head), PyBytes_GET_SIZE(tail)
+    for k in range(n):
+        text = <object>PyTuple_GET_ITEM(texts, k)
+        if not PyUnicode_Check(text) or not PyUnicode_IS_ASCII(text):
+            return None
+        m = PyUnicode_GET_LENGTH(text)
+        if tok_esc_scan(<const unsigned char *>PyUnicode_DATA(text), m, ascii) != m:
+            return None
+        total += hn + m + 2 + tn
+    out = PyBytes_FromStringAndSize(NULL, total)
+    o = PyBytes_AS_STRING(out)
+    for k in range(n):
+        text = <object>PyTuple_GET_ITEM(texts, k)
+        m = PyUnicode_GET_LENGTH(text)
+        p = <const unsigned char *>PyUnicode_DATA(text)
+        tok_copy(o, PyBytes_AS_STRING(head), hn)
+        o[hn] = 34  # '"'
+        tok_copy(o + hn + 1, <const char *>p, m)
+        o[hn + 1 + m] = 34
+        tok_copy(o + hn + 2 + m, PyBytes_AS_STRING(tail), tn)
+        o += hn + m + 2 + tn
+    return out
 
 
 cdef inline void _set(Args *a, int slot, object value) noexcept:
