@@ -25,8 +25,12 @@ run twice: with the streams above, where relaying the stream is most of the prox
 classification's), where the hand-off of a 40k-token prompt is; the goal of TensorRT-LLM's
 (tokcore's at most half the stack's CPU per request) is checked on the short answers, and
 both ratios printed. Every response is checked: all events there and, but for the floor,
-the usage rewritten with the context worker's counts. The figures also go to the JSON file
-named by ``BENCH_RECORD`` when it is set (bench/report.py records them).
+the usage rewritten with the context worker's counts. Then the API servers
+(examples/api_server.py: a fake engine's streams on FastAPI under uvicorn, each chunk a
+pydantic model dumped the way vLLM does, or written by tokcore's StreamWriter, the same
+bytes): their process's CPU per streamed token, the writer's at most half the pydantic
+one's (``API_GOAL``). The figures also go to the JSON file named by ``BENCH_RECORD`` when
+it is set (bench/report.py records them).
 
 Usage: python bench/bench_e2e.py [--rounds N] [--requests N] [--concurrency N]
        [--output-tokens N] [--short-tokens N]
@@ -89,6 +93,10 @@ GOALS = {("tokcore", "plain"): 0.25 if FULL else 0.35, ("tokcore", "floor"): 1.1
 #: the short answers (40k-token prompts). TensorRT-LLM's: the ids' span converted from JSON
 #: into MessagePack and embedded raw, against json, a list and msgspec.
 CONVENTION_GOALS = {"trtllm": 0.5}
+#: the API servers (examples/api_server.py), each in its own process: name -> its --mode
+API_SERVERS = {"api-pydantic": "pydantic", "api-writer": "writer"}
+#: the writer's server's CPU per streamed token at most this fraction of the pydantic one's
+API_GOAL = 0.5
 
 
 def load_example() -> ModuleType:
@@ -194,6 +202,73 @@ async def drive(example: ModuleType, urls: dict[str, str], rounds: int, requests
     return totals
 
 
+async def api_request(session: Any, url: str, number: int, output_tokens: int) -> float:
+    """Stream one chat completion from an API server; check it; the time to its first
+    event."""
+    body = {"model": "fake-model", "max_tokens": output_tokens, "stream": True,
+            "messages": [{"role": "user", "content": f"prompt number {number % 8}"}]}
+    start = time.perf_counter()
+    first = 0.0
+    parts = []
+    async with session.post(f"{url}/v1/chat/completions", json=body) as response:
+        response.raise_for_status()
+        async for chunk in response.content.iter_any():
+            if not first:
+                first = time.perf_counter() - start
+            parts.append(chunk)
+    events = b"".join(parts).split(b"\n\n")
+    # the role's chunk, the tokens', the usage chunk, [DONE], and the empty text after it
+    if len(events) != output_tokens + 4 or events[-2] != b"data: [DONE]":
+        raise AssertionError(f"request {number}: {len(events)} events, ending {events[-2:]!r}")
+    usage = json.loads(events[-3][len(b"data: "):])["usage"]
+    if usage["completion_tokens"] != output_tokens:
+        raise AssertionError(f"request {number}: usage {usage}")
+    return first
+
+
+async def drive_api(urls: dict[str, str], rounds: int, requests: int, concurrency: int,
+                    output_tokens: int) -> dict[str, Figures]:
+    """The API servers in turn, as drive() does the proxies."""
+    from aiohttp import ClientSession, ClientTimeout, TCPConnector
+
+    totals = {name: Figures(name, 0, 0, 0.0, 0.0, 0.0, []) for name in urls}
+    async with ClientSession(connector=TCPConnector(limit=0),
+                             timeout=ClientTimeout(total=120)) as session:
+
+        async def stats(url: str) -> dict[str, Any]:
+            async with session.get(f"{url}/stats") as response:
+                return await response.json()  # type: ignore[no-any-return]
+
+        async def run(name: str, count: int) -> list[float]:
+            numbers = iter(range(count))
+            ttfts: list[float] = []
+
+            async def client() -> None:
+                for number in numbers:
+                    ttfts.append(await api_request(session, urls[name], number, output_tokens))
+
+            await asyncio.gather(*(client() for _ in range(concurrency)))
+            return ttfts
+
+        for name in urls:  # warm-up
+            await run(name, 2 * concurrency)
+        for _ in range(rounds):
+            for name, url in urls.items():
+                before = await stats(url)
+                start = time.perf_counter()
+                ttfts = await run(name, requests)
+                wall = time.perf_counter() - start
+                after = await stats(url)
+                assert after["mode"] == API_SERVERS[name], after
+                total = totals[name]
+                totals[name] = Figures(
+                    name, total.requests + requests, total.tokens + requests * output_tokens,
+                    total.cpu_seconds + after["cpu_seconds"] - before["cpu_seconds"],
+                    total.system_seconds + after["system_seconds"] - before["system_seconds"],
+                    total.wall_seconds + wall, total.ttfts + ttfts)
+    return totals
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     # the default run ('make bench') is shorter than BENCH_FULL=1's
@@ -225,6 +300,13 @@ def main() -> None:
         paired = {name: urls[name] for names in CONVENTIONS.values() for name in names}
         short = asyncio.run(drive(example, paired, args.rounds, args.requests,
                                   args.concurrency, args.short_tokens))
+        api_urls = {}
+        for name, mode in API_SERVERS.items():
+            server, api_urls[name] = example.spawn_script(EXAMPLES / "api_server.py",
+                                                          "--mode", mode)
+            processes.append(server)
+        api = asyncio.run(drive_api(api_urls, args.rounds, args.requests, args.concurrency,
+                                    args.output_tokens))
     finally:
         for process in processes:
             process.terminate()
@@ -251,8 +333,13 @@ def main() -> None:
             record[key] = ratio = cpu[tokcore] / cpu[stack]
             print(f"  {convention:<16} {tokens:>6} {cpu[stack] * 1e3:9.2f} ms "
                   f"{cpu[tokcore] * 1e3:9.2f} ms {ratio:14.3f}")
+    print(f"  examples/api_server.py, the same streams (a fake engine's {args.output_tokens} "
+          f"tokens, {args.concurrency} concurrent): the server's CPU")
+    table(api)
+    api_per_request = cpu_per_request(api)
     goals = []
     checks = [(proxy, other, goal, per_request) for (proxy, other), goal in GOALS.items()]
+    checks.append(("api-writer", "api-pydantic", API_GOAL, api_per_request))
     checks += [(*CONVENTIONS[convention], goal, short_per_request)
                for convention, goal in CONVENTION_GOALS.items()]
     for proxy, other, goal, cpu in checks:
@@ -271,6 +358,8 @@ def main() -> None:
             "proxies": proxy_figures(figures, per_request),
             "short answers": {"output tokens": args.short_tokens,
                               "proxies": proxy_figures(short, short_per_request)},
+            "api servers": {"output tokens": args.output_tokens,
+                            "proxies": proxy_figures(api, api_per_request)},
             "conventions": conventions, "goals": goals}, indent=1) + "\n")
 
 

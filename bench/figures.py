@@ -29,7 +29,7 @@ PAGE = ROOT / "docs" / "benchmarks.md"
 FAST, REFERENCE = "tokcore-c", "tokcore-py"
 NAMES = {"bench_ids": "Token ids", "bench_b64": "Base64", "bench_relay": "Usage relay",
          "bench_members": "JSON members", "bench_pickle": "Pickling",
-         "bench_wire": "Ids in JSON and MessagePack"}
+         "bench_wire": "Ids in JSON and MessagePack", "bench_writer": "Stream writer"}
 PAGE_MARKERS = ("<!-- bench-table: begin (bench/plots.py --docs) -->",
                 "<!-- bench-table: end -->")
 README_MARKERS = ("<!-- figures: begin (bench/figures.py, from the recorded results.json) -->",
@@ -57,6 +57,10 @@ README_ROWS = [
      "plain pickle"),
     ("`convert_ids`, JSON array -> MessagePack", "bench_wire", "convert json->msgpack 40k uniform",
      FAST, "`orjson` + msgspec", "orjson.loads + msgspec encode"),
+    ("`StreamWriter.text`, one streamed chunk", "bench_writer", "one text chunk", FAST,
+     "pydantic build + dump", "pydantic build + model_dump_json (openai ChatCompletionChunk)"),
+    ("a chunk with 20 top logprobs", "bench_writer", "a chunk with 20 top logprobs", FAST,
+     "pydantic build + dump", "pydantic build + model_dump_json (openai ChatCompletionChunk)"),
 ]
 #: the README's end-to-end rows: (what, proxy, the baseline's name, baseline proxy, the
 #: figures' phase: the streams, or the conventions' short answers)
@@ -67,6 +71,8 @@ E2E_ROWS = [
      "proxies"),
     ("the proxy in TensorRT-LLM's convention (*)", "trtllm", "its own `json` + msgspec",
      "trtllm-stack", "short answers"),
+    ("the example API server's CPU, StreamWriter (*)", "api-writer", "pydantic chunks",
+     "api-pydantic", "api servers"),
 ]
 
 
@@ -152,6 +158,19 @@ def e2e_table(results: dict[str, Any]) -> list[str]:
                      f"| {fmt_time(proxy['cpu per token'])} | "
                      f"{proxy['requests per second']:.0f} |")
     lines += conventions_table(figures)
+    api = figures.get("api servers")
+    if api:
+        lines += ["", "The example API server (examples/api_server.py: the same fake engine's "
+                  f"{api['output tokens']}-token streams on FastAPI under uvicorn, each chunk a "
+                  "pydantic model dumped as vLLM does, or written by `StreamWriter`: the same "
+                  "bytes); the server process's CPU:", "",
+                  "| server | CPU per request | CPU per streamed token | requests per second |",
+                  "| --- | --- | --- | --- |"]
+        for name, server in api["proxies"].items():
+            lines.append(f"| {PROXY_NAMES.get(name, name)} | "
+                         f"{fmt_time(server['cpu per request'])} | "
+                         f"{fmt_time(server['cpu per token'])} | "
+                         f"{server['requests per second']:.0f} |")
     lines += ["", "| goal | ratio | goal | met |", "| --- | --- | --- | --- |"]
     for goal in figures["goals"]:
         tokens = goal.get("output tokens", figures["output tokens"])
@@ -189,6 +208,8 @@ CONVENTION_NAMES = {"trtllm": "TensorRT-LLM (JSON ids into MessagePack)",
                     "trtllm-ctxbytes": "TensorRT-LLM, ctx bytes (base64 into MessagePack)",
                     "vllm": "vLLM (`kv_transfer_params`)"}
 PROXY_NAMES = {"plain": "aiohttp, plain (`json` everywhere)",
+               "api-pydantic": "API server (FastAPI), a pydantic chunk a token",
+               "api-writer": "API server (FastAPI), StreamWriter",
                "tokcore": "aiohttp, tokcore (zero-decode)",
                "floor": "aiohttp, floor (forwarding untouched)",
                "fastapi": "FastAPI under uvicorn, tokcore",

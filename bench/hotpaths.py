@@ -272,6 +272,42 @@ def _new_big_event(pool: int) -> Work:
 
 LAZY = ("compact_ids", "ids_buffer")  # ids_buffer came with the lazy descriptors
 WIDTH = ("ids._width",)  # width=64 came with the module that checks it
+WRITER = ("StreamWriter",)
+
+
+def _writer() -> Any:
+    """A vLLM chat stream's writer (the built-in shape)."""
+    shape = tokcore.StreamShape("chat", "vllm")
+    return tokcore.StreamWriter(shape, id="chatcmpl-8f3c2a1b4d5e6f708192a3b4c5d6e7f8",
+                                model="Qwen/Qwen2.5-7B-Instruct", created=1732000000)
+
+
+def _write(kind: str) -> Callable[[int], Work]:
+    def make(pool: int) -> Work:
+        import bench_writer as b
+        w = _writer()
+        if kind == "text":
+            return w.text, (" the",), 1
+        if kind == "text 1":
+            w.text(" the", 1)  # (the choice's parts are made by its first frame)
+            return w.text, (" the", 1), 1
+        if kind == "step":
+            return (lambda: w.step(" the", token_ids=[1820], usage=(40000, 17))), (), 1
+        if kind == "logprobs":
+            entries = [(" the", -0.0123, b" the", b.tops(20))]
+            return (lambda: w.step(" the", logprobs=entries)), (), 1
+        if kind == "batch":
+            texts = [f" w{i}" for i in range(16)]
+            return w.texts, (texts,), 16
+        words = b.WORDS if kind == "ascii" else b.MIXED_WORDS
+        text = b.text_of(words, 65536, 1 if kind == "ascii" else 2)
+        return w.text, (text,), len(text.encode())
+    return make
+
+
+def _new_writer(pool: int) -> Work:
+    shape = tokcore.StreamShape("chat", "vllm")
+    return (lambda: tokcore.StreamWriter(shape, id="chatcmpl-1", model="m", created=1)), (), 1
 
 CASES = [
     Case("feed 1 chat event", "event", _feed(_feed_event(False)), 20_000),
@@ -322,6 +358,15 @@ CASES = [
     Case("convert_ids json->msgpack width=64 40k uniform", "id", _wire64("json->msgpack"), 20,
          WIDTH),
     Case("convert_ids int64->json 40k uniform", "id", _wire64("int64->json"), 20, WIDTH),
+    # the stream writer (vLLM's chat shape): the common chunk, a choice's, the general path
+    Case("writer: one text chunk", "call", _write("text"), 20_000, WRITER),
+    Case("writer: one text chunk of choice 1", "call", _write("text 1"), 20_000, WRITER),
+    Case("writer: a step with token ids and usage", "call", _write("step"), 10_000, WRITER),
+    Case("writer: a chunk with 20 top logprobs", "call", _write("logprobs"), 2_000, WRITER),
+    Case("writer: 16 steps in one call", "event", _write("batch"), 2_000, WRITER),
+    Case("writer: a 64 KiB ASCII text escaped", "byte", _write("ascii"), 40, WRITER),
+    Case("writer: a 64 KiB mixed UTF-8 text escaped", "byte", _write("mixed"), 40, WRITER),
+    Case("writer: StreamWriter(shape, ...)", "call", _new_writer, 4_000, WRITER),
 ]
 
 

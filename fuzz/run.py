@@ -70,6 +70,8 @@ SETTINGS = {
     # wire: ~1,500 a second (its Python twin's byte readers, traced, on every damaged
     # input); a full weight (67) would halve the relay's share: ~0.35 million in make fuzz
     "wire": (25, 1024),
+    # writer: ~5,000 a second in the random smoke (both twins, the Python one traced)
+    "writer": (12, 1024),
 }
 DEFAULT_SETTINGS = (10, 2048)
 STARTUP_SECONDS = 3  # python, numpy, the corpus: counted in each harness' slot

@@ -48,6 +48,7 @@ relay_twin = twin_fixture("relay")  # UsageRelay
 events_twin = twin_fixture("events")  # EventDecoder, iter_events
 stream_twin = twin_fixture("stream")  # the last three of one kind together
 wire_twin = twin_fixture("wire")  # ids_to_json, json_to_ids, ids_to_msgpack, ...
+writer_twin = twin_fixture("writer")  # StreamWriter
 
 
 @pytest.fixture(scope="session")

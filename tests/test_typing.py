@@ -83,6 +83,11 @@ def params(fn: Node) -> list[Param]:
     return out
 
 
+def setter_name(fn: Node) -> str:
+    """A method's name, ``name.setter`` for a property's setter."""
+    return f"{fn.name}.setter" if f"{fn.name}.setter" in decorators(fn) else fn.name
+
+
 def decorators(fn: Node | ast.ClassDef) -> set[str]:
     return {ast.unparse(d) for d in fn.decorator_list} - STUB_ONLY_DECORATORS
 
@@ -198,17 +203,19 @@ def init_attribute(cls: ast.ClassDef, name: str) -> str | None:
 def compare_class(stub_cls: ast.ClassDef, twin_cls: ast.ClassDef, whole: bool) -> list[str]:
     """``whole``: the stub declares the class's whole Python surface (a dispatched class)."""
     problems = []
-    twin_members = {n.name: n for n in twin_cls.body
+    # a property's setter is a member of its own (the same name, ``@name.setter``)
+    twin_members = {setter_name(n): n for n in twin_cls.body
                     if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
     declared = set()
     for node in stub_cls.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            declared.add(node.name)
-            where = f"{stub_cls.name}.{node.name}"
-            if node.name not in twin_members:
+            declared.add(setter_name(node))
+            where = f"{stub_cls.name}.{setter_name(node)}"
+            if setter_name(node) not in twin_members:
                 problems.append(f"{where}: not in the Python twin")
                 continue
-            problems += compare_function(where, node, twin_members[node.name], method=True)
+            problems += compare_function(where, node, twin_members[setter_name(node)],
+                                         method=True)
         elif isinstance(node, ast.AnnAssign):
             name = str(text(node.target))
             declared.add(name)
@@ -390,7 +397,7 @@ def test_compiled_signatures_match_the_python_twins() -> None:
     # only the classes' __init__ slots go unchecked here (tests of each twin call them)
     assert sorted(unsigned) == ["_bigevent.BigEvent.__init__", "_events.EventDecoder.__init__",
                                 "_lazy.LazyAttr.__init__", "_lazy.LazySlot.__init__",
-                                "_relay.UsageRelay.__init__"]
+                                "_relay.UsageRelay.__init__", "_writer.StreamWriter.__init__"]
 
 
 def test_api_literal_names_the_dialects() -> None:

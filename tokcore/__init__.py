@@ -27,6 +27,16 @@ from .stream._events import Event, EventDecoder, EventTooLarge, iter_events
 from .stream._relay import RelayCounts, UsageRelay
 from .stream._relay_iter import arelay_usage, relay_usage
 from .stream._usage import find_usage, rewrite_usage
+from .stream._writer import (
+    PROBE,
+    Probe,
+    Step,
+    StreamShape,
+    StreamWriter,
+    TokenLogprob,
+    TopLogprob,
+    Usage,
+)
 
 __version__ = "0.1.0"
 
@@ -39,7 +49,15 @@ __all__ = [
     "Event",
     "EventDecoder",
     "EventTooLarge",
+    "PROBE",
+    "Probe",
     "RelayCounts",
+    "Step",
+    "StreamShape",
+    "StreamWriter",
+    "TokenLogprob",
+    "TopLogprob",
+    "Usage",
     "UsageRelay",
     "__version__",
     "arelay_usage",

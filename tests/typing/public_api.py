@@ -241,6 +241,32 @@ def accepted_width() -> None:
 
 # --- wrong uses: each a checker error (and an error at run time) -----------------------------
 
+def accepted_writer() -> None:
+    shape = tokcore.StreamShape("chat", "vllm")
+    assert_type(shape, tokcore.StreamShape)
+    assert_type(shape.frames, tuple[str, ...])
+    own = tokcore.StreamShape("chat", {"text": f'{{"t":"{tokcore.PROBE.text}"}}'},
+                              style="orjson", omit_none=("usage",))
+    assert_type(own, tokcore.StreamShape)
+    assert_type(tokcore.PROBE, tokcore.Probe)
+    assert_type(tokcore.PROBE.index, int)
+    w = tokcore.StreamWriter(shape, id="chatcmpl-1", model="m", created=1)
+    assert_type(w, tokcore.StreamWriter)
+    assert_type(w.text(" hi"), bytes)
+    assert_type(w.texts([" a", " b"], 1), bytes)
+    assert_type(w.step(" x", 0, token_ids=[1], logprobs=[(" x", -0.5)],
+                       usage=tokcore.Usage(1, 2)), bytes)
+    entry = tokcore.TokenLogprob(" x", -0.5, b" x", [tokcore.TopLogprob(" x", -0.5)])
+    assert_type(w.step(" x", logprobs=[entry], finish_reason="stop", stop_reason=7), bytes)
+    assert_type(w.steps([tokcore.Step(" y", 1), (" z", 2, "reasoning")]), bytes)
+    assert_type(w.write("tool_start", tool_index=0, tool_id="call_1", tool_name="f"), bytes)
+    assert_type(w.usage(10, 2, cached_tokens=4), bytes)
+    assert_type(w.done(), bytes)
+    assert_type(w.sequence_number, int)
+    assert_type(w.item_id, str | None)
+    assert_type(w.shape, tokcore.StreamShape)
+
+
 def rejected() -> None:
     # token ids
     with pytest.raises(TypeError):
@@ -372,6 +398,18 @@ def rejected() -> None:
         tokcore.convert_ids(b"[1]", "xml", "json")  # type: ignore[arg-type]
     with pytest.raises(ValueError):
         tokcore.convert_ids(b"[1]", "json", "base64")  # type: ignore[arg-type]
+    # the stream writer
+    with pytest.raises(ValueError):
+        tokcore.StreamShape("grpc", "vllm")  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        tokcore.StreamShape("chat", {"text": "{}"}, style="yaml")  # type: ignore[arg-type]
+    writer = tokcore.StreamWriter(tokcore.StreamShape("chat", "vllm"), id="c", model="m")
+    with pytest.raises(TypeError):
+        writer.text(b"bytes")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        writer.step("x", token_ids="12")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        tokcore.StreamWriter(tokcore.StreamShape("chat", "vllm"), "c", "m")  # type: ignore[call-arg]
     compiled = tokcore.BACKEND == "c"  # type: ignore[comparison-overlap]  # (no error at run time)
     assert not compiled
 
@@ -388,4 +426,5 @@ def run_all() -> None:
     accepted_pickling_and_module()
     accepted_wire()
     accepted_width()
+    accepted_writer()
     rejected()
