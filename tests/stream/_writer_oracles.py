@@ -178,7 +178,8 @@ def vllm_chat(kind: str, s: Step) -> bytes:
         choice = VChoice(index=s["index"], delta=VDelta(role=ROLE, content=""),
                          logprobs=None, finish_reason=None)
         chunk = VChunk(id=ID, object="chat.completion.chunk", created=CREATED,
-                       choices=[choice], model=MODEL, prompt_token_ids=None, prompt_text=None)
+                       choices=[choice], model=MODEL,
+                       prompt_token_ids=s.get("prompt_token_ids"), prompt_text=None)
     else:
         delta = {
             "text": lambda: VDelta(content=s["text"]),
@@ -231,7 +232,8 @@ def vllm_completions(kind: str, s: Step) -> bytes:
                                  index=s["index"], text=s["text"],
                                  logprobs=_v_completion_logprobs(s["logprobs"]),
                                  finish_reason=finish, stop_reason=s["stop_reason"],
-                                 prompt_token_ids=None, token_ids=s["token_ids"])])
+                                 prompt_token_ids=s.get("prompt_token_ids"),
+                                 token_ids=s["token_ids"])])
     if finish is not None and s.get("fingerprint") is not None:
         chunk.system_fingerprint = s["fingerprint"]
     if s.get("usage") is not None:

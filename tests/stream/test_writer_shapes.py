@@ -25,6 +25,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tokcore import PROBE, StreamShape
+from tokcore import Step as tokcore_step
 
 TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
 FLOAT = st.floats()
@@ -84,6 +85,9 @@ def steps(draw: st.DrawFn, api: str, name: str) -> tuple[str, Step]:
                   else draw(logprobs((api, name) in TOPS_NONE)),
                   "usage": draw(USAGE), "stop_reason": None, "finish_reason": None}
     step["text"] = draw(TEXT)
+    if (api, name) == ("completions", "vllm"):  # return_token_ids: the prompt's, first chunk
+        step["prompt_token_ids"] = draw(st.none() | st.lists(st.integers(0, 2**31 - 1),
+                                                             max_size=4))
     if kind == "finish":
         step["finish_reason"] = draw(st.sampled_from(["stop", "length", "tool_calls"]))
         if name != "openai":  # (OpenAI has no stop reason)
@@ -106,10 +110,15 @@ def writer(twin: ModuleType, api: str, name: str, fingerprint: str | None = FING
 
 
 def write_step(w: Any, kind: str, s: Step) -> bytes:
+    if s.get("prompt_token_ids") is None:  # (the argument's default)
+        return w.step(s.get("text"), s["index"], kind="text" if kind == "finish" else kind,
+                      token_ids=s.get("token_ids"), logprobs=s.get("logprobs"),
+                      finish_reason=s.get("finish_reason"), stop_reason=s.get("stop_reason"),
+                      usage=s.get("usage"))
     return w.step(s.get("text"), s["index"], kind="text" if kind == "finish" else kind,
                   token_ids=s.get("token_ids"), logprobs=s.get("logprobs"),
                   finish_reason=s.get("finish_reason"), stop_reason=s.get("stop_reason"),
-                  usage=s.get("usage"))
+                  usage=s.get("usage"), prompt_token_ids=s["prompt_token_ids"])
 
 
 SHAPES = sorted(STEP_KINDS)
@@ -144,13 +153,33 @@ def test_usage_frame(writer_twin: ModuleType, api: str, name: str, data: st.Data
 
 @pytest.mark.parametrize("name", ["vllm", "trtllm", "sglang", "openai"])
 @settings(max_examples=examples(60))
-@given(index=st.integers(0, 7), usage=USAGE)
-def test_start_frame(writer_twin: ModuleType, name: str, index: int, usage: Any) -> None:
+@given(index=st.integers(0, 7), usage=USAGE,
+       prompt_ids=st.none() | st.lists(st.integers(0, 2**31 - 1), max_size=5) | st.binary(
+           max_size=3))
+def test_start_frame(writer_twin: ModuleType, name: str, index: int, usage: Any,
+                     prompt_ids: Any) -> None:
     if name in ("sglang", "openai"):
         usage = None
-    got = writer(writer_twin, "chat", name).write("start", index=index, usage=usage)
-    assert got == ORACLES["chat", name]("start", {"index": index, "usage": usage,
-                                                  "fingerprint": FINGERPRINT})
+    w = writer(writer_twin, "chat", name)
+    if name != "vllm":  # (only vLLM's first chunk carries the prompt's ids)
+        got = w.write("start", index=index, usage=usage)
+        prompt_ids = None
+    else:
+        got = w.write("start", index=index, usage=usage, prompt_token_ids=prompt_ids)
+    assert got == ORACLES["chat", name]("start", {
+        "index": index, "usage": usage, "fingerprint": FINGERPRINT,
+        "prompt_token_ids": None if prompt_ids is None else list(prompt_ids)})
+
+
+def test_prompt_token_ids_only_where_the_shape_has_them(writer_twin: ModuleType) -> None:
+    w = writer(writer_twin, "chat", "vllm")
+    with pytest.raises(ValueError, match="'text' frame of this chat shape .vllm. has no "
+                                         "prompt_token_ids"):
+        w.step("a", prompt_token_ids=[1])
+    with pytest.raises(TypeError, match=r"prompt_token_ids\[1\] must be an int, not str"):
+        w.write("start", prompt_token_ids=[1, "2"])
+    assert b'"prompt_token_ids":[7,8]' in writer(writer_twin, "completions", "vllm").steps(
+        [tokcore_step("a", prompt_token_ids=[7, 8])])
 
 
 @pytest.mark.parametrize("name", ["vllm", "trtllm", "openai"])

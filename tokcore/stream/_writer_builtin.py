@@ -81,7 +81,7 @@ def _vllm_choice(delta: dict[str, object], finish: bool = False) -> dict[str, ob
 _VLLM_CHAT = {
     "start": _vllm_chunk([{"index": P.index, "delta": {"role": P.role, "content": ""},
                            "logprobs": None, "finish_reason": None}], usage=_VLLM_USAGE,
-                         extra={"prompt_token_ids": None, "prompt_text": None}),
+                         extra={"prompt_token_ids": P.prompt_token_ids, "prompt_text": None}),
     "text": _vllm_chunk([_vllm_choice({"content": P.text})], usage=_VLLM_USAGE),
     "reasoning": _vllm_chunk([_vllm_choice({"reasoning": P.text})], usage=_VLLM_USAGE),
     "tool_start": _vllm_chunk([_vllm_choice({"tool_calls": [
@@ -104,7 +104,7 @@ _VLLM_COMPLETION_LOGPROBS = {"text_offset": [P.lp_offset], "token_logprobs": [P.
 def _vllm_completion(finish: bool) -> dict[str, object]:
     choice = {"index": P.index, "text": P.text, "logprobs": _VLLM_COMPLETION_LOGPROBS,
               "finish_reason": P.finish_reason, "stop_reason": P.stop_reason,
-              "prompt_token_ids": None, "token_ids": P.token_ids}
+              "prompt_token_ids": P.prompt_token_ids, "token_ids": P.token_ids}
     return _vllm_chunk([choice], usage={k: v for k, v in _VLLM_USAGE.items()
                                         if k != "completion_tokens_details"},
                        last=finish, obj=_TEXT_COMPLETION)
