@@ -421,7 +421,8 @@ cdef class StreamWriter:
             self._ascii, self._floats, self._literal = comp.ascii, comp.floats, comp.literal
             self._c_id = self._render(id, "id")
             self._c_model = self._render(model, "model")
-            self._c_created = str(created).encode("ascii")
+            self._c_created = _py.render_float(STYLES[shape.style], float(created)) \
+                if shape._created_float else str(created).encode("ascii")
             self._c_fp = None if system_fingerprint is None else self._render(
                 system_fingerprint, "system_fingerprint")
             self._c_role = self._render(role, "role")

@@ -298,7 +298,8 @@ class StreamWriter:
         consts: dict[int, bytes | None] = {
             SLOT["id"]: render_str(rules, check_str(id, "id"), "id"),
             SLOT["model"]: render_str(rules, check_str(model, "model"), "model"),
-            SLOT["created"]: str(check_int(created, "created")).encode("ascii"),
+            SLOT["created"]: render_float(rules, float(check_int(created, "created")))
+            if shape._created_float else str(check_int(created, "created")).encode("ascii"),
             SLOT["system_fingerprint"]: None if system_fingerprint is None else render_str(
                 rules, check_str(system_fingerprint, "system_fingerprint"),
                 "system_fingerprint"),
@@ -413,11 +414,13 @@ class StreamWriter:
 
     def done(self) -> bytes:
         """The stream's end: ``data: [DONE]`` (Chat Completions, Completions) or Anthropic's
-        ``message_stop``; Responses has no such frame (``ValueError``)."""
+        ``message_stop``; Responses has no such frame (``ValueError``): its stream ends with
+        the ``completed`` frame, which holds the whole response."""
         frame = DONE_FRAMES.get(self._shape.api)
         if frame is None:
             raise ValueError("a Responses stream ends with its response.completed event, "
-                             "which holds the whole response: the writer has no done frame")
+                             "which holds the whole response: write('completed', text, "
+                             "usage=...), not done()")
         return self._frames(((frame, {}),))
 
     # --- the work

@@ -162,6 +162,20 @@ FRAMES: dict[str, dict[str, FrameSpec]] = {
         "done": _spec(""),
     },
     "responses": {
+        # the response's events (its object: the stream's constants, the output's text and
+        # item, the usage; what the request set, echoed, is the probe's)
+        "created": _spec("", "sequence_number"),
+        "in_progress": _spec("", "sequence_number"),
+        "completed": _spec("", f"text index item_id content_index sequence_number {_USAGE}"),
+        "incomplete": _spec("", f"text index item_id content_index sequence_number "
+                                f"finish_reason {_USAGE}"),
+        # an output item's and its content part's
+        "item_added": _spec("", "index item_id sequence_number"),
+        "part_added": _spec("", "index item_id content_index sequence_number"),
+        "text_done": _spec("text", f"index item_id content_index sequence_number {_LOGPROBS}"),
+        "part_done": _spec("text", "index item_id content_index sequence_number"),
+        "item_done": _spec("", "text index item_id content_index sequence_number"),
+        # the deltas
         "text": _spec("text", f"index item_id content_index sequence_number {_LOGPROBS}"),
         "reasoning": _spec("text", "index item_id content_index sequence_number"),
         "tool_args": _spec("text", "index item_id sequence_number"),
