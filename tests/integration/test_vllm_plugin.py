@@ -32,9 +32,10 @@ def _oracles() -> Any:
     return module
 
 
-O = _oracles()
-STAND_INS = Models(O.VChunk, O.VChoice, O.VDelta, O.VUsage, O.VPromptDetails,
-                   O.VCompletionDetails, O.VCompletionChunk, O.VCompletionChoice)
+ORACLES = _oracles()
+STAND_INS = Models(ORACLES.VChunk, ORACLES.VChoice, ORACLES.VDelta, ORACLES.VUsage,
+                   ORACLES.VPromptDetails, ORACLES.VCompletionDetails, ORACLES.VCompletionChunk,
+                   ORACLES.VCompletionChoice)
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +100,7 @@ def test_a_lone_surrogate_is_pydantics_error(installed: None) -> None:
 def test_install_again_and_uninstall() -> None:
     saved = dict(plugin._PATCHED)  # (the module fixture's, if it ran here)
 
-    class Chunk(O.VChunk):  # type: ignore[misc, name-defined]
+    class Chunk(ORACLES.VChunk):  # type: ignore[misc, name-defined]
         pass
 
     before = Chunk.model_dump_json

@@ -25,6 +25,9 @@ from tokcore.plugins import vllm as plugin  # noqa: E402
 
 
 def models() -> Models:
+    from vllm.entrypoints.generate.base.protocol import (  # type: ignore[import-not-found]
+        DeltaMessage,
+    )
     from vllm.entrypoints.openai.chat_completion.protocol import (
         ChatCompletionResponseStreamChoice,
         ChatCompletionStreamResponse,
@@ -32,9 +35,6 @@ def models() -> Models:
     from vllm.entrypoints.openai.completion.protocol import (
         CompletionResponseStreamChoice,
         CompletionStreamResponse,
-    )
-    from vllm.entrypoints.generate.base.protocol import (  # type: ignore[import-not-found]
-        DeltaMessage,
     )
     from vllm.entrypoints.serve.engine.protocol import (  # type: ignore[import-not-found]
         CompletionTokenUsageInfo,

@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 from _budget import examples
-from _writer_oracles import ROLE as ROLE_
 from _writer_oracles import (
     CREATED,
     FINGERPRINT,
@@ -22,6 +21,7 @@ from _writer_oracles import (
     loads,
     sse,
 )
+from _writer_oracles import ROLE as ROLE_
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

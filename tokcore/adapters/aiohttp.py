@@ -58,7 +58,7 @@ from .answer import (
 )
 from .client import aopen_answer as _open_any
 from .errors import stream_error_event
-from .frames import FRAME_HEADERS, FrameSource, Frames
+from .frames import FRAME_HEADERS, Frames, FrameSource
 
 __all__ = ["SSE_HEADERS", "aopen_answer", "relay_answer", "relay_response", "send_answer",
            "send_frames"]

@@ -64,7 +64,7 @@ from ..stream._relay_py import DEFAULT_MAX_EVENT_BYTES
 from .answer import AnswerStream, AsyncAnswer, Completion, CompletionHook, check_hook, report
 from .client import aopen_answer as _open_any
 from .errors import stream_error_event
-from .frames import FRAME_HEADERS, FrameSource, Frames
+from .frames import FRAME_HEADERS, Frames, FrameSource
 
 __all__ = ["AnswerResponse", "ClosableStream", "EventStreamResponse", "RelayResponse",
            "answer_response", "relay_answer"]

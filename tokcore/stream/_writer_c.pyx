@@ -252,6 +252,7 @@ cdef class _Compiled:
     cdef dict frames
     cdef _Frame text, reasoning, tool_args, finish, usage, done
     cdef int ascii, floats, literal
+    cdef bint created_float  # the probes write created as a float
 
     cdef _Frame get(self, name):
         return <_Frame>self.frames.get(name)
@@ -272,6 +273,7 @@ cdef _Compiled _compiled(shape):
     c.done = None if frame is None else c.get(frame)
     rules = STYLES[shape.style]
     c.ascii, c.floats, c.literal = rules.ascii, rules.floats, rules.nonfinite_literal
+    c.created_float = shape._created_float
     shape._compiled = c  # (two writers made at once may both compile: one is kept)
     return c
 
@@ -422,7 +424,7 @@ cdef class StreamWriter:
             self._c_id = self._render(id, "id")
             self._c_model = self._render(model, "model")
             self._c_created = _py.render_float(STYLES[shape.style], float(created)) \
-                if shape._created_float else str(created).encode("ascii")
+                if comp.created_float else str(created).encode("ascii")
             self._c_fp = None if system_fingerprint is None else self._render(
                 system_fingerprint, "system_fingerprint")
             self._c_role = self._render(role, "role")
