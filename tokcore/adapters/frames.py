@@ -65,7 +65,7 @@ class Frames:
                 frame = next(self._iterator)  # type: ignore[arg-type]
             except StopIteration:
                 raise StopAsyncIteration from None
-        if type(frame) is not bytes and not isinstance(frame, (bytes, bytearray, memoryview)):
+        if not isinstance(frame, bytes):
             raise TypeError(f"frame {self.count} is a {type(frame).__name__}, not bytes: "
                             f"give the writer's bytes as they are")
         self.count += 1

@@ -30,7 +30,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from ..stream._writer import StreamShape, StreamWriter
+from ..stream._writer import StreamShape, StreamWriter, Usage
 
 __all__ = ["SWITCH", "install", "register", "uninstall"]
 
@@ -87,7 +87,7 @@ def _plain(model: Any, fields: frozenset[str] | None = None) -> frozenset[str]:
     return have
 
 
-def _continuous(usage: Any, fields: frozenset[str]) -> tuple[int, ...] | None:
+def _continuous(usage: Any, fields: frozenset[str]) -> Usage | None:
     """A chunk's continuous usage as the writer's counts (None: the chunk has none)."""
     if usage is None:
         return None
@@ -96,9 +96,9 @@ def _continuous(usage: Any, fields: frozenset[str]) -> tuple[int, ...] | None:
         raise _Other
     details = usage.completion_tokens_details
     if details is None:
-        return usage.prompt_tokens, usage.completion_tokens
+        return Usage(usage.prompt_tokens, usage.completion_tokens)
     _plain(details, frozenset({"reasoning_tokens"}))
-    return usage.prompt_tokens, usage.completion_tokens, None, details.reasoning_tokens
+    return Usage(usage.prompt_tokens, usage.completion_tokens, None, details.reasoning_tokens)
 
 
 def _final_usage(usage: Any) -> tuple[int, int, int | None, int | None]:
@@ -265,13 +265,15 @@ def register() -> None:
     if os.environ.get(SWITCH, "") in ("", "0"):
         return
     try:
-        from vllm.entrypoints.openai.chat_completion.protocol import (
+        from vllm.entrypoints.openai.chat_completion.protocol import (  # type: ignore[import-not-found]
             ChatCompletionStreamResponse,
         )
-        from vllm.entrypoints.openai.completion.protocol import CompletionStreamResponse
+        from vllm.entrypoints.openai.completion.protocol import (  # type: ignore[import-not-found]
+            CompletionStreamResponse,
+        )
     except ImportError:
         try:  # the layout before the protocol modules were split
-            from vllm.entrypoints.openai.protocol import (  # type: ignore[no-redef]
+            from vllm.entrypoints.openai.protocol import (  # type: ignore[import-not-found]
                 ChatCompletionStreamResponse,
                 CompletionStreamResponse,
             )
