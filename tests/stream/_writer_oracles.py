@@ -178,7 +178,8 @@ def vllm_chat(kind: str, s: Step) -> bytes:
         choice = VChoice(index=s["index"], delta=VDelta(role=ROLE, content=""),
                          logprobs=None, finish_reason=None)
         chunk = VChunk(id=ID, object="chat.completion.chunk", created=CREATED,
-                       choices=[choice], model=MODEL, prompt_token_ids=None, prompt_text=None)
+                       choices=[choice], model=MODEL,
+                       prompt_token_ids=s.get("prompt_token_ids"), prompt_text=None)
     else:
         delta = {
             "text": lambda: VDelta(content=s["text"]),
@@ -231,7 +232,8 @@ def vllm_completions(kind: str, s: Step) -> bytes:
                                  index=s["index"], text=s["text"],
                                  logprobs=_v_completion_logprobs(s["logprobs"]),
                                  finish_reason=finish, stop_reason=s["stop_reason"],
-                                 prompt_token_ids=None, token_ids=s["token_ids"])])
+                                 prompt_token_ids=s.get("prompt_token_ids"),
+                                 token_ids=s["token_ids"])])
     if finish is not None and s.get("fingerprint") is not None:
         chunk.system_fingerprint = s["fingerprint"]
     if s.get("usage") is not None:
@@ -641,7 +643,67 @@ def openai_completions(kind: str, s: Step) -> bytes:
     return sse(orjson.dumps(chunk))
 
 
+def _o_response(kind: str, s: Step) -> dict[str, Any]:
+    """A Response object as OpenAI writes it for a request that set nothing it echoes."""
+    status = {"created": "in_progress", "in_progress": "in_progress"}.get(kind, kind)
+    output = [] if status == "in_progress" else [_o_message(status, [_o_part(s["text"])], s)]
+    usage = None
+    if s.get("usage") is not None and kind in ("completed", "incomplete"):
+        p, c, cached, reasoning = (tuple(s["usage"]) + (None, None))[:4]
+        usage = {"input_tokens": p,
+                 "input_tokens_details": {"cached_tokens": cached, "cache_write_tokens": 0},
+                 "output_tokens": c,
+                 "output_tokens_details": None if reasoning is None
+                 else {"reasoning_tokens": reasoning},
+                 "total_tokens": p + c}
+    return {"id": ID, "object": "response", "created_at": CREATED, "status": status,
+            "background": False, "error": None,
+            "incomplete_details": {"reason": s["finish_reason"]} if kind == "incomplete"
+            else None,
+            "instructions": None, "max_output_tokens": None, "model": MODEL, "output": output,
+            "parallel_tool_calls": True, "previous_response_id": None,
+            "reasoning": {"effort": None, "summary": None}, "store": False, "temperature": 1.0,
+            "text": {"format": {"type": "text"}}, "tool_choice": "auto", "tools": [],
+            "top_p": 1.0, "truncation": "disabled", "usage": usage, "user": None,
+            "metadata": {}}
+
+
+def _o_part(text: str) -> dict[str, Any]:
+    return {"type": "output_text", "annotations": [], "logprobs": [], "text": text}
+
+
+def _o_message(status: str, content: list[Any], s: Step) -> dict[str, Any]:
+    return {"id": s["item_id"], "type": "message", "status": status, "content": content,
+            "role": ROLE}
+
+
 def openai_responses(kind: str, s: Step) -> bytes:
+    """OpenAI's Responses events, in its order: the response's, an output message's and its
+    text part's (the lifecycle) and the deltas."""
+    seq = s["sequence_number"]
+    event: dict[str, Any]
+    if kind in ("created", "in_progress", "completed", "incomplete"):
+        event = {"type": f"response.{kind}", "sequence_number": seq,
+                 "response": _o_response(kind, s)}
+        return sse(orjson.dumps(event), event["type"])
+    if kind in ("item_added", "item_done"):
+        done = kind == "item_done"
+        event = {"type": f"response.output_item.{kind[5:]}", "sequence_number": seq,
+                 "output_index": s["index"],
+                 "item": _o_message("completed" if done else "in_progress",
+                                    [_o_part(s["text"])] if done else [], s)}
+        return sse(orjson.dumps(event), event["type"])
+    if kind in ("part_added", "part_done"):
+        event = {"type": f"response.content_part.{kind[5:]}", "sequence_number": seq,
+                 "item_id": s["item_id"], "output_index": s["index"],
+                 "content_index": s["content_index"],
+                 "part": _o_part(s["text"] if kind == "part_done" else "")}
+        return sse(orjson.dumps(event), event["type"])
+    if kind == "text_done":
+        event = {"type": "response.output_text.done", "sequence_number": seq,
+                 "item_id": s["item_id"], "output_index": s["index"],
+                 "content_index": s["content_index"], "text": s["text"], "logprobs": []}
+        return sse(orjson.dumps(event), event["type"])
     name = {"text": "output_text", "reasoning": "reasoning_text",
             "tool_args": "function_call_arguments"}[kind]
     event: dict[str, Any] = {"type": f"response.{name}.delta",

@@ -21,10 +21,12 @@ from _writer_oracles import (
     loads,
     sse,
 )
+from _writer_oracles import ROLE as ROLE_
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tokcore import PROBE, StreamShape
+from tokcore import Step as tokcore_step
 
 TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
 FLOAT = st.floats()
@@ -84,6 +86,9 @@ def steps(draw: st.DrawFn, api: str, name: str) -> tuple[str, Step]:
                   else draw(logprobs((api, name) in TOPS_NONE)),
                   "usage": draw(USAGE), "stop_reason": None, "finish_reason": None}
     step["text"] = draw(TEXT)
+    if (api, name) == ("completions", "vllm"):  # return_token_ids: the prompt's, first chunk
+        step["prompt_token_ids"] = draw(st.none() | st.lists(st.integers(0, 2**31 - 1),
+                                                             max_size=4))
     if kind == "finish":
         step["finish_reason"] = draw(st.sampled_from(["stop", "length", "tool_calls"]))
         if name != "openai":  # (OpenAI has no stop reason)
@@ -106,10 +111,15 @@ def writer(twin: ModuleType, api: str, name: str, fingerprint: str | None = FING
 
 
 def write_step(w: Any, kind: str, s: Step) -> bytes:
+    if s.get("prompt_token_ids") is None:  # (the argument's default)
+        return w.step(s.get("text"), s["index"], kind="text" if kind == "finish" else kind,
+                      token_ids=s.get("token_ids"), logprobs=s.get("logprobs"),
+                      finish_reason=s.get("finish_reason"), stop_reason=s.get("stop_reason"),
+                      usage=s.get("usage"))
     return w.step(s.get("text"), s["index"], kind="text" if kind == "finish" else kind,
                   token_ids=s.get("token_ids"), logprobs=s.get("logprobs"),
                   finish_reason=s.get("finish_reason"), stop_reason=s.get("stop_reason"),
-                  usage=s.get("usage"))
+                  usage=s.get("usage"), prompt_token_ids=s["prompt_token_ids"])
 
 
 SHAPES = sorted(STEP_KINDS)
@@ -144,13 +154,33 @@ def test_usage_frame(writer_twin: ModuleType, api: str, name: str, data: st.Data
 
 @pytest.mark.parametrize("name", ["vllm", "trtllm", "sglang", "openai"])
 @settings(max_examples=examples(60))
-@given(index=st.integers(0, 7), usage=USAGE)
-def test_start_frame(writer_twin: ModuleType, name: str, index: int, usage: Any) -> None:
+@given(index=st.integers(0, 7), usage=USAGE,
+       prompt_ids=st.none() | st.lists(st.integers(0, 2**31 - 1), max_size=5) | st.binary(
+           max_size=3))
+def test_start_frame(writer_twin: ModuleType, name: str, index: int, usage: Any,
+                     prompt_ids: Any) -> None:
     if name in ("sglang", "openai"):
         usage = None
-    got = writer(writer_twin, "chat", name).write("start", index=index, usage=usage)
-    assert got == ORACLES["chat", name]("start", {"index": index, "usage": usage,
-                                                  "fingerprint": FINGERPRINT})
+    w = writer(writer_twin, "chat", name)
+    if name != "vllm":  # (only vLLM's first chunk carries the prompt's ids)
+        got = w.write("start", index=index, usage=usage)
+        prompt_ids = None
+    else:
+        got = w.write("start", index=index, usage=usage, prompt_token_ids=prompt_ids)
+    assert got == ORACLES["chat", name]("start", {
+        "index": index, "usage": usage, "fingerprint": FINGERPRINT,
+        "prompt_token_ids": None if prompt_ids is None else list(prompt_ids)})
+
+
+def test_prompt_token_ids_only_where_the_shape_has_them(writer_twin: ModuleType) -> None:
+    w = writer(writer_twin, "chat", "vllm")
+    with pytest.raises(ValueError, match="'text' frame of this chat shape .vllm. has no "
+                                         "prompt_token_ids"):
+        w.step("a", prompt_token_ids=[1])
+    with pytest.raises(TypeError, match=r"prompt_token_ids\[1\] must be an int, not str"):
+        w.write("start", prompt_token_ids=[1, "2"])
+    assert b'"prompt_token_ids":[7,8]' in writer(writer_twin, "completions", "vllm").steps(
+        [tokcore_step("a", prompt_token_ids=[7, 8])])
 
 
 @pytest.mark.parametrize("name", ["vllm", "trtllm", "openai"])
@@ -334,3 +364,188 @@ def test_every_frame_is_json(writer_twin: ModuleType, api: str, name: str,
         assert json.dumps(parsed, ensure_ascii=False).count("") > 0
         choice = parsed["choices"][0]
         assert choice.get("text", (choice.get("delta") or {}).get("content")) == text
+
+
+# --- a whole Responses stream: the response's events, an output message's, the deltas
+
+RESPONSES_STREAM = ("created", "in_progress", "item_added", "part_added", "text", "text",
+                    "text_done", "part_done", "item_done", "completed")
+
+
+@settings(max_examples=examples(60))
+@given(texts=st.lists(TEXT, min_size=2, max_size=2), item=TEXT, index=st.integers(0, 3),
+       usage=st.tuples(COUNT, COUNT, COUNT, COUNT), start=st.integers(0, 10**6),
+       incomplete=st.booleans())
+def test_a_whole_responses_stream(writer_twin: ModuleType, texts: list[str], item: str,
+                                  index: int, usage: Any, start: int, incomplete: bool) -> None:
+    """Every event of a Responses stream, sequence numbers counted by the writer, byte for
+    byte in OpenAI's order; each one a valid event of the openai package's models."""
+    from openai.types.responses import ResponseStreamEvent
+    from pydantic import TypeAdapter
+
+    w = writer_twin.StreamWriter(StreamShape("responses", "openai"), id=ID, model=MODEL,
+                                 created=CREATED, item_id=item)
+    w.sequence_number = start
+    whole = "".join(texts)
+    oracle = ORACLES["responses", "openai"]
+    kinds = RESPONSES_STREAM[:-1] + (("incomplete",) if incomplete else ("completed",))
+    got, expected, delta = [], [], iter(texts)
+    for seq, kind in enumerate(kinds, start):
+        s: dict[str, Any] = {"text": whole, "index": index, "item_id": item,
+                             "content_index": 0, "sequence_number": seq, "logprobs": None,
+                             "usage": usage, "finish_reason": "max_output_tokens"}
+        if kind == "text":
+            s["text"] = next(delta)
+            got.append(w.write("text", s["text"], index))
+        elif kind in ("completed", "incomplete"):
+            got.append(w.write(kind, whole, usage=usage, finish_reason=(
+                "max_output_tokens" if incomplete else None)))
+        elif kind in ("text_done", "part_done", "item_done"):
+            got.append(w.write(kind, whole, index))
+        elif kind in ("item_added", "part_added"):
+            got.append(w.write(kind, index=index))
+        else:
+            got.append(w.write(kind))
+        expected.append(oracle(kind, s))
+    assert got == expected
+    assert w.sequence_number == start + len(kinds)
+    adapter: TypeAdapter[Any] = TypeAdapter(ResponseStreamEvent)
+    for frame in got:
+        event_line, data_line = frame.decode().split("\n")[:2]
+        event = adapter.validate_json(data_line[6:])
+        assert event_line == f"event: {event.type}"
+    final = adapter.validate_json(got[-1].decode().split("\n")[1][6:]).response
+    assert final.output[0].content[0].text == whole
+    assert (final.usage.input_tokens, final.usage.total_tokens) == (usage[0], usage[0] + usage[1])
+
+
+def test_responses_has_no_done_frame(writer_twin: ModuleType) -> None:
+    w = writer(writer_twin, "responses", "openai")
+    with pytest.raises(ValueError, match=r"write\('completed'"):
+        w.done()
+
+
+def _responses_probes() -> dict[str, str]:
+    """The lifecycle frames as the openai package's own models write them (model_construct
+    with the sentinels, model_dump_json: its member order, its serializer)."""
+    from openai.types.responses import (
+        Response,
+        ResponseCompletedEvent,
+        ResponseContentPartAddedEvent,
+        ResponseCreatedEvent,
+        ResponseOutputItemAddedEvent,
+        ResponseOutputMessage,
+        ResponseOutputText,
+        ResponseTextDoneEvent,
+        ResponseUsage,
+    )
+    from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
+
+    P = PROBE
+    part = ResponseOutputText.model_construct(annotations=[], text=P.text, type="output_text")
+    message = ResponseOutputMessage.model_construct(id=P.item_id, content=[part], role=P.role,
+                                                    status="completed", type="message")
+    usage = ResponseUsage.model_construct(
+        input_tokens=P.prompt_tokens,
+        input_tokens_details=InputTokensDetails.model_construct(cached_tokens=P.cached_tokens),
+        output_tokens=P.completion_tokens,
+        output_tokens_details=OutputTokensDetails.model_construct(
+            reasoning_tokens=P.reasoning_tokens),
+        total_tokens=P.total_tokens)
+
+    def response(status: str, output: list[Any], used: Any) -> Any:
+        return Response.model_construct(id=P.id, created_at=P.created, model=P.model,
+                                        object="response", output=output,
+                                        parallel_tool_calls=True, tool_choice="auto",
+                                        tools=[], status=status, usage=used)
+
+    def dump(model: Any) -> str:
+        return str(model.model_dump_json(exclude_unset=True, warnings=False))
+
+    return {
+        "created": dump(ResponseCreatedEvent.model_construct(
+            response=response("in_progress", [], None), sequence_number=P.sequence_number,
+            type="response.created")),
+        "item_added": dump(ResponseOutputItemAddedEvent.model_construct(
+            item=ResponseOutputMessage.model_construct(id=P.item_id, content=[], role=P.role,
+                                                       status="in_progress", type="message"),
+            output_index=P.index, sequence_number=P.sequence_number,
+            type="response.output_item.added")),
+        "part_added": dump(ResponseContentPartAddedEvent.model_construct(
+            content_index=P.content_index, item_id=P.item_id, output_index=P.index,
+            part=ResponseOutputText.model_construct(annotations=[], text="", type="output_text"),
+            sequence_number=P.sequence_number, type="response.content_part.added")),
+        "text": '{"type":"response.output_text.delta","delta":"<<text>>"}',
+        "text_done": dump(ResponseTextDoneEvent.model_construct(
+            content_index=P.content_index, item_id=P.item_id, logprobs=[],
+            output_index=P.index, sequence_number=P.sequence_number, text=P.text,
+            type="response.output_text.done")),
+        "completed": dump(ResponseCompletedEvent.model_construct(
+            response=response("completed", [message], usage),
+            sequence_number=P.sequence_number, type="response.completed")),
+    }
+
+
+@settings(max_examples=examples(60))
+@given(text=TEXT, item=TEXT, index=st.integers(0, 3), content=st.integers(0, 3),
+       usage=st.tuples(COUNT, COUNT, COUNT, COUNT))
+def test_openai_package_responses_probes(writer_twin: ModuleType, text: str, item: str,
+                                         index: int, content: int, usage: Any) -> None:
+    """A shape from the lifecycle frames the openai package's models wrote, against the same
+    models built with the values (model_construct, as a server that builds them does) and
+    dumped by pydantic."""
+    from openai.types.responses import (
+        Response,
+        ResponseCompletedEvent,
+        ResponseContentPartAddedEvent,
+        ResponseCreatedEvent,
+        ResponseOutputItemAddedEvent,
+        ResponseOutputMessage,
+        ResponseOutputText,
+        ResponseTextDoneEvent,
+        ResponseUsage,
+    )
+    from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
+
+    shape = StreamShape("responses", _responses_probes(), style="pydantic")
+    w = writer_twin.StreamWriter(shape, id=ID, model=MODEL, created=CREATED, item_id=item)
+
+    def response(status: str, output: list[Any], used: Any) -> Any:
+        return Response.model_construct(id=ID, created_at=CREATED, model=MODEL,
+                                        object="response", output=output,
+                                        parallel_tool_calls=True, tool_choice="auto",
+                                        tools=[], status=status, usage=used)
+
+    def framed(model: Any) -> bytes:
+        return sse(model.model_dump_json(exclude_unset=True, warnings=False), model.type)
+
+    message = ResponseOutputMessage.model_construct(
+        id=item, content=[ResponseOutputText.model_construct(annotations=[], text=text,
+                                                             type="output_text")],
+        role=ROLE_, status="completed", type="message")
+    p, c, cached, reasoning = usage
+    used = ResponseUsage.model_construct(
+        input_tokens=p, input_tokens_details=InputTokensDetails.model_construct(
+            cached_tokens=cached), output_tokens=c,
+        output_tokens_details=OutputTokensDetails.model_construct(reasoning_tokens=reasoning),
+        total_tokens=p + c)
+    assert w.write("created") == framed(ResponseCreatedEvent.model_construct(
+        response=response("in_progress", [], None), sequence_number=0,
+        type="response.created"))
+    assert w.write("item_added", index=index) == framed(
+        ResponseOutputItemAddedEvent.model_construct(
+            item=ResponseOutputMessage.model_construct(id=item, content=[], role=ROLE_,
+                                                       status="in_progress", type="message"),
+            output_index=index, sequence_number=1, type="response.output_item.added"))
+    assert w.write("part_added", index=index, content_index=content) == framed(
+        ResponseContentPartAddedEvent.model_construct(
+            content_index=content, item_id=item, output_index=index,
+            part=ResponseOutputText.model_construct(annotations=[], text="", type="output_text"),
+            sequence_number=2, type="response.content_part.added"))
+    assert w.write("text_done", text, index, content_index=content) == framed(
+        ResponseTextDoneEvent.model_construct(
+            content_index=content, item_id=item, logprobs=[], output_index=index,
+            sequence_number=3, text=text, type="response.output_text.done"))
+    assert w.write("completed", text, usage=usage) == framed(
+        ResponseCompletedEvent.model_construct(response=response("completed", [message], used),
+                                               sequence_number=4, type="response.completed"))

@@ -27,19 +27,23 @@ returns, and nothing is logged with a traceback:
   (:func:`tokcore.adapters.errors.stream_error_event`) ends the stream, which the official
   clients raise as an error; one WARNING line names the failure;
 - the handler is cancelled: the upstream is closed, the cancellation propagates.
+
+``send_frames(request, frames)`` is the same for a server's own stream: the bytes of a
+:class:`tokcore.StreamWriter`, from an async generator of the server's, written as they are
+to a ``StreamResponse`` (the same ends, its source closed however it ends).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 from aiohttp import ClientResponse, web
 from yarl import URL
 
 from .._args import Api
-from ..stream._relay import UsageRelay
+from ..stream._relay import RelayCounts, UsageRelay
 from ..stream._relay_iter import _relay_of
 from ..stream._relay_py import DEFAULT_MAX_EVENT_BYTES
 from ._aiohttp_client import _Body, aopen_answer
@@ -54,8 +58,10 @@ from .answer import (
 )
 from .client import aopen_answer as _open_any
 from .errors import stream_error_event
+from .frames import FRAME_HEADERS, Frames, FrameSource
 
-__all__ = ["SSE_HEADERS", "aopen_answer", "relay_answer", "relay_response", "send_answer"]
+__all__ = ["SSE_HEADERS", "aopen_answer", "relay_answer", "relay_response", "send_answer",
+           "send_frames"]
 
 log = logging.getLogger("tokcore.adapters")
 
@@ -123,8 +129,40 @@ async def relay_response(request: web.BaseRequest, upstream: ClientResponse,
 async def _send_stream(request: web.BaseRequest, stream: AnswerStream, status: int,
                        headers: Mapping[str, str],
                        on_complete: CompletionHook | None) -> web.StreamResponse:
+    # the relay itself: no wrapper between the reads and the writes
+    return await _send_chunks(request, stream.chunks, stream.aclose, stream.api, status,
+                              headers, stream.upstream, lambda: stream.relay.counts,
+                              on_complete)
+
+
+async def send_frames(request: web.BaseRequest, frames: FrameSource, *, api: Api = "chat",
+                      status: int = 200, headers: Mapping[str, str] | None = None,
+                      on_complete: CompletionHook | None = None) -> web.StreamResponse:
+    """Send a server's own event stream to the client of ``request``: the frames of
+    ``frames`` (an async or sync iterable of the bytes a :class:`tokcore.StreamWriter`
+    wrote: an async generator, most often) written as they are to a ``StreamResponse``
+    with ``text/event-stream``, ``Cache-Control: no-cache`` and ``X-Accel-Buffering: no``
+    (``headers`` are added); return it, sent. However it ends, the frames' source is closed
+    (an async generator's ``finally`` runs): its end; the client going away (one DEBUG
+    line); an exception in the source (an error event in ``api``'s shape ends the stream,
+    one WARNING line, no traceback); a cancellation (propagated). ``on_complete`` is called
+    once it has ended (its ``counts`` all zero: nothing is relayed).
+
+    Raises ``TypeError`` for ``frames`` that are not an iterable (or are ``bytes`` or
+    ``str``) and for an ``on_complete`` that is not callable, before anything is sent."""
+    source = Frames(frames)
+    check_hook(on_complete)
+    return await _send_chunks(request, source, source.aclose, api, status,
+                              {**FRAME_HEADERS, **(headers or {})}, "the stream's frames",
+                              RelayCounts, on_complete)
+
+
+async def _send_chunks(request: web.BaseRequest, chunks: AsyncIterator[bytes],
+                       close: Callable[[], Awaitable[None]], api: Api, status: int,
+                       headers: Mapping[str, str], source: str,
+                       counts: Callable[[], RelayCounts],
+                       on_complete: CompletionHook | None) -> web.StreamResponse:
     response = web.StreamResponse(status=status, headers=headers)
-    chunks = stream.chunks  # the relay itself: no wrapper between the reads and the writes
     sent, finished, failed = 0, False, None
     try:
         await response.prepare(request)
@@ -135,8 +173,8 @@ async def _send_stream(request: web.BaseRequest, stream: AnswerStream, status: i
                 break
             except Exception as error:  # the source's: the relay never raises on data
                 failed = type(error).__name__
-                log.warning("%s failed mid-stream: %s: %s", stream.upstream, failed, error)
-                event = stream_error_event(stream.api)
+                log.warning("%s failed mid-stream: %s: %s", source, failed, error)
+                event = stream_error_event(api)
                 await response.write(event)
                 sent += len(event)
                 break
@@ -148,8 +186,8 @@ async def _send_stream(request: web.BaseRequest, stream: AnswerStream, status: i
         log.debug("the client of %s went away mid-stream", request.path)
     finally:
         try:
-            await stream.aclose()
+            await close()
         finally:
-            await report(on_complete, Completion(stream.api, status, stream.relay.counts,
-                                                 not finished, sent, True, failed))
+            await report(on_complete, Completion(api, status, counts(), not finished, sent,
+                                                 True, failed))
     return response

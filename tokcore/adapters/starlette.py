@@ -31,6 +31,20 @@ closes the stream when the response ends, whichever way:
 - the upstream fails mid-stream: an error event in ``api``'s shape ends the body
   (:func:`tokcore.adapters.errors.stream_error_event`), one WARNING line names the failure;
 - the task is cancelled: the stream is closed, the cancellation propagates.
+
+``EventStreamResponse(frames)`` is the same for a server's own stream: the bytes of a
+:class:`tokcore.StreamWriter`, from an async generator of the server's, sent as they are::
+
+    async def chat(request: Request) -> Response:
+        writer = tokcore.StreamWriter(SHAPE, id=request_id, model=model)
+
+        async def frames() -> AsyncIterator[bytes]:
+            yield writer.write("start")
+            async for text in engine(request):
+                yield writer.text(text)
+            yield writer.done()
+
+        return EventStreamResponse(frames())
 """
 
 from __future__ import annotations
@@ -50,9 +64,10 @@ from ..stream._relay_py import DEFAULT_MAX_EVENT_BYTES
 from .answer import AnswerStream, AsyncAnswer, Completion, CompletionHook, check_hook, report
 from .client import aopen_answer as _open_any
 from .errors import stream_error_event
+from .frames import FRAME_HEADERS, Frames, FrameSource
 
-__all__ = ["AnswerResponse", "ClosableStream", "RelayResponse", "answer_response",
-           "relay_answer"]
+__all__ = ["AnswerResponse", "ClosableStream", "EventStreamResponse", "RelayResponse",
+           "answer_response", "relay_answer"]
 
 log = logging.getLogger("tokcore.adapters")
 
@@ -74,6 +89,9 @@ class RelayResponse(StreamingResponse):
     shape of the error event sent if the upstream fails mid-stream. ``on_complete`` is called
     once the response has ended, with the counts of ``relay`` (by default the stream's
     ``relay`` attribute, which the adapters' streams have; all zero without one)."""
+
+    #: what the WARNING line of a failure mid-stream names
+    _source_name = "the upstream"
 
     def __init__(self, stream: ClosableStream, *, api: Api = "chat", status_code: int = 200,
                  headers: Mapping[str, str] | None = None,
@@ -105,7 +123,8 @@ class RelayResponse(StreamingResponse):
                 break
             except Exception as error:  # the source's: the relay never raises on data
                 self._failed = type(error).__name__
-                log.warning("the upstream failed mid-stream: %s: %s", self._failed, error)
+                log.warning("%s failed mid-stream: %s: %s", self._source_name, self._failed,
+                            error)
                 event = stream_error_event(self.api)
                 await send({"type": "http.response.body", "more_body": True, "body": event})
                 self._sent += len(event)
@@ -131,6 +150,34 @@ class RelayResponse(StreamingResponse):
                 await report(self.on_complete, Completion(
                     self.api, self.status_code, counts, not self._ended, self._sent, True,
                     self._failed))
+
+
+class EventStreamResponse(RelayResponse):
+    """A server's own event stream: the frames of ``frames`` (an async or sync iterable of
+    the bytes a :class:`tokcore.StreamWriter` wrote: an async generator, most often) sent as
+    they are, as ``text/event-stream`` with ``Cache-Control: no-cache`` and
+    ``X-Accel-Buffering: no`` (``headers`` are added). However the response ends, the
+    frames' source is closed (an async generator's ``finally`` runs): its end; the client
+    going away (one DEBUG line, under either ASGI disconnect convention); an exception in
+    the source (an error event in ``api``'s shape ends the stream, one WARNING line, no
+    traceback); a cancellation (propagated). ``on_complete`` is called once it has ended
+    (its ``counts`` all zero: nothing is relayed).
+
+    Raises ``TypeError`` for ``frames`` that are not an iterable (or are ``bytes`` or
+    ``str``) and for an ``on_complete`` that is not callable; a frame that is not bytes
+    ends the stream as an exception in the source does."""
+
+    _source_name = "the stream's frames"
+
+    def __init__(self, frames: FrameSource, *, api: Api = "chat", status_code: int = 200,
+                 headers: Mapping[str, str] | None = None,
+                 background: BackgroundTask | None = None,
+                 on_complete: CompletionHook | None = None) -> None:
+        sse = {k: v for k, v in FRAME_HEADERS.items() if k != "Content-Type"}
+        super().__init__(Frames(frames), api=api, status_code=status_code,
+                         headers={**sse, **(headers or {})},
+                         media_type=FRAME_HEADERS["Content-Type"], background=background,
+                         on_complete=on_complete)
 
 
 class AnswerResponse(Response):

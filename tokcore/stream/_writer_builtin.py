@@ -81,7 +81,7 @@ def _vllm_choice(delta: dict[str, object], finish: bool = False) -> dict[str, ob
 _VLLM_CHAT = {
     "start": _vllm_chunk([{"index": P.index, "delta": {"role": P.role, "content": ""},
                            "logprobs": None, "finish_reason": None}], usage=_VLLM_USAGE,
-                         extra={"prompt_token_ids": None, "prompt_text": None}),
+                         extra={"prompt_token_ids": P.prompt_token_ids, "prompt_text": None}),
     "text": _vllm_chunk([_vllm_choice({"content": P.text})], usage=_VLLM_USAGE),
     "reasoning": _vllm_chunk([_vllm_choice({"reasoning": P.text})], usage=_VLLM_USAGE),
     "tool_start": _vllm_chunk([_vllm_choice({"tool_calls": [
@@ -104,7 +104,7 @@ _VLLM_COMPLETION_LOGPROBS = {"text_offset": [P.lp_offset], "token_logprobs": [P.
 def _vllm_completion(finish: bool) -> dict[str, object]:
     choice = {"index": P.index, "text": P.text, "logprobs": _VLLM_COMPLETION_LOGPROBS,
               "finish_reason": P.finish_reason, "stop_reason": P.stop_reason,
-              "prompt_token_ids": None, "token_ids": P.token_ids}
+              "prompt_token_ids": P.prompt_token_ids, "token_ids": P.token_ids}
     return _vllm_chunk([choice], usage={k: v for k, v in _VLLM_USAGE.items()
                                         if k != "completion_tokens_details"},
                        last=finish, obj=_TEXT_COMPLETION)
@@ -279,10 +279,72 @@ def _responses(kind: str, logprobs: bool) -> dict[str, object]:
     return event
 
 
+def _response(status: str, output: list[object], usage: object,
+              incomplete: object = None) -> dict[str, object]:
+    """A Response object in OpenAI's order: the stream's constants, its status and output,
+    its usage; the members a request sets as OpenAI writes them for a request that set none
+    (a server that echoes its request's makes its own probe)."""
+    return {"id": P.id, "object": "response", "created_at": P.created, "status": status,
+            "background": False, "error": None, "incomplete_details": incomplete,
+            "instructions": None, "max_output_tokens": None, "model": P.model,
+            "output": output, "parallel_tool_calls": True, "previous_response_id": None,
+            "reasoning": {"effort": None, "summary": None}, "store": False,
+            "temperature": 1.0, "text": {"format": {"type": "text"}}, "tool_choice": "auto",
+            "tools": [], "top_p": 1.0, "truncation": "disabled", "usage": usage,
+            "user": None, "metadata": {}}
+
+
+def _part(text: str) -> dict[str, object]:
+    return {"type": "output_text", "annotations": [], "logprobs": [], "text": text}
+
+
+def _message(status: str, content: list[object]) -> dict[str, object]:
+    return {"id": P.item_id, "type": "message", "status": status, "content": content,
+            "role": P.role}
+
+
+_RESPONSES_USAGE = {"input_tokens": P.prompt_tokens,
+                    "input_tokens_details": {"cached_tokens": P.cached_tokens,
+                                             "cache_write_tokens": 0},
+                    "output_tokens": P.completion_tokens,
+                    "output_tokens_details": {"reasoning_tokens": P.reasoning_tokens},
+                    "total_tokens": P.total_tokens}
+
+
+def _response_event(kind: str, response: dict[str, object]) -> dict[str, object]:
+    return {"type": f"response.{kind}", "sequence_number": P.sequence_number,
+            "response": response}
+
+
+def _part_event(kind: str, text: str) -> dict[str, object]:
+    return {"type": f"response.content_part.{kind}", "sequence_number": P.sequence_number,
+            "item_id": P.item_id, "output_index": P.index, "content_index": P.content_index,
+            "part": _part(text)}
+
+
+def _item_event(kind: str, item: dict[str, object]) -> dict[str, object]:
+    return {"type": f"response.output_item.{kind}", "sequence_number": P.sequence_number,
+            "output_index": P.index, "item": item}
+
+
 _RESPONSES = {
+    "created": _response_event("created", _response("in_progress", [], None)),
+    "in_progress": _response_event("in_progress", _response("in_progress", [], None)),
+    "item_added": _item_event("added", _message("in_progress", [])),
+    "part_added": _part_event("added", ""),
     "text": _responses("output_text", True),
     "reasoning": _responses("reasoning_text", False),
     "tool_args": _responses("function_call_arguments", False),
+    "text_done": {"type": "response.output_text.done", "sequence_number": P.sequence_number,
+                  "item_id": P.item_id, "output_index": P.index,
+                  "content_index": P.content_index, "text": P.text, "logprobs": []},
+    "part_done": _part_event("done", P.text),
+    "item_done": _item_event("done", _message("completed", [_part(P.text)])),
+    "completed": _response_event("completed", _response(
+        "completed", [_message("completed", [_part(P.text)])], _RESPONSES_USAGE)),
+    "incomplete": _response_event("incomplete", _response(
+        "incomplete", [_message("incomplete", [_part(P.text)])], _RESPONSES_USAGE,
+        {"reason": P.finish_reason})),
 }
 
 

@@ -159,26 +159,27 @@ cdef enum:
     S_ID, S_MODEL, S_CREATED, S_FINGERPRINT, S_ROLE, S_TEXT, S_INDEX, S_TOKEN_IDS,
     S_FINISH, S_STOP, S_TOOL_INDEX, S_TOOL_ID, S_TOOL_NAME, S_ITEM_ID, S_CONTENT_INDEX,
     S_SEQ, S_PROMPT, S_COMPLETION, S_TOTAL, S_CACHED, S_REASONING, S_LP_TOKEN, S_LP_LOGPROB,
-    S_LP_BYTES, S_LP_OFFSET, S_TOP_TOKEN, S_TOP_LOGPROB, S_TOP_BYTES,
+    S_LP_BYTES, S_LP_OFFSET, S_TOP_TOKEN, S_TOP_LOGPROB, S_TOP_BYTES, S_PROMPT_IDS,
     G_LOGPROBS, G_USAGE, G_TOP, NVALUES
 
 cdef enum:
     OP_CONST, OP_SLOT, OP_MEMBER, OP_LOOP, OP_NEXT
 
-assert [SLOT[name] for name in ("id", "text", "sequence_number", "top_bytes")] == [
-    S_ID, S_TEXT, S_SEQ, S_TOP_BYTES]
+assert [SLOT[name] for name in ("id", "text", "sequence_number", "top_bytes",
+                                "prompt_token_ids")] == [
+    S_ID, S_TEXT, S_SEQ, S_TOP_BYTES, S_PROMPT_IDS]
 assert (GROUP["logprobs"], GROUP["usage"], GROUP["top_logprobs"]) == (G_LOGPROBS, G_USAGE, G_TOP)
 
 cdef uint64_t NULLABLE_MASK = 0
 for _name in NULLABLE:
     NULLABLE_MASK |= (<uint64_t>1) << SLOT[_name]
 cdef enum:
-    N_STEP_SLOTS = 10
+    N_STEP_SLOTS = 11
     KEEP_FREED = 1 << 16  # a buffer larger than this is freed after the call
 # a step's own values, in the Python twin's order of checks
 cdef int STEP_SLOTS[N_STEP_SLOTS]
-for _k, _slot in enumerate((S_TEXT, S_INDEX, S_TOKEN_IDS, S_FINISH, S_STOP, S_TOOL_INDEX,
-                            S_TOOL_ID, S_TOOL_NAME, S_ITEM_ID, S_CONTENT_INDEX)):
+for _k, _slot in enumerate((S_TEXT, S_INDEX, S_TOKEN_IDS, S_PROMPT_IDS, S_FINISH, S_STOP,
+                            S_TOOL_INDEX, S_TOOL_ID, S_TOOL_NAME, S_ITEM_ID, S_CONTENT_INDEX)):
     STEP_SLOTS[_k] = _slot
 
 
@@ -251,6 +252,7 @@ cdef class _Compiled:
     cdef dict frames
     cdef _Frame text, reasoning, tool_args, finish, usage, done
     cdef int ascii, floats, literal
+    cdef bint created_float  # the probes write created as a float
 
     cdef _Frame get(self, name):
         return <_Frame>self.frames.get(name)
@@ -271,6 +273,7 @@ cdef _Compiled _compiled(shape):
     c.done = None if frame is None else c.get(frame)
     rules = STYLES[shape.style]
     c.ascii, c.floats, c.literal = rules.ascii, rules.floats, rules.nonfinite_literal
+    c.created_float = shape._created_float
     shape._compiled = c  # (two writers made at once may both compile: one is kept)
     return c
 
@@ -420,7 +423,8 @@ cdef class StreamWriter:
             self._ascii, self._floats, self._literal = comp.ascii, comp.floats, comp.literal
             self._c_id = self._render(id, "id")
             self._c_model = self._render(model, "model")
-            self._c_created = str(created).encode("ascii")
+            self._c_created = _py.render_float(STYLES[shape.style], float(created)) \
+                if comp.created_float else str(created).encode("ascii")
             self._c_fp = None if system_fingerprint is None else self._render(
                 system_fingerprint, "system_fingerprint")
             self._c_role = self._render(role, "role")
@@ -599,7 +603,7 @@ cdef class StreamWriter:
                 if not (f.mask & bit) and v != 0:
                     raise _Slow()
                 continue
-            if s == S_TOKEN_IDS:
+            if s == S_TOKEN_IDS or s == S_PROMPT_IDS:
                 if not _ints_ok(value):
                     raise _Slow()
             elif s == S_STOP:
@@ -702,7 +706,7 @@ cdef class StreamWriter:
             return self._put_str(<object>a.v[slot])
         elif slot == S_INDEX or slot == S_TOOL_INDEX or slot == S_CONTENT_INDEX:
             return self._put_int(a.i[slot] if a.v[slot] != NULL else 0)
-        elif slot == S_TOKEN_IDS:
+        elif slot == S_TOKEN_IDS or slot == S_PROMPT_IDS:
             if a.v[slot] == NULL:
                 return self._put_null()
             return self._put_ints(<object>a.v[slot], f)
@@ -987,7 +991,7 @@ cdef class StreamWriter:
             tok_busy_leave(self, &self._busy)
 
     def step(self, text=None, index=0, *, kind="text", token_ids=None, logprobs=None,
-             finish_reason=None, stop_reason=None, usage=None):
+             finish_reason=None, stop_reason=None, usage=None, prompt_token_ids=None):
         cdef Args a
         cdef _Frame f
         if not tok_busy_enter(self, &self._busy):
@@ -1003,12 +1007,14 @@ cdef class StreamWriter:
                 _set(&a, S_FINISH, finish_reason)
                 _set(&a, S_STOP, stop_reason)
                 _set(&a, G_USAGE, usage)
+                _set(&a, S_PROMPT_IDS, prompt_token_ids)
                 self._frame(f, &a, False)
             except _Slow:
                 self._reset()
                 return self._slow("step", (text, index), dict(
                     kind=kind, token_ids=token_ids, logprobs=logprobs,
-                    finish_reason=finish_reason, stop_reason=stop_reason, usage=usage))
+                    finish_reason=finish_reason, stop_reason=stop_reason, usage=usage,
+                    prompt_token_ids=prompt_token_ids))
             except BaseException:
                 self._reset()
                 raise
@@ -1055,7 +1061,7 @@ cdef class StreamWriter:
                 for k in range(n):
                     item = _item(steps, k)
                     m = _seq_len(item)
-                    if m < 0 or m > 8:
+                    if m < 0 or m > 9:
                         raise _Slow()
                     # each field held while its frame is written
                     text = _item(item, 0) if m > 0 else None
@@ -1066,6 +1072,7 @@ cdef class StreamWriter:
                     finish = _item(item, 5) if m > 5 else None
                     stop = _item(item, 6) if m > 6 else None
                     usage = _item(item, 7) if m > 7 else None
+                    prompt_ids = _item(item, 8) if m > 8 else None
                     f = self._step_frame(kind, text, finish)
                     _clear(&a)
                     _set(&a, S_TEXT, text)
@@ -1075,6 +1082,7 @@ cdef class StreamWriter:
                     _set(&a, S_FINISH, finish)
                     _set(&a, S_STOP, stop)
                     _set(&a, G_USAGE, usage)
+                    _set(&a, S_PROMPT_IDS, prompt_ids)
                     self._frame(f, &a, False)
             except _Slow:
                 self._reset()
@@ -1090,7 +1098,7 @@ cdef class StreamWriter:
 
     def write(self, frame, text=None, index=0, *, token_ids=None, logprobs=None,
               finish_reason=None, stop_reason=None, usage=None, tool_index=0, tool_id=None,
-              tool_name=None, item_id=None, content_index=0):
+              tool_name=None, item_id=None, content_index=0, prompt_token_ids=None):
         cdef Args a
         cdef _Frame f
         cdef PyObject *found
@@ -1116,6 +1124,7 @@ cdef class StreamWriter:
                 _set(&a, S_TOOL_NAME, tool_name)
                 _set(&a, S_ITEM_ID, item_id)
                 a.v[S_CONTENT_INDEX] = <PyObject *>content_index
+                _set(&a, S_PROMPT_IDS, prompt_token_ids)
                 self._frame(f, &a, frame == "usage")
             except _Slow:
                 self._reset()
@@ -1123,7 +1132,7 @@ cdef class StreamWriter:
                     token_ids=token_ids, logprobs=logprobs, finish_reason=finish_reason,
                     stop_reason=stop_reason, usage=usage, tool_index=tool_index,
                     tool_id=tool_id, tool_name=tool_name, item_id=item_id,
-                    content_index=content_index))
+                    content_index=content_index, prompt_token_ids=prompt_token_ids))
             except BaseException:
                 self._reset()
                 raise

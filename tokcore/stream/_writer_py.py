@@ -89,6 +89,7 @@ class Step(NamedTuple):
     finish_reason: str | None = None
     stop_reason: str | int | None = None
     usage: Usage | tuple[int, ...] | None = None
+    prompt_token_ids: Sequence[int] | None = None
 
 
 # --- checks and their messages: one place, for both twins
@@ -262,8 +263,8 @@ _LEVEL1 = {SLOT["lp_token"]: 0, SLOT["lp_logprob"]: 1, SLOT["lp_bytes"]: 2,
 _LEVEL2 = {SLOT["top_token"]: 0, SLOT["top_logprob"]: 1, SLOT["top_bytes"]: 2}
 _TOTAL = SLOT["total_tokens"]
 #: a step's arguments (write()'s keywords) by slot
-_ARGS = ("text", "index", "token_ids", "finish_reason", "stop_reason", "tool_index", "tool_id",
-         "tool_name", "item_id", "content_index")
+_ARGS = ("text", "index", "token_ids", "prompt_token_ids", "finish_reason", "stop_reason",
+         "tool_index", "tool_id", "tool_name", "item_id", "content_index")
 _DEFAULT_ZERO = frozenset({"index", "tool_index", "content_index"})
 
 
@@ -297,7 +298,8 @@ class StreamWriter:
         consts: dict[int, bytes | None] = {
             SLOT["id"]: render_str(rules, check_str(id, "id"), "id"),
             SLOT["model"]: render_str(rules, check_str(model, "model"), "model"),
-            SLOT["created"]: str(check_int(created, "created")).encode("ascii"),
+            SLOT["created"]: render_float(rules, float(check_int(created, "created")))
+            if shape._created_float else str(check_int(created, "created")).encode("ascii"),
             SLOT["system_fingerprint"]: None if system_fingerprint is None else render_str(
                 rules, check_str(system_fingerprint, "system_fingerprint"),
                 "system_fingerprint"),
@@ -360,14 +362,18 @@ class StreamWriter:
              token_ids: Sequence[int] | None = None,
              logprobs: Sequence[TokenLogprob | tuple[object, ...]] | None = None,
              finish_reason: str | None = None, stop_reason: str | int | None = None,
-             usage: Usage | tuple[int, ...] | None = None) -> bytes:
+             usage: Usage | tuple[int, ...] | None = None,
+             prompt_token_ids: Sequence[int] | None = None) -> bytes:
         """One step of choice ``index``: its ``text`` (the delta of ``kind``: ``"text"``,
         ``"reasoning"``, ``"tool_args"``), the step's ``token_ids`` and ``logprobs``, the
-        continuous ``usage``; with a ``finish_reason``, the shape's ``finish`` frame (the
-        ``kind`` frame when it has none, or when it has no text and ``text`` is given)."""
+        continuous ``usage``, the prompt's ids (``prompt_token_ids``: vLLM's
+        ``return_token_ids`` puts them on a completion's first chunk); with a
+        ``finish_reason``, the shape's ``finish`` frame (the ``kind`` frame when it has none,
+        or when it has no text and ``text`` is given)."""
         return self._frames(((self._step_frame(kind, text, finish_reason), {
             "text": text, "index": index, "token_ids": token_ids, "logprobs": logprobs,
-            "finish_reason": finish_reason, "stop_reason": stop_reason, "usage": usage}),))
+            "finish_reason": finish_reason, "stop_reason": stop_reason, "usage": usage,
+            "prompt_token_ids": prompt_token_ids}),))
 
     def steps(self, steps: Iterable[Step | tuple[object, ...]]) -> bytes:
         """A frame per ``Step`` (or a tuple of ``step``'s arguments in order), as one bytes:
@@ -387,14 +393,18 @@ class StreamWriter:
               finish_reason: str | None = None, stop_reason: str | int | None = None,
               usage: Usage | tuple[int, ...] | None = None, tool_index: int = 0,
               tool_id: str | None = None, tool_name: str | None = None,
-              item_id: str | None = None, content_index: int = 0) -> bytes:
+              item_id: str | None = None, content_index: int = 0,
+              prompt_token_ids: Sequence[int] | None = None) -> bytes:
         """Any frame of the shape by name (``StreamShape.frames``), its slots filled from
-        the arguments. A value for a slot the frame's probe has not is a ``ValueError``."""
+        the arguments (``prompt_token_ids``: the prompt's ids, which vLLM's
+        ``return_token_ids`` puts on a chat stream's ``start`` frame). A value for a slot
+        the frame's probe has not is a ``ValueError``."""
         return self._frames(((frame, {
             "text": text, "index": index, "token_ids": token_ids, "logprobs": logprobs,
             "finish_reason": finish_reason, "stop_reason": stop_reason, "usage": usage,
             "tool_index": tool_index, "tool_id": tool_id, "tool_name": tool_name,
-            "item_id": item_id, "content_index": content_index}),))
+            "item_id": item_id, "content_index": content_index,
+            "prompt_token_ids": prompt_token_ids}),))
 
     def usage(self, prompt_tokens: int, completion_tokens: int,
               cached_tokens: int | None = None, reasoning_tokens: int | None = None) -> bytes:
@@ -404,11 +414,13 @@ class StreamWriter:
 
     def done(self) -> bytes:
         """The stream's end: ``data: [DONE]`` (Chat Completions, Completions) or Anthropic's
-        ``message_stop``; Responses has no such frame (``ValueError``)."""
+        ``message_stop``; Responses has no such frame (``ValueError``): its stream ends with
+        the ``completed`` frame, which holds the whole response."""
         frame = DONE_FRAMES.get(self._shape.api)
         if frame is None:
             raise ValueError("a Responses stream ends with its response.completed event, "
-                             "which holds the whole response: the writer has no done frame")
+                             "which holds the whole response: write('completed', text, "
+                             "usage=...), not done()")
         return self._frames(((frame, {}),))
 
     # --- the work

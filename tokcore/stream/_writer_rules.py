@@ -61,6 +61,8 @@ class Probe(NamedTuple):
     top_token: str = "<<top_token>>"
     top_logprob: float = -987654.5
     top_bytes: tuple[int, ...] = (987654314,)
+    # the prompt's token ids (vLLM's return_token_ids: on a stream's first chunk)
+    prompt_token_ids: tuple[int, ...] = (987654315,)
 
 
 #: the sentinels
@@ -86,7 +88,8 @@ KIND = {name: (K_STR if isinstance(value, str) else K_INT if isinstance(value, i
 KIND["stop_reason"] = K_STR_OR_INT  # vLLM's stop_reason: the stop string or token id
 #: slots that may be None (written ``null``, or their member left out: omit_none)
 NULLABLE = frozenset({"system_fingerprint", "finish_reason", "stop_reason", "token_ids",
-                      "cached_tokens", "reasoning_tokens", "lp_bytes", "top_bytes"})
+                      "cached_tokens", "reasoning_tokens", "lp_bytes", "top_bytes",
+                      "prompt_token_ids"})
 #: the values made of several slots, each one argument (the logprob entries of a step, its
 #: usage, one entry's top logprobs): a None is written where the group's value is; their
 #: numbers follow the slots'
@@ -137,13 +140,13 @@ def _spec(required: str, optional: str = "") -> FrameSpec:
 
 _LOGPROBS = "lp_token lp_logprob lp_bytes lp_offset top_token top_logprob top_bytes"
 _USAGE = "prompt_tokens completion_tokens total_tokens cached_tokens reasoning_tokens"
-_STEP = f"index token_ids finish_reason stop_reason {_LOGPROBS} {_USAGE}"
+_STEP = f"index token_ids prompt_token_ids finish_reason stop_reason {_LOGPROBS} {_USAGE}"
 
 #: the frames of each API and what their probes hold. ``done`` has no sentinel: chat and
 #: completions write ``data: [DONE]`` unless a shape's probe says otherwise
 FRAMES: dict[str, dict[str, FrameSpec]] = {
     "chat": {
-        "start": _spec("", f"index {_USAGE}"),  # the first chunk: the role
+        "start": _spec("", f"index prompt_token_ids {_USAGE}"),  # the first chunk: the role
         "text": _spec("text", _STEP),
         "reasoning": _spec("text", _STEP),
         "tool_start": _spec("tool_index tool_id tool_name", f"text {_STEP}"),
@@ -159,6 +162,20 @@ FRAMES: dict[str, dict[str, FrameSpec]] = {
         "done": _spec(""),
     },
     "responses": {
+        # the response's events (its object: the stream's constants, the output's text and
+        # item, the usage; what the request set, echoed, is the probe's)
+        "created": _spec("", "sequence_number"),
+        "in_progress": _spec("", "sequence_number"),
+        "completed": _spec("", f"text index item_id content_index sequence_number {_USAGE}"),
+        "incomplete": _spec("", f"text index item_id content_index sequence_number "
+                                f"finish_reason {_USAGE}"),
+        # an output item's and its content part's
+        "item_added": _spec("", "index item_id sequence_number"),
+        "part_added": _spec("", "index item_id content_index sequence_number"),
+        "text_done": _spec("text", f"index item_id content_index sequence_number {_LOGPROBS}"),
+        "part_done": _spec("text", "index item_id content_index sequence_number"),
+        "item_done": _spec("", "text index item_id content_index sequence_number"),
+        # the deltas
         "text": _spec("text", f"index item_id content_index sequence_number {_LOGPROBS}"),
         "reasoning": _spec("text", "index item_id content_index sequence_number"),
         "tool_args": _spec("text", "index item_id sequence_number"),

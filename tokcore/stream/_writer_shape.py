@@ -48,6 +48,9 @@ if TYPE_CHECKING:
 _STR_SENTINELS = {value: name for name, value in PROBE._asdict().items() if isinstance(value, str)}
 _NUM_SENTINELS = {repr(value): name for name, value in PROBE._asdict().items()
                   if isinstance(value, (int, float)) and not isinstance(value, bool)}
+#: the stream's ``created`` written as a float (the openai package's Response models have a
+#: float ``created_at``): the writer writes it as that float
+_FLOAT_SENTINELS = {repr(float(PROBE.created)): "created"}
 _LIST_SENTINELS = {str(value[0]): name for name, value in PROBE._asdict().items()
                    if isinstance(value, tuple)}
 
@@ -64,6 +67,8 @@ class Program(NamedTuple):
     slots: frozenset[str]
     #: it writes the stream's sequence number (Responses), which counts each such frame
     counts: bool
+    #: its probe wrote the stream's ``created`` as a float (``1732000000.0``)
+    float_created: bool = False
 
 
 class _Node:
@@ -72,7 +77,7 @@ class _Node:
     pairs)."""
 
     __slots__ = ("kind", "start", "end", "items", "members", "value", "parent", "sentinel",
-                 "loop")
+                 "loop", "as_float")
 
     def __init__(self, kind: str, start: int) -> None:
         self.kind = kind
@@ -84,6 +89,7 @@ class _Node:
         self.parent: _Node | None = None
         self.sentinel: str | None = None  # the slot this node is, if a sentinel
         self.loop = 0  # the level this array's item (object's member) is written for
+        self.as_float = False  # an int sentinel written as a float (created)
 
 
 class _Reader:
@@ -182,6 +188,9 @@ def _mark(node: _Node, where: str) -> None:
         node.sentinel = name
     elif node.kind == "0":
         node.sentinel = _NUM_SENTINELS.get(node.value)
+        if node.sentinel is None and node.value in _FLOAT_SENTINELS:
+            node.sentinel = _FLOAT_SENTINELS[node.value]
+            node.as_float = True
     elif node.kind == "[" and len(node.items) == 1 and node.items[0].kind == "0":
         node.sentinel = _LIST_SENTINELS.get(node.items[0].value)
 
@@ -466,7 +475,7 @@ def compile_frame(api: str, frame: str, probe: str | bytes, omit: Callable[[str]
     ops = _relocate(compiler.ops, head.encode("utf-8"), tail.encode("utf-8"))
     groups = {name for name in GROUP if _has_group(ops, name)}
     return Program(tuple(ops), compiler.sep.encode("utf-8"), frozenset(found) | frozenset(groups),
-                   "sequence_number" in found)
+                   "sequence_number" in found, "created" in found and found["created"].as_float)
 
 
 def _relocate(body_ops: list[list[object]], head: bytes, tail: bytes) -> list[Op]:
@@ -543,11 +552,12 @@ class StreamShape:
     ``TypeError`` for arguments of the wrong type.
     """
 
-    __slots__ = ("api", "name", "style", "_programs", "_compiled")
+    __slots__ = ("api", "name", "style", "_programs", "_compiled", "_created_float")
     api: str
     name: str
     style: str
     _programs: dict[str, Program]
+    _created_float: bool  # the probes write the stream's created as a float
     _compiled: object  # what the compiled writer made of it, once (_writer_c)
 
     def __init__(self, api: WriterApi, probes: str | Mapping[str, str | bytes], *,
@@ -595,7 +605,13 @@ class StreamShape:
             raise ValueError("the probes have no 'text' frame (a text delta): every shape has one")
         if api in ("chat", "completions") and "done" not in programs:
             programs["done"] = Program(((OP_CONST, DONE_FRAME),), b",", frozenset(), False)
+        floats = {program.float_created for program in programs.values()
+                  if "created" in program.slots}
+        if len(floats) > 1:
+            raise ValueError("the probes write the stream's created both as an int and as a "
+                             "float: one serializer writes it one way")
         self.api, self.name, self.style = api, name, style
+        self._created_float = floats == {True}
         self._programs = programs
         self._compiled = None
 
