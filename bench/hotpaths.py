@@ -449,6 +449,12 @@ def main() -> None:
         func, args, units = case.make(3 * case.reps + 1)  # a pool for both stretches
         func(*args)  # a first call's one-off costs (caches, lazy imports) are not counted
         gc.collect()
+        # one live block in each of pymalloc's small size classes while the case runs: a call
+        # that makes and frees a small object (the writer's ~250-byte frame) would otherwise
+        # empty its size class's pool when the cases before left no other block there, and
+        # take a new pool on every call (90 instructions of a 875-instruction chunk), so a
+        # case counted alone and in the whole run would differ
+        ballast = [bytes(size) for size in range(0, 512, 8)]
         gc.disable()
         for reps in (case.reps, 2 * case.reps):
             marks.tok_marks_zero()
@@ -456,6 +462,7 @@ def main() -> None:
                 func(*args)
             marks.tok_marks_dump(f"{case.name}|{reps}|{units}".encode())
         gc.enable()
+        del ballast
 
 
 if __name__ == "__main__":
