@@ -549,3 +549,26 @@ def test_openai_package_responses_probes(writer_twin: ModuleType, text: str, ite
     assert w.write("completed", text, usage=usage) == framed(
         ResponseCompletedEvent.model_construct(response=response("completed", [message], used),
                                                sequence_number=4, type="response.completed"))
+
+
+@pytest.mark.parametrize("usage", [(5, 2), (5, 2, None), (5, 2, None, None), (5, 2, 0, None)])
+def test_responses_usage_counts_not_given_are_zero(writer_twin: ModuleType, usage: Any) -> None:
+    """OpenAI's ResponseUsage has no null count (cached_tokens and reasoning_tokens are
+    required ints): a count not given is written 0, and the response validates."""
+    from openai.types.responses import ResponseCompletedEvent
+
+    shape = StreamShape("responses", "openai")
+
+    def completed(counts: Any) -> bytes:
+        w = writer_twin.StreamWriter(shape, id="resp_1", model="m", created=CREATED,
+                                     item_id="msg_1")
+        return w.write("completed", "Hi", usage=counts)
+
+    frame = completed(usage)
+    assert frame == completed((5, 2, 0, 0))
+    data = frame.split(b"\n")[1].removeprefix(b"data: ")
+    event = ResponseCompletedEvent.model_validate_json(data)
+    assert event.response.usage is not None
+    details = event.response.usage.input_tokens_details
+    assert (details.cached_tokens, event.response.usage.output_tokens_details.reasoning_tokens
+            ) == (0, 0)

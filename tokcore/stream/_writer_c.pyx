@@ -26,7 +26,7 @@ from tokcore._args import in_use
 from tokcore._kernels import unknown_kernel
 from tokcore.stream import _writer_py as _py
 from tokcore.stream._writer_rules import (
-    DONE_FRAMES, GROUP, NULLABLE, SLOT, STYLES,
+    DONE_FRAMES, GROUP, NULLABLE, SLOT, STYLES, ZERO_DETAILS,
 )
 from tokcore.stream._writer_shape import StreamShape
 
@@ -253,6 +253,7 @@ cdef class _Compiled:
     cdef _Frame text, reasoning, tool_args, finish, usage, done
     cdef int ascii, floats, literal
     cdef bint created_float  # the probes write created as a float
+    cdef bint zero_details  # a usage count not given is written 0 (ZERO_DETAILS)
 
     cdef _Frame get(self, name):
         return <_Frame>self.frames.get(name)
@@ -274,6 +275,7 @@ cdef _Compiled _compiled(shape):
     rules = STYLES[shape.style]
     c.ascii, c.floats, c.literal = rules.ascii, rules.floats, rules.nonfinite_literal
     c.created_float = shape._created_float
+    c.zero_details = shape.api in ZERO_DETAILS
     shape._compiled = c  # (two writers made at once may both compile: one is kept)
     return c
 
@@ -633,6 +635,9 @@ cdef class StreamWriter:
                 item = _item(value, j)
                 s = _USAGE_SLOT[j]
                 if j >= 2 and item is None:
+                    if self._comp.zero_details:
+                        a.i[s] = 0
+                        a.v[s] = <PyObject *>value
                     continue
                 if not _int64(item, &a.i[s]):
                     raise _Slow()

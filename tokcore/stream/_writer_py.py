@@ -39,6 +39,7 @@ from ._writer_rules import (
     STYLES,
     SURROGATE_ESCAPE,
     SURROGATE_TYPE_ERROR,
+    ZERO_DETAILS,
     StyleRules,
 )
 from ._writer_shape import Program, StreamShape
@@ -242,7 +243,10 @@ def check_entry(value: object, what: str, top: bool) -> _Entry:
     return _Entry(token, logprob, byte_values, tops, offset)
 
 
-def check_usage(value: object) -> tuple[int, int, int | None, int | None]:
+def check_usage(value: object, zero_details: bool = False
+                ) -> tuple[int, int, int | None, int | None]:
+    """A usage tuple, checked (``zero_details``: a cached or reasoning count not given is 0,
+    as the API's usage has no null count)."""
     item = check_tuple(value, "usage", 2, 4)
     prompt = check_int(item[0], "usage.prompt_tokens")
     completion = check_int(item[1], "usage.completion_tokens")
@@ -252,6 +256,8 @@ def check_usage(value: object) -> tuple[int, int, int | None, int | None]:
     reasoning = None if raw_reasoning is None else check_int(raw_reasoning,
                                                              "usage.reasoning_tokens")
     check_int(prompt + completion, "usage.total_tokens")
+    if zero_details:
+        return prompt, completion, cached or 0, reasoning or 0
     return prompt, completion, cached, reasoning
 
 
@@ -502,7 +508,7 @@ class StreamWriter:
             values[G_LOGPROBS] = entries
         usage = args.get("usage")
         if usage is not None:
-            values[G_USAGE] = check_usage(usage)
+            values[G_USAGE] = check_usage(usage, self._shape.api in ZERO_DETAILS)
             if "usage" not in slots:
                 raise no_slot(self._shape, frame, "usage")
         elif frame == "usage":

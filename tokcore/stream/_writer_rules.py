@@ -124,6 +124,9 @@ DONE_FRAME = b"data: [DONE]\n\n"
 #: the frame ``StreamWriter.done()`` writes: the stream's last (Responses has none: its last
 #: event, ``response.completed``, holds the whole response)
 DONE_FRAMES = {"chat": "done", "completions": "done", "messages": "message_stop"}
+#: the APIs whose usage details are counts, never null (OpenAI's ``ResponseUsage``: its
+#: ``cached_tokens`` and ``reasoning_tokens`` are required ints): a count not given is 0
+ZERO_DETAILS = frozenset({"responses"})
 
 
 class FrameSpec(NamedTuple):
