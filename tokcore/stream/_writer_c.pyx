@@ -953,8 +953,9 @@ cdef class StreamWriter:
         cdef _Frame f = self._comp.text
         cdef long long seq, v = 1
         cdef bytes head, tail
-        texts = _py._items(texts, "texts")
-        if PyList_Check(texts):
+        if not PyTuple_Check(texts):
+            if not PyList_Check(texts):
+                texts = _py._items(texts, "texts")  # (its checks and list(): the rare input)
             texts = tuple(texts)  # (one copy of the item pointers: the fast path reads them twice)
         if not tok_busy_enter(self, &self._busy):
             raise in_use("StreamWriter")
@@ -1056,7 +1057,8 @@ cdef class StreamWriter:
         cdef Py_ssize_t n, k, m
         cdef _Frame f
         cdef long long seq
-        steps = _py._items(steps, "steps")
+        if not (PyList_Check(steps) or PyTuple_Check(steps)):
+            steps = _py._items(steps, "steps")
         if not tok_busy_enter(self, &self._busy):
             raise in_use("StreamWriter")
         seq = self._seq
