@@ -635,13 +635,16 @@ cdef class StreamWriter:
                 item = _item(value, j)
                 s = _USAGE_SLOT[j]
                 if j >= 2 and item is None:
-                    if self._comp.zero_details:
-                        a.i[s] = 0
-                        a.v[s] = <PyObject *>value
                     continue
                 if not _int64(item, &a.i[s]):
                     raise _Slow()
                 a.v[s] = <PyObject *>value  # (a marker: the count is in a.i)
+            if self._comp.zero_details:  # (a count not given: 0, not null)
+                for j in range(2, 4):
+                    s = _USAGE_SLOT[j]
+                    if a.v[s] == NULL:
+                        a.i[s] = 0
+                        a.v[s] = <PyObject *>value
             if (a.i[S_PROMPT] > 0 and a.i[S_COMPLETION] > 0x7fffffffffffffff - a.i[S_PROMPT]) or \
                     (a.i[S_PROMPT] < 0 and a.i[S_COMPLETION] < -0x7fffffffffffffff - 1 - a.i[S_PROMPT]):
                 raise _Slow()  # the total outside int64
