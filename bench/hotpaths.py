@@ -282,6 +282,18 @@ def _writer() -> Any:
                                 model="Qwen/Qwen2.5-7B-Instruct", created=1732000000)
 
 
+def _delta(api: str, builtin: str) -> Callable[[int], Work]:
+    """One text delta of an API whose frames carry ``event:`` lines (Responses: and its
+    ``sequence_number``), through the built-in shape."""
+    def make(pool: int) -> Work:
+        shape = tokcore.StreamShape(api, builtin)
+        w = tokcore.StreamWriter(shape, id="resp_8f3c2a1b4d5e6f708192a3b4c5d6e7f8",
+                                 model="Qwen/Qwen2.5-7B-Instruct", created=1732000000,
+                                 item_id="msg_8f3c2a1b4d5e6f708192a3b4c5d6e7f8")
+        return w.text, (" the",), 1
+    return make
+
+
 def _write(kind: str) -> Callable[[int], Work]:
     def make(pool: int) -> Work:
         import bench_writer as b
@@ -367,6 +379,10 @@ CASES = [
     Case("writer: a 64 KiB ASCII text escaped", "byte", _write("ascii"), 40, WRITER),
     Case("writer: a 64 KiB mixed UTF-8 text escaped", "byte", _write("mixed"), 40, WRITER),
     Case("writer: StreamWriter(shape, ...)", "call", _new_writer, 4_000, WRITER),
+    Case("writer: one Responses text delta", "call", _delta("responses", "openai"), 20_000,
+         WRITER),
+    Case("writer: one Anthropic text delta", "call", _delta("messages", "anthropic"), 20_000,
+         WRITER),
 ]
 
 

@@ -383,3 +383,55 @@ def test_one_call_at_a_time(writer_twin: ModuleType) -> None:
     with pytest.raises(TypeError):
         w.texts(Texts(), "0")  # type: ignore[arg-type]
     assert w.text("ok")
+
+
+# a Responses stream's calls: a text delta (the compiled twin's split around the sequence
+# number and the text), the item or the sequence number changed, another frame between
+RESPONSES_CALLS = st.lists(st.one_of(
+    st.tuples(st.just("text"), st.text(st.sampled_from(["a", " ", '"', "\\", "\n", "é", "😀"]),
+                                       max_size=8), st.sampled_from([0, 0, 1])),
+    st.tuples(st.just("item"), st.sampled_from(["msg_1", "msg_\"2", "é", None])),
+    st.tuples(st.just("seq"), st.sampled_from([0, 9, 10, 99, 2**31, 2**63 - 2])),
+    st.tuples(st.just("reasoning"), st.just("r"))), max_size=12)
+
+
+@settings(max_examples=examples(200))
+@given(calls=RESPONSES_CALLS)
+def test_responses_deltas_both_twins(calls: list[Any]) -> None:
+    """The compiled twin's Responses delta (its number and text written between the frame's
+    three parts) is the Python twin's frame, whatever item and number the stream is at."""
+    compiled = _twins.twin("writer", "c")
+    shape = StreamShape("responses", "openai")
+    writers = [make(twin, shape, item_id="msg_0") for twin in (compiled, _writer_py)]
+    for call in calls:
+        outcomes = []
+        for w in writers:
+            try:
+                if call[0] == "text":
+                    outcomes.append(w.text(call[1], call[2]))
+                elif call[0] == "item":
+                    w.item_id = call[1]
+                elif call[0] == "seq":
+                    w.sequence_number = call[1]
+                else:
+                    outcomes.append(w.write("reasoning", call[1], item_id="rs_1"))
+            except (TypeError, ValueError, OverflowError) as exc:
+                outcomes.append(repr(exc))
+        assert outcomes[:1] == outcomes[1:], call
+        assert writers[0].sequence_number == writers[1].sequence_number
+
+
+def test_the_last_sequence_number(writer_twin: ModuleType) -> None:
+    """An event at 2**63 - 1 would leave the next number outside int64: refused
+    (OverflowError), the writer unchanged; the one before is written."""
+    w = make(writer_twin, StreamShape("responses", "openai"), item_id="msg_1")
+    w.sequence_number = 2**63 - 2
+    assert loads(w.text("a"))[0]["sequence_number"] == 2**63 - 2
+    message = r"sequence_number = 9223372036854775807: the next event's would be outside"
+    for call in (lambda: w.text("b"), lambda: w.texts(["b", "c"]),
+                 lambda: w.write("reasoning", "r", item_id="rs_1"), lambda: w.text("é")):
+        with pytest.raises(OverflowError, match=message):
+            call()
+        assert w.sequence_number == 2**63 - 1
+    w.sequence_number = 0
+    assert loads(w.text("c"))[0]["sequence_number"] == 0

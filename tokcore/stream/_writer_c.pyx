@@ -403,6 +403,8 @@ cdef class StreamWriter:
     cdef tuple _init  # the constructor's arguments, for the Python twin's writer
     cdef bytes _head0, _tail0  # the text frame of choice 0 around its text (None: no such)
     cdef list _heads  # [(head, tail)] of choices 1.. as they are written (the same split)
+    cdef tuple _counted  # a counting text frame of choice 0 around its number and text
+    cdef bint _counted_stale  # _counted to be made again (made, or the item changed, since)
     cdef _Frame _done  # the done frame (None: the API has none)
     cdef char *buf
     cdef Py_ssize_t len, cap
@@ -436,6 +438,7 @@ cdef class StreamWriter:
             self._init = (id, model, created, system_fingerprint, role)
             self._head0 = self._tail0 = None
             self._heads = []
+            self._counted, self._counted_stale = None, True
             self._done = comp.done
             if comp.text is not None and not comp.text.counts:
                 split = self._split_text(0)
@@ -481,6 +484,7 @@ cdef class StreamWriter:
         if not tok_busy_enter(self, &self._busy):
             raise in_use("StreamWriter")
         self._c_item, self._item_text = rendered, value
+        self._counted_stale = True  # (the item's id is in the split)
         tok_busy_leave(self, &self._busy)
 
     @property
@@ -814,6 +818,8 @@ cdef class StreamWriter:
         return -1
 
     cdef int _frame(self, _Frame f, Args *a, bint is_usage_frame) except -1:
+        if f.counts and self._seq == 0x7fffffffffffffff:
+            raise _Slow()  # (the last number: the Python twin's OverflowError, the next past int64)
         self._check(f, a, is_usage_frame)
         self._run(f, a, 0, -1)
         if f.counts:
@@ -840,6 +846,43 @@ cdef class StreamWriter:
             if self._run(f, &a, at + 1, S_TEXT) >= 0:
                 return None
             return head, PyBytes_FromStringAndSize(self.buf, self.len)
+        finally:
+            self._reset()
+
+    cdef tuple _split_counted(self):
+        """The counting text frame of choice 0 (a Responses delta) with no other value, as
+        (the bytes before its sequence number, those between the number and the text, those
+        after the text), for text() to write around the two; None when the frame is not so
+        (the number after the text or twice, the text twice, a value it needs missing)."""
+        cdef _Frame f = self._comp.text
+        cdef Args a
+        cdef int at, k, numbers = 0
+        for k in range(f.n):
+            if f.ops[k].code == OP_SLOT and f.ops[k].a == S_SEQ:
+                numbers += 1
+        if numbers != 1:
+            return None
+        _clear(&a)
+        a.v[S_TEXT] = <PyObject *>_NO_TEXT  # (never written: the runs stop before it)
+        a.v[S_INDEX] = <PyObject *>_ZERO
+        try:
+            self._check(f, &a, False)
+            self.len = 0
+            at = self._run(f, &a, 0, S_SEQ)
+            if at < 0:
+                return None
+            head = PyBytes_FromStringAndSize(self.buf, self.len)
+            self.len = 0
+            at = self._run(f, &a, at + 1, S_TEXT)
+            if at < 0:
+                return None
+            mid = PyBytes_FromStringAndSize(self.buf, self.len)
+            self.len = 0
+            if self._run(f, &a, at + 1, S_TEXT) >= 0:
+                return None
+            return head, mid, PyBytes_FromStringAndSize(self.buf, self.len)
+        except _Slow:
+            return None
         finally:
             self._reset()
 
@@ -891,15 +934,45 @@ cdef class StreamWriter:
         return out
 
     def text(self, text, index=0):
-        cdef Py_ssize_t n, hn, tn
+        cdef Py_ssize_t n, hn, tn, mn, dn
         cdef long long v = 1
         cdef const unsigned char *p
         cdef char *o
+        cdef char digits[24]
         cdef Args a
-        cdef bytes head, tail
+        cdef bytes head, tail, mid
         if not tok_busy_enter(self, &self._busy):
             raise in_use("StreamWriter")
         try:
+            if self._head0 is None and <PyObject *>index == <PyObject *>_ZERO and \
+                    PyUnicode_Check(text) and PyUnicode_IS_ASCII(text) and \
+                    self._comp.text is not None and self._comp.text.counts:
+                # a Responses delta: its number and the text between the split's three parts
+                if self._counted_stale:
+                    self._counted = self._split_counted()
+                    self._counted_stale = False
+                n = PyUnicode_GET_LENGTH(text)
+                p = <const unsigned char *>PyUnicode_DATA(text)
+                if self._counted is not None and self._seq != 0x7fffffffffffffff and \
+                        tok_esc_scan(p, n, self._ascii) == n:
+                    head, mid, tail = self._counted
+                    hn, mn, tn = PyBytes_GET_SIZE(head), PyBytes_GET_SIZE(mid), \
+                        PyBytes_GET_SIZE(tail)
+                    dn = tok_fmt_i64(digits, self._seq)
+                    out = PyBytes_FromStringAndSize(NULL, hn + dn + mn + n + 2 + tn)
+                    o = PyBytes_AS_STRING(out)
+                    tok_copy(o, PyBytes_AS_STRING(head), hn)
+                    o += hn
+                    memcpy(o, digits, dn)
+                    o += dn
+                    tok_copy(o, PyBytes_AS_STRING(mid), mn)
+                    o += mn
+                    o[0] = 34  # '"'
+                    tok_copy(o + 1, <const char *>p, n)
+                    o[n + 1] = 34
+                    tok_copy(o + n + 2, PyBytes_AS_STRING(tail), tn)
+                    self._seq += 1
+                    return out
             if self._head0 is not None and PyUnicode_Check(text) and (
                     <PyObject *>index == <PyObject *>_ZERO or _int64(index, &v)):
                 if <PyObject *>index == <PyObject *>_ZERO or v == 0:
@@ -1193,6 +1266,7 @@ cdef class StreamWriter:
 
 
 cdef object _ZERO = 0
+cdef str _NO_TEXT = ""
 cdef tuple _EMPTY = ()
 
 

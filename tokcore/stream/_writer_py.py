@@ -462,6 +462,9 @@ class StreamWriter:
             seq = self._seq
             for frame, args in frames:
                 program = self._shape._program(frame)
+                if program.counts and seq == INT64_MAX:
+                    raise OverflowError(f"sequence_number = {seq}: the next event's would be "
+                                        "outside the int64 range")
                 values = self._values(frame, program, args, seq)
                 self._run(program, values, out)
                 seq += program.counts
