@@ -6,8 +6,10 @@ put in by json.dumps (vLLM PR #52875), a msgspec Struct encoded (SGLang), orjson
 The writer's shape is made from probes the same ChatCompletionChunk wrote, so tokcore and
 the pydantic baseline write the same bytes (checked first). The cases: one text chunk, a
 chunk with one token's 20 top logprobs, 16 steps of a stream in one call against 16 calls,
-and a 64 KiB text escaped (ASCII, and mixed UTF-8: accents, CJK, emoji), whose throughput in
-GB/s of UTF-8 text report.py prints (``input_bytes``) and checks (``RATE_TARGETS``).
+one Responses text delta (its shape made from the openai package's ResponseTextDeltaEvent,
+against that model built and dumped), and a 64 KiB text escaped (ASCII, and mixed UTF-8:
+accents, CJK, emoji), whose throughput in GB/s of UTF-8 text report.py prints
+(``input_bytes``) and checks (``RATE_TARGETS``).
 """
 
 from __future__ import annotations
@@ -30,10 +32,13 @@ TEMPLATE = "template: probe split + json.dumps (vLLM #52875)"
 MSGSPEC = "msgspec Struct build + encode (SGLang)"
 ORJSON = "orjson.dumps of a dict"
 SINGLE = "16 text() calls (tokcore-c)"
+PYDANTIC_DELTA = "pydantic build + model_dump_json (openai ResponseTextDeltaEvent)"
+ITEM = "msg_8f3c2a1b4d5e6f708192a3b4c5d6e7f8"
 
 TEXT = "one text chunk"
 LOGPROBS = "a chunk with 20 top logprobs"
 BATCH = "16 steps of one stream in one call"
+DELTA = "one Responses text delta"
 ASCII = "a 64 KiB ASCII text escaped"
 MIXED = "a 64 KiB mixed UTF-8 text escaped"
 
@@ -44,6 +49,7 @@ TARGETS = [
     Target(TEXT, MSGSPEC, 5),
     Target(LOGPROBS, PYDANTIC, 20),
     Target(BATCH, SINGLE, 1.5),  # a batched step is cheaper than a single one
+    Target(DELTA, PYDANTIC_DELTA, 30),  # (the chat chunk's goal)
 ]
 #: GB/s of UTF-8 text the escape must reach (report.py checks them)
 RATE_TARGETS = {ASCII: 2.0, MIXED: 1.0}
@@ -127,6 +133,30 @@ def probes() -> dict[str, str]:
         id=PROBE.id, object="chat.completion.chunk", created=PROBE.created, model=PROBE.model,
         choices=[choice])
     return {"text": chunk.model_dump_json(exclude_unset=True)}
+
+
+def delta_event(text: str, sequence_number: int) -> Any:
+    from openai.types.responses import ResponseTextDeltaEvent
+
+    return ResponseTextDeltaEvent(content_index=0, delta=text, item_id=ITEM, logprobs=[],
+                                  output_index=0, sequence_number=sequence_number,
+                                  type="response.output_text.delta")
+
+
+def pydantic_delta(text: str, sequence_number: int) -> str:
+    """What a server on the openai package's models does per Responses delta (vLLM's
+    /v1/responses): build the event, dump it, frame it with its event line."""
+    event = delta_event(text, sequence_number)
+    return f"event: {event.type}\ndata: {event.model_dump_json(exclude_unset=True)}\n\n"
+
+
+def delta_probe() -> str:
+    from openai.types.responses import ResponseTextDeltaEvent
+
+    return str(ResponseTextDeltaEvent.model_construct(
+        content_index=PROBE.content_index, delta=PROBE.text, item_id=PROBE.item_id,
+        logprobs=[], output_index=PROBE.index, sequence_number=PROBE.sequence_number,
+        type="response.output_text.delta").model_dump_json(exclude_unset=True, warnings=False))
 
 
 class Template:
@@ -224,6 +254,17 @@ def main() -> None:
     add(runner, LOGPROBS, FAST, lambda: step(TOKEN, logprobs=entries))
     add(runner, LOGPROBS, REFERENCE, lambda: ref.step(TOKEN, logprobs=entries))
     add(runner, LOGPROBS, PYDANTIC, pydantic_frame, TOKEN, entries)
+
+    responses = StreamShape("responses", {"text": delta_probe()}, style="pydantic")
+    fast_delta, ref_delta = (twin.StreamWriter(responses, id="resp_1", model=MODEL,
+                                               created=CREATED, item_id=ITEM)
+                             for twin in (_writer_c, _writer_py))
+    for number, text in enumerate((TOKEN, 'é "q"\n', "中文 😀")):
+        want = pydantic_delta(text, number).encode()
+        assert fast_delta.text(text) == ref_delta.text(text) == want
+    add(runner, DELTA, FAST, fast_delta.text, TOKEN)
+    add(runner, DELTA, REFERENCE, ref_delta.text, TOKEN)
+    add(runner, DELTA, PYDANTIC_DELTA, pydantic_delta, TOKEN, 1000)
 
     texts = [rng_word for rng_word in text_of(WORDS, 120, 4).split(" ")][:16]
     texts = [" " + word for word in texts]

@@ -404,6 +404,7 @@ cdef class StreamWriter:
     cdef bytes _head0, _tail0  # the text frame of choice 0 around its text (None: no such)
     cdef list _heads  # [(head, tail)] of choices 1.. as they are written (the same split)
     cdef tuple _counted  # a counting text frame of choice 0 around its number and text
+    cdef bint _counted_text_first  # the text before the number in that frame
     cdef bint _counted_stale  # _counted to be made again (made, or the item changed, since)
     cdef _Frame _done  # the done frame (None: the API has none)
     cdef char *buf
@@ -851,35 +852,39 @@ cdef class StreamWriter:
 
     cdef tuple _split_counted(self):
         """The counting text frame of choice 0 (a Responses delta) with no other value, as
-        (the bytes before its sequence number, those between the number and the text, those
-        after the text), for text() to write around the two; None when the frame is not so
-        (the number after the text or twice, the text twice, a value it needs missing)."""
+        (the bytes before the first of its sequence number and text, those between the two,
+        those after the second), for text() to write around the two (the order in
+        _counted_text_first); None when the frame is not so (either of them twice, a value
+        it needs missing)."""
         cdef _Frame f = self._comp.text
         cdef Args a
-        cdef int at, k, numbers = 0
-        for k in range(f.n):
-            if f.ops[k].code == OP_SLOT and f.ops[k].a == S_SEQ:
-                numbers += 1
-        if numbers != 1:
+        cdef int at, k, first = -1, numbers = 0, texts = 0
+        for k in range(f.n):  # (the ops run in their order, jumps only forward)
+            if f.ops[k].code == OP_SLOT and (f.ops[k].a == S_SEQ or f.ops[k].a == S_TEXT):
+                numbers += f.ops[k].a == S_SEQ
+                texts += f.ops[k].a == S_TEXT
+                if first < 0:
+                    first = f.ops[k].a
+        if numbers != 1 or texts != 1:
             return None
+        self._counted_text_first = first == S_TEXT
         _clear(&a)
         a.v[S_TEXT] = <PyObject *>_NO_TEXT  # (never written: the runs stop before it)
         a.v[S_INDEX] = <PyObject *>_ZERO
         try:
             self._check(f, &a, False)
             self.len = 0
-            at = self._run(f, &a, 0, S_SEQ)
+            at = self._run(f, &a, 0, first)
             if at < 0:
-                return None
+                return None  # (a slot under a member left out: not this frame's plain case)
             head = PyBytes_FromStringAndSize(self.buf, self.len)
             self.len = 0
-            at = self._run(f, &a, at + 1, S_TEXT)
+            at = self._run(f, &a, at + 1, S_SEQ if first == S_TEXT else S_TEXT)
             if at < 0:
                 return None
             mid = PyBytes_FromStringAndSize(self.buf, self.len)
             self.len = 0
-            if self._run(f, &a, at + 1, S_TEXT) >= 0:
-                return None
+            self._run(f, &a, at + 1, -1)
             return head, mid, PyBytes_FromStringAndSize(self.buf, self.len)
         except _Slow:
             return None
@@ -963,14 +968,21 @@ cdef class StreamWriter:
                     o = PyBytes_AS_STRING(out)
                     tok_copy(o, PyBytes_AS_STRING(head), hn)
                     o += hn
-                    memcpy(o, digits, dn)
-                    o += dn
-                    tok_copy(o, PyBytes_AS_STRING(mid), mn)
-                    o += mn
+                    if not self._counted_text_first:
+                        memcpy(o, digits, dn)
+                        o += dn
+                        tok_copy(o, PyBytes_AS_STRING(mid), mn)
+                        o += mn
                     o[0] = 34  # '"'
                     tok_copy(o + 1, <const char *>p, n)
                     o[n + 1] = 34
-                    tok_copy(o + n + 2, PyBytes_AS_STRING(tail), tn)
+                    o += n + 2
+                    if self._counted_text_first:
+                        tok_copy(o, PyBytes_AS_STRING(mid), mn)
+                        o += mn
+                        memcpy(o, digits, dn)
+                        o += dn
+                    tok_copy(o, PyBytes_AS_STRING(tail), tn)
                     self._seq += 1
                     return out
             if self._head0 is not None and PyUnicode_Check(text) and (
