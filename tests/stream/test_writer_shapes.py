@@ -572,3 +572,24 @@ def test_responses_usage_counts_not_given_are_zero(writer_twin: ModuleType, usag
     details = event.response.usage.input_tokens_details
     assert (details.cached_tokens, event.response.usage.output_tokens_details.reasoning_tokens
             ) == (0, 0)
+
+
+@given(texts=st.lists(TEXT, max_size=4), start=COUNT)
+def test_openai_package_responses_delta(writer_twin: ModuleType, texts: list[str],
+                                        start: int) -> None:
+    """The text delta as the openai package's ResponseTextDeltaEvent writes it (pydantic's
+    member order: the text before the sequence number), event after event."""
+    from openai.types.responses import ResponseTextDeltaEvent
+
+    probe = ResponseTextDeltaEvent.model_construct(
+        content_index=PROBE.content_index, delta=PROBE.text, item_id=PROBE.item_id,
+        logprobs=[], output_index=PROBE.index, sequence_number=PROBE.sequence_number,
+        type="response.output_text.delta").model_dump_json(exclude_unset=True, warnings=False)
+    shape = StreamShape("responses", {"text": probe}, style="pydantic")
+    w = writer_twin.StreamWriter(shape, id=ID, model=MODEL, created=CREATED, item_id="msg_1")
+    w.sequence_number = start
+    for number, text in enumerate(texts, start):
+        event = ResponseTextDeltaEvent(content_index=0, delta=text, item_id="msg_1",
+                                       logprobs=[], output_index=0, sequence_number=number,
+                                       type="response.output_text.delta")
+        assert w.text(text) == sse(event.model_dump_json(exclude_unset=True), event.type)
