@@ -19,7 +19,7 @@ from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport free, malloc
 
 from tokcore._freethreading cimport tok_cs, tok_cs_begin, tok_cs_end
-from tokcore.ids._pack_c cimport _slow_value, _slow_value64, shared_id_objects, width_bits
+from tokcore.ids._pack_c cimport _slow_value, shared_id_objects, width_bits
 
 from binascii import a2b_base64 as _a2b_base64
 from operator import index as _index
@@ -410,7 +410,7 @@ cdef str _encode_sequence(object seq):
                 raise resized_error(size, now)
             if i == count:
                 break
-            value = _slow_value(seq, size, start + i, item)
+            value = _slow_value(seq, size, start + i, item, False)
             item = None  # dropped here, never inside the section
             tok_store_le32(block + i * ID_BYTES, <int32_t>value)
             i += 1
@@ -448,7 +448,7 @@ cdef str _encode_sequence64(object seq):
                 raise resized_error(size, now)
             if i == count:
                 break
-            value = _slow_value64(seq, size, start + i, item)
+            value = _slow_value(seq, size, start + i, item, True)
             item = None  # dropped here, never inside the section
             tok_store_le64(block + i * ID64_BYTES, value)
             i += 1
@@ -500,16 +500,19 @@ cdef list _ids_from_bytes(const unsigned char *data, Py_ssize_t nbytes, bint wid
     return result
 
 
-cdef object _ids_fast64(const unsigned char *src, Py_ssize_t n):
-    """``_ids_fast`` for int64 ids (a block's 3072 bytes are 384 of them)."""
+cdef object _ids_fast(const unsigned char *src, Py_ssize_t n, bint wide):
+    """Well-formed text of a whole number of ids (int64 ones where ``wide``) -> the list,
+    block by block; None when the text is anything else (the caller then takes the exact
+    path)."""
     cdef int pads = tok_b64_pads(src, <size_t>n)
     cdef Py_ssize_t nbytes = n // 4 * 3 - pads
     cdef Py_ssize_t plain = n // 4 - (1 if pads else 0)
     cdef Py_ssize_t quad = 0, count, got, k = 0
-    cdef unsigned char block[BLOCK_BYTES]
-    if nbytes % ID64_BYTES or plain < 0:
+    cdef Py_ssize_t item = ID64_BYTES if wide else ID_BYTES
+    cdef unsigned char block[BLOCK_BYTES]  # (3072 bytes: 768 int32 ids, 384 int64 ones)
+    if nbytes % item or plain < 0:
         return None
-    result = PyList_New(nbytes // ID64_BYTES)
+    result = PyList_New(nbytes // item)
     while True:
         count = min(<Py_ssize_t>BLOCK_QUADS, plain - quad)
         if tok_b64_decode_quads(src + quad * 4, <size_t>count, block) != <size_t>count:
@@ -520,36 +523,13 @@ cdef object _ids_fast64(const unsigned char *src, Py_ssize_t n):
             if tok_b64_decode_padded(src + quad * 4, pads, block + got) < 0:
                 return None
             got += 3 - pads
-        tok_fill_ids64(_id_objects, block, got // ID64_BYTES,
-                       PySequence_Fast_ITEMS_PTR(result) + k)
-        k += got // ID64_BYTES
-        if quad == plain:
-            return result
-
-
-cdef object _ids_fast(const unsigned char *src, Py_ssize_t n):
-    """Well-formed text of a whole number of ids -> the list, block by block; None when the
-    text is anything else (the caller then takes the exact path)."""
-    cdef int pads = tok_b64_pads(src, <size_t>n)
-    cdef Py_ssize_t nbytes = n // 4 * 3 - pads
-    cdef Py_ssize_t plain = n // 4 - (1 if pads else 0)
-    cdef Py_ssize_t quad = 0, count, got, k = 0
-    cdef unsigned char block[BLOCK_BYTES]
-    if nbytes % ID_BYTES or plain < 0:
-        return None
-    result = PyList_New(nbytes // ID_BYTES)
-    while True:
-        count = min(<Py_ssize_t>BLOCK_QUADS, plain - quad)
-        if tok_b64_decode_quads(src + quad * 4, <size_t>count, block) != <size_t>count:
-            return None
-        got = count * 3
-        quad += count
-        if quad == plain and pads:
-            if tok_b64_decode_padded(src + quad * 4, pads, block + got) < 0:
-                return None
-            got += 3 - pads
-        tok_fill_ids(_id_objects, block, got // ID_BYTES, PySequence_Fast_ITEMS_PTR(result) + k)
-        k += got // ID_BYTES
+        if wide:
+            tok_fill_ids64(_id_objects, block, got // ID64_BYTES,
+                           PySequence_Fast_ITEMS_PTR(result) + k)
+        else:
+            tok_fill_ids(_id_objects, block, got // ID_BYTES,
+                         PySequence_Fast_ITEMS_PTR(result) + k)
+        k += got // item
         if quad == plain:
             return result
 
@@ -566,7 +546,7 @@ def b64_to_ids(s, *, validate=False, width=32):
     if n == 0:
         return []
     if n % 4 == 0:
-        result = _ids_fast64(src, n) if wide else _ids_fast(src, n)
+        result = _ids_fast(src, n, wide)
         if result is not None:
             return result
     cdef unsigned char *out = _decode_exact(src, n, strict, &outlen)

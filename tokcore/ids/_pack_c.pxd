@@ -4,8 +4,8 @@ from libc.stdint cimport int64_t
 
 
 cdef int width_bits(object width) except -1
-cdef long _slow_value(object seq, Py_ssize_t size, Py_ssize_t i, object item) except? -1
-cdef int64_t _slow_value64(object seq, Py_ssize_t size, Py_ssize_t i, object item) except? -1
+cdef int64_t _slow_value(object seq, Py_ssize_t size, Py_ssize_t i, object item,
+                         bint wide) except? -1
 cdef int pack_block(object seq, Py_ssize_t size, Py_ssize_t start, Py_ssize_t count,
                     unsigned char *block) except -1
 cdef Py_ssize_t pack_block_wide(object seq, Py_ssize_t size, Py_ssize_t start,

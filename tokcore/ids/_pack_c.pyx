@@ -77,8 +77,10 @@ BUILD_INFO = {
 
 # --- pack: lists and tuples ----------------------------------------------------------------
 
-cdef long _slow_value(object seq, Py_ssize_t size, Py_ssize_t i, object item) except? -1:
-    """The value of an item that is not a small exact int; may run Python code."""
+cdef int64_t _slow_value(object seq, Py_ssize_t size, Py_ssize_t i, object item,
+                         bint wide) except? -1:
+    """The value of an item that is not a small exact int, within int32 (int64 where
+    ``wide``: that width's OverflowError outside it); may run Python code."""
     cdef int overflow = 0
     cdef long long value
     cdef tok_cs cs
@@ -93,29 +95,8 @@ cdef long _slow_value(object seq, Py_ssize_t size, Py_ssize_t i, object item) ex
     if now != size:  # __index__ resized the list under us
         raise resized_error(size, now)
     value = PyLong_AsLongLongAndOverflow(number, &overflow)
-    if overflow or value < I32_MIN or value > I32_MAX:
-        raise overflow_error(i, number)
-    return <long>value
-
-
-cdef int64_t _slow_value64(object seq, Py_ssize_t size, Py_ssize_t i, object item) except? -1:
-    """``_slow_value`` for int64 ids."""
-    cdef int overflow = 0
-    cdef long long value
-    cdef tok_cs cs
-    cdef Py_ssize_t now
-    try:
-        number = PyNumber_Index(item)
-    except TypeError:
-        raise type_error(i, item) from None
-    tok_cs_begin(&cs, seq)
-    now = PySequence_Fast_GET_SIZE(seq)
-    tok_cs_end(&cs)
-    if now != size:  # __index__ resized the list under us
-        raise resized_error(size, now)
-    value = PyLong_AsLongLongAndOverflow(number, &overflow)
-    if overflow:
-        raise overflow_error(i, number, INT64)
+    if overflow or (not wide and (value < I32_MIN or value > I32_MAX)):
+        raise overflow_error(i, number, INT64 if wide else INT32)
     return <int64_t>value
 
 
@@ -147,7 +128,7 @@ cdef bytes _pack_sequence(object seq):
             raise resized_error(size, now)
         if i == size:
             return result
-        value = _slow_value(seq, size, i, item)
+        value = _slow_value(seq, size, i, item, False)
         item = None  # dropped here, never inside the section
         tok_store_le32(out + i * ID_BYTES, <int32_t>value)
         i += 1
@@ -178,7 +159,7 @@ cdef int pack_block(object seq, Py_ssize_t size, Py_ssize_t start, Py_ssize_t co
             raise resized_error(size, now)
         if i == count:
             return 0
-        value = _slow_value(seq, size, start + i, item)
+        value = _slow_value(seq, size, start + i, item, False)
         item = None  # dropped here, never inside the section
         tok_store_le32(block + i * ID_BYTES, <int32_t>value)
         i += 1
@@ -204,7 +185,7 @@ cdef int pack_block64(object seq, Py_ssize_t size, Py_ssize_t start, Py_ssize_t 
             raise resized_error(size, now)
         if i == count:
             return 0
-        value = _slow_value64(seq, size, start + i, item)
+        value = _slow_value(seq, size, start + i, item, True)
         item = None  # dropped here, never inside the section
         tok_store_le64(block + i * ID64_BYTES, value)
         i += 1
@@ -234,7 +215,7 @@ cdef Py_ssize_t pack_block_wide(object seq, Py_ssize_t size, Py_ssize_t start,
             raise resized_error(size, now)
         if i == count:
             return count
-        value = _slow_value64(seq, size, start + i, item)
+        value = _slow_value(seq, size, start + i, item, True)
         item = None  # dropped here, never inside the section
         if value < I32_MIN or value > I32_MAX:
             wide[0] = value

@@ -775,6 +775,18 @@ cdef object _write(_Call call, Format dst, bint wide):
 
 # --- ids in (a list or a buffer: pack_ids' rules and errors) -------------------------------
 
+cdef object _from_packed(bytes packed, FormatRow *row, bint wide):
+    """Ids packed by pack_ids (int64 bytes where ``wide``, else int32) in the row's format."""
+    cdef _Call call = _Call.__new__(_Call)
+    cdef size_t size = <size_t>len(packed) // (ID64_BYTES if wide else ID_BYTES)
+    cdef const unsigned char *src = <const unsigned char *>PyBytes_AS_STRING(packed)
+    cdef unsigned char *out = _new_out(call, row.extra + size * (row.most64 if wide
+                                                                 else row.most32))
+    cdef unsigned char *at = row.head(out, size)
+    at = (row.body64 if wide else row.body32)(src, size, at, 0, _json_kernel)
+    return _take(call, <size_t>(row.tail(at) - out))
+
+
 cdef object _from_ids(object ids, Format dst):
     """Token ids in format ``dst``: a list or a tuple packed a block at a time (pack_ids'
     reading of each int), any other argument through pack_ids."""
@@ -784,17 +796,13 @@ cdef object _from_ids(object ids, Format dst):
     cdef unsigned char block[BLOCK_IDS * ID_BYTES]
     cdef unsigned char *out
     cdef unsigned char *at
-    cdef _Call call = _Call.__new__(_Call)
+    cdef _Call call
     if type(ids) is not list and type(ids) is not tuple:
         seq = coerce_ids(ids)
         if isinstance(seq, memoryview):  # a buffer of any integer type: packed (checked) first
-            packed = pack_ids(seq)
-            size = len(<bytes>packed) // ID_BYTES
-            out = _new_out(call, row.extra + <size_t>size * row.most32)
-            at = row.body32(<const unsigned char *>PyBytes_AS_STRING(packed), <size_t>size,
-                            row.head(out, <size_t>size), 0, _json_kernel)
-            return _take(call, <size_t>(row.tail(at) - out))
+            return _from_packed(pack_ids(seq), row, False)
         ids = seq
+    call = _Call.__new__(_Call)
     tok_cs_begin(&cs, ids)
     size = PySequence_Fast_GET_SIZE(ids)
     tok_cs_end(&cs)
@@ -820,17 +828,13 @@ cdef object _from_ids64(object ids, Format dst):
     cdef unsigned char one[ID64_BYTES]
     cdef unsigned char *out
     cdef unsigned char *at
-    cdef _Call call = _Call.__new__(_Call)
+    cdef _Call call
     if type(ids) is not list and type(ids) is not tuple:
         seq = coerce_ids(ids)
         if isinstance(seq, memoryview):
-            packed = pack_ids(seq, width=64)
-            size = len(<bytes>packed) // ID64_BYTES
-            out = _new_out(call, row.extra + <size_t>size * row.most64)
-            at = row.body64(<const unsigned char *>PyBytes_AS_STRING(packed), <size_t>size,
-                            row.head(out, <size_t>size), 0, _json_kernel)
-            return _take(call, <size_t>(row.tail(at) - out))
+            return _from_packed(pack_ids(seq, width=64), row, True)
         ids = seq
+    call = _Call.__new__(_Call)
     tok_cs_begin(&cs, ids)
     size = PySequence_Fast_GET_SIZE(ids)
     tok_cs_end(&cs)
