@@ -261,11 +261,11 @@ def test_sse_shared_inputs(stream_twin: ModuleType) -> None:
 
 # --- one EventDecoder shared by mistake ----------------------------------------------------
 
-def decoder_chunk(seed: int, round_: int) -> tuple[bytes, list[Event]]:
-    """20 whole events naming their thread and round, and what they decode to."""
+def decoder_chunk(seed: int, round_: int, count: int = 20) -> tuple[bytes, list[Event]]:
+    """``count`` whole events naming their thread and round, and what they decode to."""
     chunk = b"".join(b"id: %d\ndata: %d-%d\ndata: %d\n\n" % (k, seed, round_, k)
-                     for k in range(20))
-    return chunk, [Event(data=f"{seed}-{round_}\n{k}", id=str(k)) for k in range(20)]
+                     for k in range(count))
+    return chunk, [Event(data=f"{seed}-{round_}\n{k}", id=str(k)) for k in range(count)]
 
 
 def test_one_event_decoder_fed_from_several_threads(events_twin: ModuleType) -> None:
@@ -277,9 +277,11 @@ def test_one_event_decoder_fed_from_several_threads(events_twin: ModuleType) -> 
     message = str(in_use("EventDecoder"))
 
     def worker(seed: int) -> Callable[[], None]:
+        # made up front, so that the threads spend their time in feed()
+        chunks = [decoder_chunk(seed, round_) for round_ in range(ROUNDS * 5)]
+
         def work() -> None:
-            for round_ in range(ROUNDS * 5):
-                chunk, expected = decoder_chunk(seed, round_)
+            for chunk, expected in chunks:
                 try:
                     events = decoder.feed(chunk)
                 except RuntimeError as exc:
@@ -301,6 +303,12 @@ def test_one_event_decoder_fed_from_several_threads(events_twin: ModuleType) -> 
 def test_close_while_other_threads_feed(events_twin: ModuleType) -> None:
     """close() overlapping a feed raises RuntimeError too; once it goes through, every feed
     is the ValueError of a closed decoder, and no feed before it returned wrong events."""
+    # Each feed is 400 whole events made up front, so a feeder spends most of its time inside
+    # feed(), and the feeders go on until the decoder is closed: with 20 events a chunk built
+    # in the loop, the feeders were mostly outside feed() or already done when close() came
+    # (under pytest-run-parallel, 12 threads on 2 cores, no close overlapped in 20 rounds).
+    chunks = {seed: [decoder_chunk(seed, round_, 400) for round_ in range(4)]
+              for seed in (1, 2)}
     outcomes: list[str] = []  # list.append is atomic
     for _attempt in range(20):
         decoder = events_twin.EventDecoder()
@@ -309,8 +317,9 @@ def test_close_while_other_threads_feed(events_twin: ModuleType) -> None:
 
         def feeder(seed: int, decoder: Any = decoder, closed: Any = closed,
                    fed: list[int] = fed) -> None:
-            for round_ in range(ROUNDS * 5):
-                chunk, expected = decoder_chunk(seed, round_)
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                chunk, expected = chunks[seed][len(fed) % 4]
                 try:
                     assert decoder.feed(chunk) == expected
                     fed.append(1)
@@ -321,6 +330,7 @@ def test_close_while_other_threads_feed(events_twin: ModuleType) -> None:
                     # the closed decoder first
                     assert str(exc) == "feed() after close()" and closed.wait(10)
                     return
+            raise AssertionError("the decoder was never closed")
 
         def closer(decoder: Any = decoder, closed: Any = closed, fed: list[int] = fed) -> None:
             deadline = time.monotonic() + 10
@@ -340,6 +350,47 @@ def test_close_while_other_threads_feed(events_twin: ModuleType) -> None:
             break
     if FREE_THREADED:  # with the GIL a compiled call may never let another thread in
         assert "close refused" in outcomes, "close() never overlapped a feed: no race"
+
+
+def test_close_from_another_thread_inside_a_feed(events_twin: ModuleType) -> None:
+    """The same refusal without leaving it to the scheduler: the feeding thread is held inside
+    feed() (by a profile hook, while the decoder builds an Event) while another thread calls
+    close() and feed(); both are refused, the held feed returns its own events, and the
+    decoder then closes."""
+    inside, release = threading.Event(), threading.Event()
+    decoder = events_twin.EventDecoder()
+    message = str(in_use("EventDecoder"))
+    refusals: list[str] = []
+    got: list[Any] = []
+
+    def hook(frame: Any, event: str, arg: Any) -> None:
+        if event == "call" and frame.f_globals.get("__name__") == "namedtuple_Event" \
+                and not inside.is_set():
+            inside.set()
+            assert release.wait(30), "the other thread never let the feed go on"
+
+    def feeder() -> None:
+        sys.setprofile(hook)  # this thread's only
+        try:
+            got.extend(decoder.feed(b"data: held\r\n\r\ndata: too\n\n"))
+        finally:
+            sys.setprofile(None)
+
+    def other() -> None:
+        try:
+            assert inside.wait(30), "the feed never reached the hook"
+            for call in (decoder.close, lambda: decoder.feed(b"data: other\n\n")):
+                try:
+                    call()
+                except RuntimeError as exc:
+                    refusals.append(str(exc))
+        finally:
+            release.set()
+
+    run_together(feeder, other)
+    assert refusals == [message, message]
+    assert got == [Event(data="held"), Event(data="too")]
+    assert decoder.close() == []
 
 
 def test_an_event_decoder_re_entered_from_inside_a_call(events_twin: ModuleType) -> None:
