@@ -282,14 +282,16 @@ def _writer() -> Any:
                                 model="Qwen/Qwen2.5-7B-Instruct", created=1732000000)
 
 
-def _delta(api: str, builtin: str) -> Callable[[int], Work]:
+def _delta(api: str, builtin: str, batch: int = 0) -> Callable[[int], Work]:
     """One text delta of an API whose frames carry ``event:`` lines (Responses: and its
-    ``sequence_number``), through the built-in shape."""
+    ``sequence_number``), through the built-in shape; or ``batch`` deltas in one call."""
     def make(pool: int) -> Work:
         shape = tokcore.StreamShape(api, builtin)
         w = tokcore.StreamWriter(shape, id="resp_8f3c2a1b4d5e6f708192a3b4c5d6e7f8",
                                  model="Qwen/Qwen2.5-7B-Instruct", created=1732000000,
                                  item_id="msg_8f3c2a1b4d5e6f708192a3b4c5d6e7f8")
+        if batch:
+            return w.texts, ([f" w{i}" for i in range(batch)],), batch
         return w.text, (" the",), 1
     return make
 
@@ -383,6 +385,8 @@ CASES = [
          WRITER),
     Case("writer: one Anthropic text delta", "call", _delta("messages", "anthropic"), 20_000,
          WRITER),
+    Case("writer: 16 Responses deltas in one call", "event", _delta("responses", "openai", 16),
+         2_000, WRITER),
 ]
 
 

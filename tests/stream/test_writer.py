@@ -385,11 +385,15 @@ def test_one_call_at_a_time(writer_twin: ModuleType) -> None:
     assert w.text("ok")
 
 
-# a Responses stream's calls: a text delta (the compiled twin's split around the sequence
-# number and the text), the item or the sequence number changed, another frame between
+# a Responses stream's calls: a text delta or several (the compiled twin's split around the
+# sequence number and the text; a lone surrogate, a text not a str), the item or the
+# sequence number changed, another frame between
 RESPONSES_CALLS = st.lists(st.one_of(
     st.tuples(st.just("text"), st.text(st.sampled_from(["a", " ", '"', "\\", "\n", "é", "😀"]),
                                        max_size=8), st.sampled_from([0, 0, 1])),
+    st.tuples(st.just("texts"), st.lists(st.one_of(
+        st.text(st.sampled_from(["a", '"', "\n", "é", "😀", "\ud800"]), max_size=4),
+        st.just(5)), max_size=4), st.sampled_from([0, 0, 1])),
     st.tuples(st.just("item"), st.sampled_from(["msg_1", "msg_\"2", "é", None])),
     st.tuples(st.just("seq"), st.sampled_from([0, 9, 10, 99, 2**31, 2**63 - 2])),
     st.tuples(st.just("reasoning"), st.just("r"))), max_size=12)
@@ -409,8 +413,8 @@ def _delta_probe(kind: str = "output_text") -> str:
 @settings(max_examples=examples(200))
 @given(calls=RESPONSES_CALLS)
 def test_responses_deltas_both_twins(order: str, calls: list[Any]) -> None:
-    """The compiled twin's Responses delta (its number and text written between the frame's
-    three parts, in either order) is the Python twin's frame, whatever item and number the
+    """The compiled twin's Responses deltas (their numbers and texts written between the
+    frame's three parts, in either order) are the Python twin's frames, whatever item and number the
     stream is at."""
     compiled = _twins.twin("writer", "c")
     shape = StreamShape("responses", "openai") if order == "wire" else StreamShape(
@@ -422,6 +426,8 @@ def test_responses_deltas_both_twins(order: str, calls: list[Any]) -> None:
             try:
                 if call[0] == "text":
                     outcomes.append(w.text(call[1], call[2]))
+                elif call[0] == "texts":
+                    outcomes.append(w.texts(call[1], call[2]))
                 elif call[0] == "item":
                     w.item_id = call[1]
                 elif call[0] == "seq":

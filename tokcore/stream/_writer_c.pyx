@@ -15,7 +15,7 @@ exception with the same message.
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.object cimport PyObject
-from libc.stdint cimport uint64_t
+from libc.stdint cimport INT64_MAX, INT64_MIN, uint64_t
 from libc.string cimport memcpy
 
 from tokcore._freethreading cimport tok_busy, tok_busy_enter, tok_busy_leave
@@ -650,8 +650,8 @@ cdef class StreamWriter:
                     if a.v[s] == NULL:
                         a.i[s] = 0
                         a.v[s] = <PyObject *>value
-            if (a.i[S_PROMPT] > 0 and a.i[S_COMPLETION] > 0x7fffffffffffffff - a.i[S_PROMPT]) or \
-                    (a.i[S_PROMPT] < 0 and a.i[S_COMPLETION] < -0x7fffffffffffffff - 1 - a.i[S_PROMPT]):
+            if (a.i[S_PROMPT] > 0 and a.i[S_COMPLETION] > INT64_MAX - a.i[S_PROMPT]) or \
+                    (a.i[S_PROMPT] < 0 and a.i[S_COMPLETION] < INT64_MIN - a.i[S_PROMPT]):
                 raise _Slow()  # the total outside int64
             a.i[S_TOTAL] = a.i[S_PROMPT] + a.i[S_COMPLETION]
         elif is_usage_frame:
@@ -819,7 +819,7 @@ cdef class StreamWriter:
         return -1
 
     cdef int _frame(self, _Frame f, Args *a, bint is_usage_frame) except -1:
-        if f.counts and self._seq == 0x7fffffffffffffff:
+        if f.counts and self._seq == INT64_MAX:
             raise _Slow()  # (the last number: the Python twin's OverflowError, the next past int64)
         self._check(f, a, is_usage_frame)
         self._run(f, a, 0, -1)
@@ -907,9 +907,14 @@ cdef class StreamWriter:
 
     cdef int _put_around(self, bytes head, bytes tail, object text) except -1:
         """head, the text as a JSON string, tail."""
+        self._put(PyBytes_AS_STRING(head), PyBytes_GET_SIZE(head))
+        self._put_text(text)
+        return self._put(PyBytes_AS_STRING(tail), PyBytes_GET_SIZE(tail))
+
+    cdef inline int _put_text(self, object text) except -1:
+        """A str as a JSON string, copied when it needs no escape."""
         cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
         cdef const unsigned char *p
-        self._put(PyBytes_AS_STRING(head), PyBytes_GET_SIZE(head))
         if PyUnicode_IS_ASCII(text):
             p = <const unsigned char *>PyUnicode_DATA(text)
             if tok_esc_scan(p, n, self._ascii) == n:
@@ -922,7 +927,81 @@ cdef class StreamWriter:
                 self._put_str(text)
         else:
             self._put_str(text)
-        return self._put(PyBytes_AS_STRING(tail), PyBytes_GET_SIZE(tail))
+        return 0
+
+    cdef object _counted_frames(self, tuple texts):
+        """Responses deltas of texts that need no escape written straight into one bytes of
+        their exact size, numbered from the next number; None when one needs more, or a
+        number would be the last (the caller writes them through its buffer)."""
+        cdef Py_ssize_t n = PyTuple_GET_SIZE(texts), k, m, hn, mn, tn, dn, total = 0
+        cdef long long seq = self._seq
+        cdef const unsigned char *p
+        cdef char *o
+        cdef bytes head, mid, tail
+        if n == 0 or seq < 0 or seq > INT64_MAX - n:
+            return None
+        head, mid, tail = self._counted
+        hn, mn, tn = PyBytes_GET_SIZE(head), PyBytes_GET_SIZE(mid), PyBytes_GET_SIZE(tail)
+        for k in range(n):
+            text = <object>PyTuple_GET_ITEM(texts, k)
+            if not PyUnicode_Check(text) or not PyUnicode_IS_ASCII(text):
+                return None
+            m = PyUnicode_GET_LENGTH(text)
+            if tok_esc_scan(<const unsigned char *>PyUnicode_DATA(text), m, self._ascii) != m:
+                return None
+            total += hn + mn + tn + m + 2 + _ndigits(seq + k)
+        out = PyBytes_FromStringAndSize(NULL, total)
+        o = PyBytes_AS_STRING(out)
+        for k in range(n):
+            text = <object>PyTuple_GET_ITEM(texts, k)
+            m = PyUnicode_GET_LENGTH(text)
+            p = <const unsigned char *>PyUnicode_DATA(text)
+            tok_copy(o, PyBytes_AS_STRING(head), hn)
+            o += hn
+            if not self._counted_text_first:
+                o += tok_fmt_i64(o, seq + k)
+                tok_copy(o, PyBytes_AS_STRING(mid), mn)
+                o += mn
+            o[0] = 34  # '"'
+            tok_copy(o + 1, <const char *>p, m)
+            o[m + 1] = 34
+            o += m + 2
+            if self._counted_text_first:
+                tok_copy(o, PyBytes_AS_STRING(mid), mn)
+                o += mn
+                o += tok_fmt_i64(o, seq + k)
+            tok_copy(o, PyBytes_AS_STRING(tail), tn)
+            o += tn
+        self._seq = seq + n
+        return out
+
+    cdef int _put_counted(self, bytes head, bytes mid, bytes tail, object text) except -1:
+        """A Responses delta of choice 0: the split's three parts (self._counted) around its
+        sequence number and the text as a JSON string, in the frame's order; the number is
+        the next one."""
+        cdef Py_ssize_t hn = PyBytes_GET_SIZE(head), mn = PyBytes_GET_SIZE(mid)
+        cdef Py_ssize_t tn = PyBytes_GET_SIZE(tail)
+        cdef char *o
+        self._room(hn + mn + tn + 24)  # (all but the text, which _put_text makes room for)
+        o = self.buf + self.len
+        tok_copy(o, PyBytes_AS_STRING(head), hn)
+        o += hn
+        if not self._counted_text_first:
+            o += tok_fmt_i64(o, self._seq)
+            tok_copy(o, PyBytes_AS_STRING(mid), mn)
+            o += mn
+        self.len = o - self.buf
+        self._put_text(text)
+        self._room(mn + tn + 24)
+        o = self.buf + self.len
+        if self._counted_text_first:
+            tok_copy(o, PyBytes_AS_STRING(mid), mn)
+            o += mn
+            o += tok_fmt_i64(o, self._seq)
+        tok_copy(o, PyBytes_AS_STRING(tail), tn)
+        self.len = o + tn - self.buf
+        self._seq += 1
+        return 0
 
     # --- the calls
 
@@ -958,7 +1037,7 @@ cdef class StreamWriter:
                     self._counted_stale = False
                 n = PyUnicode_GET_LENGTH(text)
                 p = <const unsigned char *>PyUnicode_DATA(text)
-                if self._counted is not None and self._seq != 0x7fffffffffffffff and \
+                if self._counted is not None and self._seq != INT64_MAX and \
                         tok_esc_scan(p, n, self._ascii) == n:
                     head, mid, tail = self._counted
                     hn, mn, tn = PyBytes_GET_SIZE(head), PyBytes_GET_SIZE(mid), \
@@ -1040,7 +1119,7 @@ cdef class StreamWriter:
         cdef Args a
         cdef _Frame f = self._comp.text
         cdef long long seq, v = 1
-        cdef bytes head, tail
+        cdef bytes head, tail, mid
         if not PyTuple_Check(texts):
             if not PyList_Check(texts):
                 texts = _py._items(texts, "texts")  # (its checks and list(): the rare input)
@@ -1053,6 +1132,23 @@ cdef class StreamWriter:
                 if f is None:
                     raise _Slow()
                 n = _seq_len(texts)
+                if self._head0 is None and f.counts and <PyObject *>index == <PyObject *>_ZERO:
+                    # Responses deltas: each one between its split's three parts
+                    if self._counted_stale:
+                        self._counted = self._split_counted()
+                        self._counted_stale = False
+                    if self._counted is not None:
+                        if PyTuple_Check(texts):  # (a tuple's items cannot change meanwhile)
+                            out = self._counted_frames(<tuple>texts)
+                            if out is not None:
+                                return out
+                        head, mid, tail = self._counted
+                        for k in range(n):
+                            text = _item(texts, k)
+                            if not PyUnicode_Check(text) or self._seq == INT64_MAX:
+                                raise _Slow()  # (the Python twin's TypeError, OverflowError)
+                            self._put_counted(head, mid, tail, text)
+                        return self._take()
                 split = self._split_of(v) if _int64(index, &v) else None
                 if split is not None:  # each text between its choice's two parts
                     head, tail = split
@@ -1325,6 +1421,15 @@ cdef object _plain_frames(bytes head, bytes tail, tuple texts, int ascii):
         tok_copy(o + hn + 2 + m, PyBytes_AS_STRING(tail), tn)
         o += hn + m + 2 + tn
     return out
+
+
+cdef inline Py_ssize_t _ndigits(long long v) noexcept:
+    """The digits tok_fmt_i64 writes for v >= 0."""
+    cdef Py_ssize_t d = 1
+    while v >= 10:
+        v //= 10
+        d += 1
+    return d
 
 
 cdef inline void _set(Args *a, int slot, object value) noexcept:
