@@ -1,6 +1,8 @@
 """Fuzz StreamWriter: both twins, every built-in shape of Chat Completions and Completions,
 fuzzed texts (every code point class, lone surrogates), indices, token ids and logprobs
-(any double: NaN, infinities, subnormals), through text, texts, step and steps.
+(any double: NaN, infinities, subnormals), through text, texts, step and steps; and the
+text deltas of Responses (from a drawn sequence number, up to the last of int64) and
+Anthropic Messages, through text and texts.
 
 The first bytes choose the shape, the call and the values (:func:`draw_call`); the rest
 makes the texts. Each call must give the same outcome in both twins (the bytes, or the
@@ -10,7 +12,8 @@ exception with its message), and:
   here writes them as pydantic-core, orjson and msgspec do), each token id and index too;
 - an exception only where the contract calls for one: a lone surrogate in a text or token
   (``UnicodeEncodeError``, or ``TypeError`` in an orjson shape: "surrogates not allowed"),
-  an index outside int64 (``OverflowError`` "is outside the int64 range").
+  an index outside int64 (``OverflowError`` "is outside the int64 range"), a Responses
+  event that would leave the next sequence number outside int64 (``OverflowError``).
 """
 
 from __future__ import annotations
@@ -32,7 +35,12 @@ with instrumented(__name__ == "__main__" and "--random" not in sys.argv,
 SHAPES = [("chat", "vllm"), ("chat", "trtllm"), ("chat", "sglang"), ("chat", "openai"),
           ("completions", "vllm"), ("completions", "trtllm"), ("completions", "sglang"),
           ("completions", "openai")]
-BUILT = {key: StreamShape(*key) for key in SHAPES}  # type: ignore[arg-type]
+#: the APIs of events (their text deltas only: text and texts), each from a drawn sequence
+#: number (Responses: digit-count edges and the last numbers of int64)
+EVENT_SHAPES = [("responses", "openai"), ("messages", "anthropic")]
+SEQUENCE_NUMBERS = [0, 9, 99, 999_999, 2**31 - 1, 2**63 - 5, 2**63 - 2, 2**63 - 1]
+BUILT = {key: StreamShape(*key)  # type: ignore[arg-type]
+         for key in SHAPES + EVENT_SHAPES}
 #: the shapes with token ids in their text frame, and those with a text offset per entry
 TOKEN_IDS = {("chat", "vllm"), ("chat", "sglang"), ("completions", "vllm"),
              ("completions", "trtllm")}
@@ -76,9 +84,16 @@ def draw_entry(draw: Draw, surrogates: bool) -> tuple[Any, ...]:
 
 
 def draw_call(draw: Draw) -> tuple[tuple[str, str], str, list[dict[str, Any]]]:
-    """(shape, call: text/texts/step/steps, the steps' values)."""
-    key = SHAPES[draw.int(0, len(SHAPES) - 1)]
-    call = draw.choice(["text", "texts", "step", "steps"])
+    """(shape, call: text/texts/step/steps, the steps' values); an API of events one input
+    in four, with text or texts from a drawn sequence number (the first step's "seq")."""
+    if draw.byte() < 64:
+        key = EVENT_SHAPES[draw.int(0, len(EVENT_SHAPES) - 1)]
+        call = draw.choice(["text", "texts"])
+        seq = draw.choice(SEQUENCE_NUMBERS)
+    else:
+        key = SHAPES[draw.int(0, len(SHAPES) - 1)]
+        call = draw.choice(["text", "texts", "step", "steps"])
+        seq = 0
     surrogates = draw.byte() >= 224  # a lone surrogate may come, 1 input in 8
     steps = []
     for _ in range(draw.int(1, 4)):
@@ -97,11 +112,15 @@ def draw_call(draw: Draw) -> tuple[tuple[str, str], str, list[dict[str, Any]]]:
     else:  # a batch has one index
         for step in steps:
             step["index"] = steps[0]["index"]
+    steps[0]["seq"] = seq
     return key, call, steps
 
 
 def run(twin: Any, key: tuple[str, str], call: str, steps: list[dict[str, Any]]) -> bytes:
-    w = twin.StreamWriter(BUILT[key], id="chatcmpl-fuzz", model="m", created=1)
+    w = twin.StreamWriter(BUILT[key], id="chatcmpl-fuzz", model="m", created=1,
+                          item_id="msg_fuzz" if key[0] == "responses" else None)
+    if key[0] == "responses":
+        w.sequence_number = steps[0]["seq"]
     if call == "text":
         return w.text(steps[0]["text"], steps[0]["index"])  # type: ignore[no-any-return]
     if call == "texts":
@@ -118,6 +137,8 @@ def allowed(key: tuple[str, str], steps: list[dict[str, Any]]) -> list[Allow]:
     rules = []
     if any(not -(2**63) <= s["index"] < 2**63 for s in steps):
         rules += OVERFLOW
+    if key[0] == "responses" and steps[0]["seq"] + len(steps) > 2**63 - 1:
+        rules.append(Allow(OverflowError, "the next event's would be outside the int64 range"))
     texts = [s["text"] for s in steps]
     for s in steps:
         for entry in s.get("logprobs") or ():
@@ -144,6 +165,9 @@ def check_frames(key: tuple[str, str], frames: bytes, steps: list[dict[str, Any]
     datas = [frame for frame in frames.split(b"\n\n") if frame]
     if len(datas) != len(steps):
         fail(f"{key}: {len(datas)} frames for {len(steps)} steps: {frames!r}")
+    if key in EVENT_SHAPES:
+        check_events(key, datas, steps)
+        return
     for frame, step in zip(datas, steps):
         if not frame.startswith(b"data: "):
             fail(f"{key}: a frame without its data line: {frame!r}")
@@ -161,6 +185,27 @@ def check_frames(key: tuple[str, str], frames: bytes, steps: list[dict[str, Any]
         entries = step.get("logprobs")
         if entries is not None:
             check_logprobs(key, choice["logprobs"], entries, frame)
+
+
+def check_events(key: tuple[str, str], frames: list[bytes], steps: list[dict[str, Any]]) -> None:
+    """Each frame an event line and a data line: the delta of its step's text at its index
+    (Responses: numbered on from the first step's sequence number)."""
+    for k, (frame, step) in enumerate(zip(frames, steps)):
+        event, _, data = frame.partition(b"\ndata: ")
+        try:
+            chunk = json.loads(data)
+        except ValueError as exc:
+            fail(f"{key}: a frame that is not JSON ({exc}): {frame!r}")
+        if event != b"event: " + chunk["type"].encode():
+            fail(f"{key}: the event line is not the data's type: {frame!r}")
+        if key[0] == "responses":
+            ok = (chunk["delta"], chunk["output_index"], chunk["sequence_number"]) == (
+                step["text"], step["index"], steps[0]["seq"] + k)
+        else:
+            ok = (chunk["delta"]["text"], chunk["index"]) == (step["text"], step["index"])
+        if not ok:
+            fail(f"{key}: {frame!r} does not hold the text {step['text']!r} at "
+                 f"{step['index']}")
 
 
 def check_logprobs(key: tuple[str, str], got: Any, entries: list[tuple[Any, ...]],
