@@ -229,6 +229,19 @@ def orjson_way(text: str) -> bytes:
                      "finish_reason": None}]}) + b"\n\n"
 
 
+def add_batch(runner: Any, case: str, writer: Any, texts: list[str], baseline: str,
+              write_baseline: Any) -> None:
+    """The texts in one texts() call, in as many text() calls, and the baseline's way."""
+    text = writer.text
+
+    def single() -> None:
+        for t in texts:
+            text(t)
+    add(runner, case, FAST, writer.texts, texts)
+    add(runner, case, SINGLE, single)
+    add(runner, case, baseline, write_baseline)
+
+
 def main() -> None:
     runner = make_runner()
     shape = StreamShape("chat", probes(), style="pydantic")
@@ -273,24 +286,9 @@ def main() -> None:
     add(runner, DELTA, PYDANTIC_DELTA, pydantic_delta, TOKEN, 1000)
 
     assert fast.texts(texts) == b"".join(fast.text(t) for t in texts)
-    text = fast.text
-
-    def single() -> None:
-        for t in texts:
-            text(t)
-    add(runner, BATCH, FAST, fast.texts, texts)
-    add(runner, BATCH, SINGLE, single)
-    add(runner, BATCH, PYDANTIC, lambda: [pydantic_frame(t) for t in texts])
-
-    delta = fast_delta.text
-
-    def single_delta() -> None:
-        for t in texts:
-            delta(t)
-    add(runner, BATCH_DELTA, FAST, fast_delta.texts, texts)
-    add(runner, BATCH_DELTA, SINGLE, single_delta)
-    add(runner, BATCH_DELTA, PYDANTIC_DELTA,
-        lambda: [pydantic_delta(t, 1000 + k) for k, t in enumerate(texts)])
+    add_batch(runner, BATCH, fast, texts, PYDANTIC, lambda: [pydantic_frame(t) for t in texts])
+    add_batch(runner, BATCH_DELTA, fast_delta, texts, PYDANTIC_DELTA,
+              lambda: [pydantic_delta(t, 1000 + k) for k, t in enumerate(texts)])
 
     for case, words, seed in ((ASCII, WORDS, 1), (MIXED, MIXED_WORDS, 2)):
         big = text_of(words, 65536, seed)

@@ -929,16 +929,37 @@ cdef class StreamWriter:
             self._put_str(text)
         return 0
 
+    cdef inline char *_write_counted(self, char *o, bytes head, bytes mid, bytes tail,
+                                     long long seq, const char *p, Py_ssize_t n) noexcept:
+        """One Responses delta at o, its text needing no escape: the split's three parts
+        around the number seq and the quoted text, in the frame's order; the end."""
+        cdef Py_ssize_t mn = PyBytes_GET_SIZE(mid)
+        tok_copy(o, PyBytes_AS_STRING(head), PyBytes_GET_SIZE(head))
+        o += PyBytes_GET_SIZE(head)
+        if not self._counted_text_first:
+            o += tok_fmt_i64(o, seq)
+            tok_copy(o, PyBytes_AS_STRING(mid), mn)
+            o += mn
+        o[0] = 34  # '"'
+        tok_copy(o + 1, p, n)
+        o[n + 1] = 34
+        o += n + 2
+        if self._counted_text_first:
+            tok_copy(o, PyBytes_AS_STRING(mid), mn)
+            o += mn
+            o += tok_fmt_i64(o, seq)
+        tok_copy(o, PyBytes_AS_STRING(tail), PyBytes_GET_SIZE(tail))
+        return o + PyBytes_GET_SIZE(tail)
+
     cdef object _counted_frames(self, tuple texts):
         """Responses deltas of texts that need no escape written straight into one bytes of
         their exact size, numbered from the next number; None when one needs more, or a
         number would be the last (the caller writes them through its buffer)."""
-        cdef Py_ssize_t n = PyTuple_GET_SIZE(texts), k, m, hn, mn, tn, dn, total = 0
+        cdef Py_ssize_t n = PyTuple_GET_SIZE(texts), k, m, hn, mn, tn, total = 0
         cdef long long seq = self._seq
-        cdef const unsigned char *p
         cdef char *o
         cdef bytes head, mid, tail
-        if n == 0 or seq < 0 or seq > INT64_MAX - n:
+        if n == 0 or seq > INT64_MAX - n:
             return None
         head, mid, tail = self._counted
         hn, mn, tn = PyBytes_GET_SIZE(head), PyBytes_GET_SIZE(mid), PyBytes_GET_SIZE(tail)
@@ -954,24 +975,9 @@ cdef class StreamWriter:
         o = PyBytes_AS_STRING(out)
         for k in range(n):
             text = <object>PyTuple_GET_ITEM(texts, k)
-            m = PyUnicode_GET_LENGTH(text)
-            p = <const unsigned char *>PyUnicode_DATA(text)
-            tok_copy(o, PyBytes_AS_STRING(head), hn)
-            o += hn
-            if not self._counted_text_first:
-                o += tok_fmt_i64(o, seq + k)
-                tok_copy(o, PyBytes_AS_STRING(mid), mn)
-                o += mn
-            o[0] = 34  # '"'
-            tok_copy(o + 1, <const char *>p, m)
-            o[m + 1] = 34
-            o += m + 2
-            if self._counted_text_first:
-                tok_copy(o, PyBytes_AS_STRING(mid), mn)
-                o += mn
-                o += tok_fmt_i64(o, seq + k)
-            tok_copy(o, PyBytes_AS_STRING(tail), tn)
-            o += tn
+            o = self._write_counted(o, head, mid, tail, seq + k,
+                                    <const char *>PyUnicode_DATA(text),
+                                    PyUnicode_GET_LENGTH(text))
         self._seq = seq + n
         return out
 
@@ -1018,11 +1024,9 @@ cdef class StreamWriter:
         return out
 
     def text(self, text, index=0):
-        cdef Py_ssize_t n, hn, tn, mn, dn
+        cdef Py_ssize_t n, hn, tn, mn
         cdef long long v = 1
         cdef const unsigned char *p
-        cdef char *o
-        cdef char digits[24]
         cdef Args a
         cdef bytes head, tail, mid
         if not tok_busy_enter(self, &self._busy):
@@ -1042,26 +1046,10 @@ cdef class StreamWriter:
                     head, mid, tail = self._counted
                     hn, mn, tn = PyBytes_GET_SIZE(head), PyBytes_GET_SIZE(mid), \
                         PyBytes_GET_SIZE(tail)
-                    dn = tok_fmt_i64(digits, self._seq)
-                    out = PyBytes_FromStringAndSize(NULL, hn + dn + mn + n + 2 + tn)
-                    o = PyBytes_AS_STRING(out)
-                    tok_copy(o, PyBytes_AS_STRING(head), hn)
-                    o += hn
-                    if not self._counted_text_first:
-                        memcpy(o, digits, dn)
-                        o += dn
-                        tok_copy(o, PyBytes_AS_STRING(mid), mn)
-                        o += mn
-                    o[0] = 34  # '"'
-                    tok_copy(o + 1, <const char *>p, n)
-                    o[n + 1] = 34
-                    o += n + 2
-                    if self._counted_text_first:
-                        tok_copy(o, PyBytes_AS_STRING(mid), mn)
-                        o += mn
-                        memcpy(o, digits, dn)
-                        o += dn
-                    tok_copy(o, PyBytes_AS_STRING(tail), tn)
+                    out = PyBytes_FromStringAndSize(
+                        NULL, hn + _ndigits(self._seq) + mn + n + 2 + tn)
+                    self._write_counted(PyBytes_AS_STRING(out), head, mid, tail, self._seq,
+                                        <const char *>p, n)
                     self._seq += 1
                     return out
             if self._head0 is not None and PyUnicode_Check(text) and (
@@ -1424,12 +1412,26 @@ cdef object _plain_frames(bytes head, bytes tail, tuple texts, int ascii):
 
 
 cdef inline Py_ssize_t _ndigits(long long v) noexcept:
-    """The digits tok_fmt_i64 writes for v >= 0."""
+    """The characters tok_fmt_i64 writes for v (its sign included): halving the digits left
+    (divisions by constants, no loop)."""
+    cdef unsigned long long u = <unsigned long long>v
     cdef Py_ssize_t d = 1
-    while v >= 10:
-        v //= 10
-        d += 1
-    return d
+    if v < 0:
+        u = 0ULL - u
+        d = 2
+    if u >= 10000000000000000ULL:
+        d += 16
+        u //= 10000000000000000ULL
+    if u >= 100000000ULL:
+        d += 8
+        u //= 100000000ULL
+    if u >= 10000ULL:
+        d += 4
+        u //= 10000ULL
+    if u >= 100ULL:
+        d += 2
+        u //= 100ULL
+    return d + (u >= 10)
 
 
 cdef inline void _set(Args *a, int slot, object value) noexcept:
