@@ -853,8 +853,8 @@ cdef class StreamWriter:
     cdef tuple _split_counted(self):
         """The counting text frame of choice 0 (a Responses delta) with no other value, as
         (the bytes before the first of its sequence number and text, those between the two,
-        those after the second), for text() to write around the two (the order in
-        _counted_text_first); None when the frame is not so (either of them twice, a value
+        those after the second), for text() and texts() to write around the two (the order
+        in _counted_text_first); None when the frame is not so (either of them twice, a value
         it needs missing)."""
         cdef _Frame f = self._comp.text
         cdef Args a
@@ -890,6 +890,13 @@ cdef class StreamWriter:
             return None
         finally:
             self._reset()
+
+    cdef inline tuple _counted_split(self):
+        """self._counted, made again first when stale (the first delta, a new item)."""
+        if self._counted_stale:
+            self._counted = self._split_counted()
+            self._counted_stale = False
+        return self._counted
 
     cdef object _split_of(self, long long index):
         """The split of choice ``index`` (0 and the first few kept), or None."""
@@ -1036,12 +1043,9 @@ cdef class StreamWriter:
                     PyUnicode_Check(text) and PyUnicode_IS_ASCII(text) and \
                     self._comp.text is not None and self._comp.text.counts:
                 # a Responses delta: its number and the text between the split's three parts
-                if self._counted_stale:
-                    self._counted = self._split_counted()
-                    self._counted_stale = False
                 n = PyUnicode_GET_LENGTH(text)
                 p = <const unsigned char *>PyUnicode_DATA(text)
-                if self._counted is not None and self._seq != INT64_MAX and \
+                if self._counted_split() is not None and self._seq != INT64_MAX and \
                         tok_esc_scan(p, n, self._ascii) == n:
                     head, mid, tail = self._counted
                     hn, mn, tn = PyBytes_GET_SIZE(head), PyBytes_GET_SIZE(mid), \
@@ -1122,10 +1126,7 @@ cdef class StreamWriter:
                 n = _seq_len(texts)
                 if self._head0 is None and f.counts and <PyObject *>index == <PyObject *>_ZERO:
                     # Responses deltas: each one between its split's three parts
-                    if self._counted_stale:
-                        self._counted = self._split_counted()
-                        self._counted_stale = False
-                    if self._counted is not None:
+                    if self._counted_split() is not None:
                         if PyTuple_Check(texts):  # (a tuple's items cannot change meanwhile)
                             out = self._counted_frames(<tuple>texts)
                             if out is not None:
