@@ -21,7 +21,7 @@ import ast
 import functools
 import posixpath
 import re
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 from typing import NamedTuple
 
 import pytest
