@@ -138,7 +138,10 @@ class UsageRelay:
 
     @property
     def counts(self) -> RelayCounts:
-        """What the relay has done so far (events, usage rewritten or left alone, why)."""
+        """What the relay has done so far (events, usage rewritten or left alone, why).
+        Readable at any time, after ``close()`` too: from inside a running call of its own
+        thread (a hook) it is the state that call has reached; on a free-threaded build a read
+        from another thread waits for a running call to end."""
         return RelayCounts(*self._counts)
 
     def _event(self, event: bytes) -> bytes:
