@@ -43,7 +43,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "writer": frozenset({"root"}),
     "pickling": frozenset({"root", "ids"}),
     "adapters": frozenset({"root", "stream"}),
-    "plugins": frozenset({"root", "stream", "writer"}),
+    "plugins": frozenset({"root", "writer"}),
 }
 
 SOURCES = (".py", ".pyi", ".pyx", ".pxd", ".pxi", ".h")
