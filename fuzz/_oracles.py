@@ -5,8 +5,8 @@
   each event's data as the WHATWG rules build it, for the relay's byte-level checks.
 - :func:`strict_json`: ``json.loads`` limited to RFC 8259 (no NaN/Infinity, UTF-8 only).
 - :data:`DIALECTS`, :func:`usage_at`, :func:`rewritten_usage`: where each API puts its usage
-  object and what ``rewrite_usage`` must make of it (DESIGN.md's dialect table; the same rules
-  as ``tests/_usage.py``'s ``expected_usage``, which a test checks this against).
+  object and what ``rewrite_usage`` must make of it (docs/dialects.md's dialect table; the
+  same rules as ``tests/_usage.py``'s ``expected_usage``, which a test checks this against).
 
 Each is cheap enough to run on every fuzz input that needs it, and is only run then.
 """
@@ -43,7 +43,7 @@ def whatwg_stream(stream: bytes, bound: int | None = None) -> \
         tuple[list[tuple[EventTuple, int]], list[int]]:
     """``(events, drops)``: :func:`whatwg_events` with, for each event, the stream offset
     of the byte that dispatches it (the first byte of its blank line's line end); and
-    ``EventDecoder(max_event_bytes=bound)``'s bound (DESIGN.md): the decoder holds the
+    ``EventDecoder(max_event_bytes=bound)``'s bound (its docstring): the decoder holds the
     unfinished line's bytes (a BOM included), each data value with its LF and the event type;
     the byte that would take that past ``bound`` drops the event (its data, type, retry and
     an id it set) and skips to its blank line. ``drops`` are those bytes' offsets."""
@@ -186,7 +186,7 @@ def same_json(a: Any, b: Any) -> bool:
     return json.dumps(a) == json.dumps(b)
 
 
-# --- usage dialects (DESIGN.md's table) -----------------------------------------------------
+# --- usage dialects (docs/dialects.md's table) ----------------------------------------------
 
 class Dialect(NamedTuple):
     #: where the usage value may be: the first path present and not null is it
@@ -210,7 +210,7 @@ DIALECTS = {
                         ("cache_creation_input_tokens",)),
 }
 APIS = tuple(DIALECTS)
-#: counts are below this (DESIGN.md: ints in [0, 2**63))
+#: counts are below this (docs/dialects.md: ints in [0, 2**63))
 COUNT_LIMIT = 1 << 63
 #: an output count of more digits than this makes the usage unreadable (left as it came)
 MAX_COUNT_DIGITS = 18

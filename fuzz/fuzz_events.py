@@ -5,8 +5,8 @@ The first 5 bytes choose the entry point, the bound, the splits and the chunk ty
 for 3 inputs in 8, so that events pass it, else the default. The oracle
 (``_oracles.whatwg_stream``, computed once) gives every event the WHATWG rules dispatch with
 the offset of the byte that dispatches it, and the offset of every byte that passes the
-bound (DESIGN.md: the event is dropped). Each input goes through one entry point on both
-twins, and each call must do exactly what the oracle says for the bytes it was given:
+bound (the event is dropped, as EventTooLarge says). Each input goes through one entry point
+on both twins, and each call must do exactly what the oracle says for the bytes it was given:
 - ``EventDecoder.feed`` piece by piece: the events dispatched by the piece's bytes, as
   ``Event`` objects with fields of the right types; where the piece passed the bound,
   exactly ``EventTooLarge`` with those events (``.events``) and those offsets

@@ -283,7 +283,7 @@ def test_one_input(data: bytes) -> None:
 
 
 def convert_widths(src: str, dst: str, width: int | None) -> tuple[int, int]:
-    """The widths src is read in and dst written in (DESIGN's rule, written anew here)."""
+    """The widths src is read in and dst written in (convert_ids' rule, written anew here)."""
     given = width or (64 if 64 in (BYTE_WIDTHS.get(src), BYTE_WIDTHS.get(dst)) else 32)
     return BYTE_WIDTHS.get(src) or given, BYTE_WIDTHS.get(dst) or given
 

@@ -1,6 +1,6 @@
 """The usage object rewrite_usage must produce, built with json: the tests' shared oracle.
 
-Written from the dialect table of DESIGN.md, not from tokcore's rules module.
+Written from the dialect table of docs/dialects.md, not from tokcore's rules module.
 """
 
 from __future__ import annotations

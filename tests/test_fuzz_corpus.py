@@ -76,7 +76,7 @@ def test_parity_check_catches_a_difference() -> None:
 
 
 def test_usage_oracle_agrees_with_the_tests_oracle() -> None:
-    """fuzz/_oracles.py's dialect rules (written apart, from DESIGN.md's table) and
+    """fuzz/_oracles.py's dialect rules (written apart, from docs/dialects.md's table) and
     tests/_usage.py's expected_usage agree on usage objects of every shape."""
     import itertools
 

@@ -3,8 +3,8 @@
  * On a free-threaded build (Py_GIL_DISABLED) these take CPython's per-object critical
  * sections, atomics and strong references; on a GIL build each one compiles to what the code
  * did before (the GIL already serialises it), so GIL builds pay nothing. (Base64's kernel
- * switch is an atomic int: _b64_core.h.) DESIGN.md
- * (Free-threaded CPython) says what is locked and why.
+ * switch is an atomic int: _b64_core.h.) DESIGN.md ("Threads", among the contracts) says
+ * what is locked and why.
  */
 #ifndef TOKCORE_FREETHREADING_H
 #define TOKCORE_FREETHREADING_H

@@ -1,10 +1,10 @@
 """The kernel vocabulary of the compiled twins: one set of names for every hot path.
 
-A compiled twin with kernels (base64, the wire formats, the object-text check, the relay's
-byte scan) answers ``_kernels()`` (what it can run on this machine, plainest first),
-``_kernel()`` (the one in use) and ``_use_kernel(name)`` (switch to it, for the tests and the
-benchmarks; returns the name in use before). Each name says the instructions a kernel is
-written in, whatever it computes; ``python -m tokcore`` prints each twin's.
+A compiled twin with kernels (base64, the wire formats, the object-text check, the relay's byte
+scan, the writer's string escape) answers ``_kernels()`` (what it can run on this machine,
+plainest first), ``_kernel()`` (the one in use) and ``_use_kernel(name)`` (switch to it, for
+the tests and the benchmarks; returns the name in use before). Each name says the instructions
+a kernel is written in, whatever it computes; ``python -m tokcore`` prints each twin's.
 """
 
 from __future__ import annotations

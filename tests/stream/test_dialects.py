@@ -3,7 +3,7 @@
 Every stream of ``_streams`` goes through both twins of ``UsageRelay`` under each ``api``,
 fed whole, event by event, split at every offset and in random pieces, with \\n, \\r\\n and
 \\r line ends; every body goes through ``rewrite_usage``. The oracle is written here with
-``json`` from DESIGN.md's dialect table: the data of each event as WHATWG builds it, parsed
+``json`` from docs/dialects.md's table: the data of each event as WHATWG builds it, parsed
 by ``json.loads``, its usage found by the dialect's paths and rewritten by its rules; the
 bytes expected are built member by member with ``json.JSONDecoder.raw_decode``.
 """
@@ -34,7 +34,7 @@ STREAM_IDS = [s.name for s in STREAMS]
 BODY_IDS = [b.name for b in BODIES]
 
 
-# --- the oracle: DESIGN.md's dialect table, with json --------------------------------------
+# --- the oracle: docs/dialects.md's table, with json --------------------------------------
 
 class Rules(NamedTuple):
     paths: tuple[tuple[str, ...], ...]
@@ -262,7 +262,7 @@ def text_count(raw: str | None) -> int:
 
 
 def rewritten_usage_text(usage: str, api: str, prompt: int, cached: int | None) -> str:
-    """The usage object's text after the rewrite, built from DESIGN.md's in-place rules."""
+    """The usage object's text after the rewrite, built from docs/dialects.md's in-place rules."""
     rules = RULES[api]
     if rules.cached_excluded:
         usage = set_member_text(usage, rules.prompt, str(prompt - (cached or 0)))

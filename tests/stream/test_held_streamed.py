@@ -8,7 +8,7 @@ not JSON, of another API or not objects, one ``data`` line or several; every
 ``max_event_bytes`` that streams the event and keeps its usage value held is tried (a sample
 of them for long events), each in one read and in two.
 
-Two differences remain, by design (DESIGN.md, "Held and streamed"), and are checked to be
+Two differences remain, by design (DESIGN.md, the stream wing), and are checked to be
 exactly what it says when they occur; the test counts them:
 
 - several usage values at the dialect's paths: the held event rewrites the one JSON readers

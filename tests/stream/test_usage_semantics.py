@@ -1,7 +1,7 @@
 """The repros of issue 21, each on both twins: usage that cannot mis-bill, held and streamed
 events that agree, the member API's one key path and its checked value.
 
-The expected bytes are written out by hand from DESIGN.md's usage rules; the relay's are
+The expected bytes are written out by hand from docs/dialects.md's usage rules; the relay's are
 the same as ``rewrite_usage``'s of the event's data.
 """
 

@@ -383,6 +383,14 @@ def find_member(payload: BytesLike, path: KeyPath) -> Span | None:
     """The byte span of the value at ``path`` in a JSON object text, or None when a key on
     the way is absent.
 
+    ``path`` is a key (a ``str``) or a tuple of keys, from the outermost object in; each step
+    is the last member of that key in its object, as ``json.loads`` keeps it, keys compared
+    after decoding their escapes (``"us\\u0061ge"`` is ``usage``). The text is scanned once,
+    never parsed: a UTF-8 BOM may lead it, whitespace may surround every token, and objects
+    and arrays are skipped at any depth without recursion. On every text ``json.loads``
+    accepts, the answer is the one its result gives; what is not JSON may be read leniently,
+    both twins alike.
+
     Raises ``ValueError`` for a payload that is not a JSON object, or a value on the way
     that is not one (naming the byte offset where the scan stopped), and for an empty path
     ``()``; ``TypeError`` for a payload that is not bytes-like (``str`` included), a path
@@ -418,6 +426,13 @@ def set_member(payload: BytesLike, path: KeyPath, value: BytesLike, *,
                trusted: bool = False) -> bytes:
     """``payload`` with the member at ``path`` set to the JSON text ``value`` (checked to be
     one JSON value unless ``trusted``); the objects of absent keys on the way are added.
+
+    The value of the key's last member is replaced; an absent key is added as
+    ``,"key":value`` after the last member of its object (``"key":value`` after ``{`` when
+    it is empty), its key written by ``json.dumps``; every other byte stays as it was. The
+    check is RFC 8259 over UTF-8 (RFC 3629). ``trusted=True`` is the caller saying ``value``
+    is JSON already (a span :func:`find_member` found, bytes it wrote): nothing is checked,
+    and that is the only way invalid JSON is ever written.
 
     Raises ``ValueError`` for a ``value`` that is not one JSON value (naming the offset where
     it stops; checked before the payload is read, and not at all with ``trusted=True``), and
@@ -465,6 +480,10 @@ def removed_ranges(members: list[Member], gone: list[bool]) -> list[Span]:
 def del_member(payload: BytesLike, path: KeyPath) -> bytes:
     """``payload`` without the member at ``path`` (every occurrence of its last key in the
     object that holds it); unchanged when a key on the way is absent.
+
+    Each member goes with its separating comma (the one before it, or the one after for a
+    first member); every other byte stays as it was. Unchanged, a ``bytes`` payload is
+    returned itself.
 
     Raises as ``find_member`` does.
     """

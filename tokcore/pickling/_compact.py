@@ -85,7 +85,7 @@ def _is_held(obj: object, name: str) -> bool:
 
 
 def compact_ids(*names: str, lazy: bool = False) -> Callable[[_T], _T]:
-    """Class decorator: pickle the named token-id attributes as int32 bytes.
+    """Class decorator: pickle the named token-id attributes as int32 (or int64) bytes.
 
     Usage::
 
@@ -96,11 +96,17 @@ def compact_ids(*names: str, lazy: bool = False) -> Callable[[_T], _T]:
             prompt_token_ids: list[int]
             output_token_ids: list[int] | None = None
 
-    Apply it on top of ``@dataclass``. With ``lazy=True`` a named attribute that travelled
-    compact comes back holding its int32 bytes: the first read of the attribute builds the
-    ``list[int]`` (later reads give that same list), and pickling the object again before
-    that sends the bytes as they are; ``ids_buffer`` reads them without building the list.
-    Such pickles load into a class decorated with ``compact_ids`` (lazy or not).
+    Apply it on top of ``@dataclass``. A named attribute whose value is exactly a ``list``
+    or ``tuple`` of ints travels as int32 bytes when every id fits int32, as int64 bytes when
+    one does not (a multimodal model's virtual ids; a reader older than int64 support cannot
+    load those), and any other value travels unchanged: pickling never fails for it. Eager
+    (the default), it comes back as a ``list[int]``, even into a class without the
+    decorator: the pickle calls a function of ``tokcore.pickling``. With ``lazy=True`` a
+    named attribute that travelled compact comes back holding its bytes: the first read of
+    the attribute builds the ``list[int]`` (later reads give that same list), and pickling
+    the object again before that sends the bytes as they are; ``ids_buffer`` reads them
+    without building the list. Such pickles load into a class decorated with
+    ``compact_ids`` (lazy or not).
 
     Raises ``TypeError`` when no name is given, a name is not a ``str``, the class pickles
     through its own ``__reduce__``/``__reduce_ex__`` (which would bypass ``__getstate__``),

@@ -2,8 +2,8 @@
 
 A dialect says where an API puts its usage object and which of its members the context
 server's counts go into. P is the prompt count, C the cached count (None: no cached tokens,
-so 0 where the usage has a member for them, and nothing added). DESIGN.md's usage rules are
-the contract; in short:
+so 0 where the usage has a member for them, and nothing added). The usage rules of
+docs/dialects.md are the contract; in short:
 
 - ``chat`` (Chat Completions, Completions): ``prompt_tokens`` := P, ``total_tokens`` :=
   P + ``completion_tokens``, ``prompt_tokens_details.cached_tokens`` := C.

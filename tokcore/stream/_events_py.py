@@ -79,6 +79,11 @@ class EventDecoder:
     on it is running (another thread's, or a hook inside it), ``__init__`` included, raises
     ``RuntimeError``.
 
+    ``max_event_bytes`` bounds what an event holds: the unfinished line, each data value with
+    its LF, and the event type (line ends do not count). It is checked at the exact byte, so
+    the events, errors and offsets are the same however the stream is split; the byte that
+    would pass it drops the event (an id it set included) and skips to its blank line.
+
     Raises, when made, ``TypeError`` or ``ValueError`` for a ``max_event_bytes`` that is not
     an ``int`` in [1, 2**63); ``feed`` raises ``EventTooLarge`` (a ``ValueError``) at the end
     of the read that passed the bound, ``TypeError`` for a chunk that is not bytes-like and

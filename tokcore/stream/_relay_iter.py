@@ -68,6 +68,12 @@ def relay_usage(chunks: Iterable[BytesLike], prompt_tokens: int | None = None,
     """Yield ``chunks`` as they can be forwarded, with every usage value rewritten; closing
     the generator (or its end) closes ``chunks``.
 
+    Give the counts (a new ``UsageRelay`` is made) or ``relay=``, one of your own, whose
+    ``counts`` you read when the stream is done. The arguments are checked and the source's
+    iterator taken at the call; the generator owns the source: however it ends (exhausted,
+    closed, dropped, an error, closed before its first read) it calls ``close()`` of that
+    iterator and of the source where they have one.
+
     Raises, at the call, what ``UsageRelay`` raises for the counts, ``api`` and
     ``max_event_bytes``, ``TypeError`` for both or neither of ``prompt_tokens`` and
     ``relay=``, and ``TypeError`` for a source that is not iterable; afterwards, whatever

@@ -86,6 +86,16 @@ def next_boundary(data: bytes, pos: int, line_start: bool, cr: bool) -> tuple[in
 class UsageRelay:
     """Relay a ``text/event-stream`` byte stream, rewriting usage values on the way.
 
+    ``feed`` gives what can be forwarded now, ``close`` the rest. Joined, the output is the
+    input with only usage values rewritten (:doc:`/dialects`), however the input is split
+    into chunks: events end at a blank line (``\\n``, ``\\r\\n`` or ``\\r`` line ends), the
+    usage is looked for in an event's data as WHATWG joins its ``data`` fields, an event goes
+    out as soon as its blank line has come, and a chunk of complete events with no usage and
+    nothing pending comes back as the same object. Nothing is dropped. An event is held
+    whole up to ``max_event_bytes`` (counted up to its blank line's CR or LF); a larger one is
+    scanned as it streams, holding only a usage value, so the relay keeps at most that bound
+    and a constant.
+
     Raises, when made, what ``rewrite_usage`` raises for the counts and ``api``, and
     ``ValueError`` for a ``max_event_bytes`` outside [1, 2**63) (``TypeError`` for one that
     is not an ``int``). ``feed`` raises only ``TypeError`` for a chunk that is not
@@ -128,7 +138,10 @@ class UsageRelay:
 
     @property
     def counts(self) -> RelayCounts:
-        """What the relay has done so far (events, usage rewritten or left alone, why)."""
+        """What the relay has done so far (events, usage rewritten or left alone, why).
+        Readable at any time, after ``close()`` too: from inside a running call of its own
+        thread (a hook) it is the state that call has reached; on a free-threaded build a read
+        from another thread waits for a running call to end."""
         return RelayCounts(*self._counts)
 
     def _event(self, event: bytes) -> bytes:
