@@ -156,14 +156,16 @@ def fingerprint(v: dict[str, Any] | None = None) -> str:
 class TokenTable:
     """Each token id's text as vLLM's logprobs processor decodes it alone
     (``convert_ids_list_to_tokens(tokenizer, [id])``), made once per tokenizer: an id's text
-    is decoded the first time it is met, then looked up."""
+    is decoded the first time it is met, then looked up. ``partial`` holds the ids met whose
+    text ends in U+FFFD (a piece of a character: vLLM corrects those from the context)."""
 
-    __slots__ = ("_convert", "_texts", "_tokenizer")
+    __slots__ = ("_convert", "_texts", "_tokenizer", "partial")
 
     def __init__(self, tokenizer: Any, convert: Callable[[Any, list[int]], list[str]]) -> None:
         self._tokenizer = tokenizer
         self._convert = convert
         self._texts: dict[int, str] = {}
+        self.partial: set[int] = set()
 
     def __len__(self) -> int:
         return len(self._texts)
@@ -175,7 +177,10 @@ class TokenTable:
             return [texts[i] for i in ids]
         except KeyError:
             missing = list(dict.fromkeys(i for i in ids if i not in texts))
-            texts.update(zip(missing, self._convert(self._tokenizer, missing)))
+            for i, text in zip(missing, self._convert(self._tokenizer, missing), strict=True):
+                texts[i] = text
+                if text.endswith("\ufffd"):
+                    self.partial.add(i)
             return [texts[i] for i in ids]
 
 
@@ -204,15 +209,18 @@ def _tabled_class(processor: type) -> type:
     class TabledLogprobsProcessor(processor):  # type: ignore[misc]
         def _update_sample_logprobs(self, logprobs_lists: Any) -> None:
             token_ids_lst, logprobs_lst, ranks_lst, _ = logprobs_lists
-            texts = table(self.tokenizer).texts
+            found = table(self.tokenizer)
+            texts, partial = found.texts, found.partial
             for rank_np, logprobs_np, token_ids_np in zip(ranks_lst, logprobs_lst,
                                                           token_ids_lst, strict=False):
                 rank = rank_np.tolist()
                 logprobs = logprobs_np.tolist()
                 token_ids = token_ids_np.tolist()
-                decoded = self._verify_tokens(
-                    decoded_tokens_list=texts(token_ids), tokens=token_ids,
-                    context_token_ids=self._get_sampled_context_ids(self.logprobs))
+                decoded = texts(token_ids)
+                if not partial.isdisjoint(token_ids):  # (else vLLM's check changes nothing)
+                    decoded = self._verify_tokens(
+                        decoded_tokens_list=decoded, tokens=token_ids,
+                        context_token_ids=self._get_sampled_context_ids(self.logprobs))
                 self.cumulative_logprob += logprobs[0]
                 append(self.logprobs, token_ids, logprobs, decoded, rank, self.num_logprobs)
 
