@@ -36,7 +36,7 @@ with warnings.catch_warnings():  # (torch, imported by vLLM's engine modules, wa
     from vllm.entrypoints.openai.completion.serving import (  # noqa: E402
         OpenAIServingCompletion,
     )
-    from vllm.logprobs import Logprob  # noqa: E402
+    from vllm.logprobs import FlatLogprobs, Logprob  # noqa: E402
     from vllm.outputs import CompletionOutput, RequestOutput  # noqa: E402
     from vllm.tokenizers.detokenizer_utils import convert_ids_list_to_tokens  # noqa: E402
     from vllm.v1.engine.logprobs import LogprobsProcessor  # noqa: E402
@@ -105,10 +105,10 @@ class Script:
     gets fresh objects, its logprobs made by the processor class given)."""
 
     def __init__(self, rng: random.Random, tokenizer: Any, *, n: int, prompts: int,
-                 logprobs: int | None, odd: str | None = None) -> None:
+                 logprobs: int | None, odd: str | None = None, flat: bool = False) -> None:
         self.tokenizer = tokenizer
         self.vocab = len(tokenizer)
-        self.n, self.prompts, self.k, self.odd = n, prompts, logprobs, odd
+        self.n, self.prompts, self.k, self.odd, self.flat = n, prompts, logprobs, odd, flat
         self.prompt_ids = [[rng.randrange(self.vocab) for _ in range(rng.randint(1, 6))]
                            for _ in range(prompts)]
         self.cached = rng.choice([None, 0, 3])
@@ -168,7 +168,8 @@ class Script:
         if self.k is not None:
             for key in self.steps:
                 processors[key] = processor(
-                    tokenizer=self.tokenizer, logprobs=[], prompt_logprobs=None,
+                    tokenizer=self.tokenizer, logprobs=FlatLogprobs() if self.flat else [],
+                    prompt_logprobs=None,
                     cumulative_logprob=0.0, num_logprobs=self.k, num_prompt_logprobs=None)
         result = []
         for p, c, s in self.order:
@@ -319,6 +320,14 @@ def test_chat_server_options(tokenizer: Any) -> None:
              covered=False)
         same(run_chat, serving_chat(), {"echo": True, "add_generation_prompt": False},
              script, covered=False)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_flat_logprobs(tokenizer: Any, seed: int) -> None:
+    """The sampling parameters' flat_logprobs: vLLM's FlatLogprobs, the same bytes."""
+    script = Script(random.Random(seed), tokenizer, n=2, prompts=1, logprobs=4, flat=True)
+    same(run_chat, serving_chat(), {"n": 2, "logprobs": True, "top_logprobs": 3}, script)
+    same(run_completion, serving_completion(), {"n": 2, "logprobs": 3}, script)
 
 
 @pytest.mark.parametrize("odd", ["missing", "undecoded"])
