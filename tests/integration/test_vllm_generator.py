@@ -467,6 +467,7 @@ def test_another_vllm_keeps_the_dump_patch(caplog: pytest.LogCaptureFixture) -> 
     try:
         with caplog.at_level("WARNING", "tokcore.plugins.vllm"):
             assert not stream.install_generators(expected="0" * 64)
+            assert not stream.install_generators(expected="0" * 64)  # (no second line)
         assert OpenAIServingChat.chat_completion_stream_generator is CHAT
         assert OpenAIServingCompletion.completion_stream_generator is COMPLETION
         lines = [r.getMessage() for r in caplog.records]

@@ -73,6 +73,8 @@ _TABLED: contextvars.ContextVar[bool] = contextvars.ContextVar("tokcore_vllm_tab
 #: what install_generators replaced: (owner, name, the original attribute)
 _REPLACED: list[tuple[type, str, Any]] = []
 _V: dict[str, Any] = {}  # vLLM's names this module calls, found when installed
+#: the fingerprint an install found not to be the expected one (its line written once)
+_REFUSED: list[str] = []
 _SHAPES: dict[str, StreamShape] = {}
 _DONE = b"data: [DONE]\n\n"
 
@@ -660,7 +662,7 @@ def install_generators(expected: str | None = None) -> bool:
     """Replace vLLM's two stream generators (and its logprobs processor's decode, for the
     requests they write) when this vLLM's ``fingerprint()`` is ``expected`` (default:
     ``FINGERPRINT``); False (and one WARNING line) when it is not, or when vLLM has not
-    these names. Again: nothing happens."""
+    these names (the fingerprint's line is written once a process). Again: nothing happens."""
     if _REPLACED:
         return True
     try:
@@ -671,6 +673,9 @@ def install_generators(expected: str | None = None) -> bool:
                     "dump patch only", error)
         return False
     if found != (FINGERPRINT if expected is None else expected):
+        if found in _REFUSED:
+            return False
+        _REFUSED.append(found)
         log.warning("tokcore's vLLM plugin: this vLLM's stream generators are not the ones "
                     "its generator mode was written against (fingerprint %s, not %s): the "
                     "dump patch only", found[:16], FINGERPRINT[:16])
