@@ -18,21 +18,31 @@ writer refuses. The chunk objects are still built by vLLM: the gain is the dump 
 
 The entry point (``tokcore``, in the ``vllm.general_plugins`` group) comes with tokcore;
 vLLM calls it in every process unless ``VLLM_PLUGINS`` names others (add ``tokcore`` there
-then). It changes nothing unless the environment says ``TOKCORE_VLLM_PLUGIN=1``: an
+then). It changes nothing unless the environment says so (``TOKCORE_VLLM_PLUGIN``): an
 installed library does not change a server's serialization by being there. Nothing of vLLM
-is imported before ``register()`` runs.
+is imported before ``register()`` runs. The switch:
+
+- ``generator`` (and ``1``, the recommended mode): vLLM's chat and completion stream
+  generators replaced, for the requests they cover whole, by ones that write each step with
+  the writer straight from the engine's outputs, top logprobs' texts from a table made once
+  per tokenizer (``tokcore.plugins._vllm_stream``, whose docstring lists the requests); the
+  dump patch for every other request, and alone on a vLLM other than the one the generators
+  were written against (one WARNING line says so);
+- ``dump``: the dump patch alone (this module: the chunks are still built by vLLM);
+- unset or ``0``: off; any other value: off, with one WARNING line.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import sys
 from collections.abc import Callable
 from typing import Any
 
 from ..writer._writer import StreamShape, StreamWriter, Usage
 
-__all__ = ["SWITCH", "install", "register", "uninstall"]
+__all__ = ["MODES", "SWITCH", "install", "mode", "register", "uninstall"]
 
 log = logging.getLogger("tokcore.plugins.vllm")
 
@@ -241,7 +251,10 @@ def install(chat_chunk: type | None, completion_chunk: type | None) -> None:
 
 
 def uninstall() -> None:
-    """Give the patched classes their own ``model_dump_json`` back."""
+    """Give the patched classes their own ``model_dump_json`` back, and vLLM its own stream
+    generators (the generator mode)."""
+    if "tokcore.plugins._vllm_stream" in sys.modules:
+        sys.modules["tokcore.plugins._vllm_stream"].uninstall_generators()
     for cls, (original, own) in list(_PATCHED.items()):
         if own:
             cls.model_dump_json = original  # type: ignore[attr-defined]
@@ -255,14 +268,32 @@ def uninstall() -> None:
 SWITCH = "TOKCORE_VLLM_PLUGIN"
 
 
+#: the switch's values: the mode each names
+MODES = {"": "off", "0": "off", "dump": "dump", "generator": "generator", "1": "generator"}
+
+
+def mode() -> str:
+    """What is installed now: ``"generator"``, ``"dump"`` or ``"off"``."""
+    stream = sys.modules.get("tokcore.plugins._vllm_stream")
+    if stream is not None and stream._REPLACED:
+        return "generator"
+    return "dump" if _PATCHED else "off"
+
+
 def register() -> None:
-    """The ``vllm.general_plugins`` entry point: with ``TOKCORE_VLLM_PLUGIN=1`` in the
-    environment, vLLM's chat and completion chunks written by the stream writer (otherwise
-    nothing). A vLLM without those classes (another layout) is left as it is, with one
-    WARNING line.
+    """The ``vllm.general_plugins`` entry point: the mode ``TOKCORE_VLLM_PLUGIN`` names
+    (``MODES``; the module's docstring). A vLLM without the chunk classes (another layout)
+    is left as it is, with one WARNING line; one whose stream generators are not those the
+    generator mode knows keeps the dump patch, with one WARNING line.
 
     Raises nothing."""
-    if os.environ.get(SWITCH, "") in ("", "0"):
+    value = os.environ.get(SWITCH, "")
+    wanted = MODES.get(value)
+    if wanted is None:
+        log.warning("tokcore's vLLM plugin: %s=%r is not one of %s: off", SWITCH, value,
+                    ", ".join(repr(name) for name in MODES if name))
+        return
+    if wanted == "off":
         return
     try:
         from vllm.entrypoints.openai.chat_completion.protocol import (  # type: ignore[import-not-found]
@@ -282,3 +313,7 @@ def register() -> None:
                         "vLLM's own serialization stays", error)
             return
     install(ChatCompletionStreamResponse, CompletionStreamResponse)
+    if wanted == "generator":
+        from ._vllm_stream import install_generators
+
+        install_generators()

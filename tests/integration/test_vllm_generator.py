@@ -1,0 +1,501 @@
+"""The plugin's generator mode (tokcore.plugins._vllm_stream) against vLLM itself
+(``make test-vllm``: vLLM's CPU wheel in a venv of its own; skipped where vLLM is not
+installed, as in make test's venv).
+
+Each stream is made of real vLLM ``RequestOutput`` / ``CompletionOutput`` objects, their
+logprobs made by vLLM's own logprobs processor (vLLM's for vLLM's generator, the table's for
+ours) from a tokenizer trained here with ``tokenizers`` (byte-level, so a token alone can
+decode to U+FFFD), or written by hand (``nan``, ``-inf``, the sampled token missing). vLLM's
+own generator and the replaced one are fed the same outputs: the bytes must be the same but
+for ``created`` (the chat generator reads the clock)."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import re
+import warnings
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
+
+import pytest
+
+pytest.importorskip("vllm", reason="vLLM is not installed here: make test-vllm runs this")
+
+with warnings.catch_warnings():  # (torch, imported by vLLM's engine modules, warns)
+    warnings.simplefilter("ignore", DeprecationWarning)
+    import numpy as np  # noqa: E402
+    from vllm.entrypoints.generate.base.protocol import (  # noqa: E402
+        RequestResponseMetadata,
+    )
+    from vllm.entrypoints.openai.chat_completion.protocol import (  # noqa: E402
+        ChatCompletionRequest,
+    )
+    from vllm.entrypoints.openai.chat_completion.serving import OpenAIServingChat  # noqa: E402
+    from vllm.entrypoints.openai.completion.protocol import CompletionRequest  # noqa: E402
+    from vllm.entrypoints.openai.completion.serving import (  # noqa: E402
+        OpenAIServingCompletion,
+    )
+    from vllm.logprobs import FlatLogprobs, Logprob  # noqa: E402
+    from vllm.outputs import CompletionOutput, RequestOutput  # noqa: E402
+    from vllm.tokenizers.detokenizer_utils import convert_ids_list_to_tokens  # noqa: E402
+    from vllm.v1.engine.logprobs import LogprobsProcessor  # noqa: E402
+
+from tokcore.plugins import _vllm_stream as stream  # noqa: E402
+from tokcore.plugins import vllm as plugin  # noqa: E402
+
+CHAT = OpenAIServingChat.chat_completion_stream_generator
+COMPLETION = OpenAIServingCompletion.completion_stream_generator
+
+TEXT = ("Plain words, \"quotes\", back\\slashes, tabs\t and newlines\n; accents é à ü ñ, "
+        "Ελληνικά, русский, 中文字符, 日本語のテキスト, emoji 🙂🚀🧪, control \x01\x1f, "
+        "<b>markup</b> & {json: [1, 2]} </script> \u2028 \u2029 end. ")
+
+
+@pytest.fixture(scope="module")
+def tokenizer() -> Any:
+    """A byte-level BPE tokenizer trained here on TEXT (no download): a multi-byte
+    character is often split, so a token alone decodes to U+FFFD."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=["<s>", "</s>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator([TEXT] * 20 + [TEXT[i:] for i in range(0, len(TEXT), 7)],
+                            trainer=trainer)
+    return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def installed() -> Iterator[None]:
+    assert stream.install_generators()
+    try:
+        yield
+    finally:
+        stream.uninstall_generators()
+
+
+def serving_chat(**options: Any) -> Any:
+    serving = object.__new__(OpenAIServingChat)
+    vars(serving).update(dict(
+        parser_cls=None, _include_reasoning_tokens_details=False, enable_log_outputs=False,
+        request_logger=None, response_role="assistant", enable_force_include_usage=False,
+        system_fingerprint=None, enable_prompt_tokens_details=False,
+        enable_per_request_metrics=False, return_tokens_as_token_ids=False,
+        log_error_stack=False), **options)
+    return serving
+
+
+def serving_completion(**options: Any) -> Any:
+    serving = object.__new__(OpenAIServingCompletion)
+    vars(serving).update(dict(
+        enable_force_include_usage=False, system_fingerprint=None,
+        enable_prompt_tokens_details=False, enable_per_request_metrics=False,
+        return_tokens_as_token_ids=False, log_error_stack=False), **options)
+    return serving
+
+
+# --- streams
+
+class Script:
+    """A stream's steps, drawn once, made into vLLM outputs any number of times (each run
+    gets fresh objects, its logprobs made by the processor class given)."""
+
+    def __init__(self, rng: random.Random, tokenizer: Any, *, n: int, prompts: int,
+                 logprobs: int | None, odd: str | None = None, flat: bool = False) -> None:
+        self.tokenizer = tokenizer
+        self.vocab = len(tokenizer)
+        self.n, self.prompts, self.k, self.odd, self.flat = n, prompts, logprobs, odd, flat
+        self.prompt_ids = [[rng.randrange(self.vocab) for _ in range(rng.randint(1, 6))]
+                           for _ in range(prompts)]
+        self.cached = rng.choice([None, 0, 3])
+        # per (prompt, choice): steps of (token ids, text, finish, stop_reason)
+        self.steps: dict[tuple[int, int], list[tuple[list[int], str, str | None, Any]]] = {}
+        self.draws: dict[tuple[int, int], list[tuple[list[list[int]], list[list[float]],
+                                                      list[int]]]] = {}
+        for p in range(prompts):
+            for c in range(n):
+                count = rng.randint(1, 7)
+                steps = []
+                draws = []
+                for s in range(count):
+                    m = rng.choice([1, 1, 1, 2, 3]) if s or rng.random() < 0.8 else 0
+                    ids = [rng.randrange(self.vocab) for _ in range(m)]
+                    text = tokenizer.decode(ids) if rng.random() < 0.8 else rng.choice(
+                        ["", "\ufffd", "é\"\\", "\n\t\x00", "🙂", "</s>"])
+                    finish = stop = None
+                    if s == count - 1:
+                        finish = rng.choice(["stop", "length", "stop"])
+                        stop = rng.choice([None, "\n", 2]) if finish == "stop" else None
+                    steps.append((ids, text, finish, stop))
+                    rows_ids, rows_lp, ranks = [], [], []
+                    for sampled in ids:
+                        k = self.k or 0
+                        top = [rng.randrange(self.vocab) for _ in range(k)]
+                        if k and rng.random() < 0.4:
+                            top[rng.randrange(k)] = sampled  # the sampled among the top
+                        values = sorted((rng.uniform(-12, 0) for _ in range(k)), reverse=True)
+                        for special in (float("-inf"), float("nan"), -0.0, 0.0, -1e-7,
+                                        -1.5e-5, -123456.789):
+                            if values and rng.random() < 0.1:
+                                values[rng.randrange(len(values))] = special
+                        first = rng.choice([rng.uniform(-9, 0), float("-inf"), float("nan"),
+                                            -20000.0]) if rng.random() < 0.3 else \
+                            rng.uniform(-3, 0)
+                        rows_ids.append([sampled, *top])
+                        rows_lp.append([first, *values])
+                        ranks.append(rng.randint(1, 50))
+                    draws.append((rows_ids, rows_lp, ranks))
+                self.steps[p, c] = steps
+                self.draws[p, c] = draws
+        self.order = [(p, c, s) for p in range(prompts) for c in range(n)
+                      for s in range(len(self.steps[p, c]))]
+        # engine order: each key's steps in order, keys interleaved at random
+        queues = {key: list(range(len(v))) for key, v in self.steps.items()}
+        self.order = []
+        while queues:
+            key = rng.choice(sorted(queues))
+            self.order.append((*key, queues[key].pop(0)))
+            if not queues[key]:
+                del queues[key]
+
+    def outputs(self, processor: type) -> list[tuple[int, RequestOutput]]:
+        """The stream as (prompt index, RequestOutput), one choice's step each."""
+        processors = {}
+        if self.k is not None:
+            for key in self.steps:
+                processors[key] = processor(
+                    tokenizer=self.tokenizer, logprobs=FlatLogprobs() if self.flat else [],
+                    prompt_logprobs=None,
+                    cumulative_logprob=0.0, num_logprobs=self.k, num_prompt_logprobs=None)
+        result = []
+        for p, c, s in self.order:
+            ids, text, finish, stop = self.steps[p, c][s]
+            logprobs = None
+            if self.k is not None:
+                proc = processors[p, c]
+                rows_ids, rows_lp, ranks = self.draws[p, c][s]
+                if ids:
+                    proc._update_sample_logprobs((
+                        [np.array(r, dtype=np.int64) for r in rows_ids],
+                        [np.array(r, dtype=np.float64) for r in rows_lp],
+                        [np.array(r, dtype=np.int64) for r in ranks], None))
+                logprobs = proc.logprobs[-len(ids):] if ids else proc.logprobs[:0]
+                if self.odd == "missing" and ids and s == 0:
+                    logprobs = [dict(position) for position in logprobs]
+                    del logprobs[0][ids[0]]
+                if self.odd == "undecoded" and ids and s == 0:
+                    logprobs = [{i: Logprob(lp.logprob, lp.rank, None)
+                                 for i, lp in position.items()} for position in logprobs]
+            output = CompletionOutput(index=c, text=text, token_ids=list(ids),
+                                      cumulative_logprob=None, logprobs=logprobs,
+                                      finish_reason=finish, stop_reason=stop)
+            res = RequestOutput(request_id=f"r-{p}", prompt=f"prompt {p}: \"é\"\n",
+                                prompt_token_ids=list(self.prompt_ids[p]),
+                                prompt_logprobs=None, outputs=[output],
+                                finished=finish is not None, num_cached_tokens=self.cached)
+            result.append((p, res))
+        return result
+
+
+async def _feed(items: list[Any]) -> AsyncIterator[Any]:
+    for item in items:
+        await asyncio.sleep(0)
+        yield item
+
+
+async def _drain(gen: Any) -> bytes:
+    out = []
+    async for chunk in gen:
+        out.append(chunk.encode() if isinstance(chunk, str) else chunk)
+    return b"".join(out)
+
+
+def _masked(body: bytes) -> bytes:
+    return re.sub(rb'"created":\d+', b'"created":0', body)
+
+
+def run_chat(serving: Any, request: dict[str, Any], script: Script, ours: bool
+             ) -> tuple[bytes, Any, str]:
+    req = ChatCompletionRequest.model_validate(
+        {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True,
+         **request})
+    processor = stream._tabled_class(LogprobsProcessor) if ours else LogprobsProcessor
+    outputs = [res for _, res in script.outputs(processor)]
+    meta = RequestResponseMetadata(request_id="chatcmpl-x")
+    method = OpenAIServingChat.chat_completion_stream_generator if ours else CHAT
+    gen = method(serving, req, _feed(outputs), "chatcmpl-x", "model/é",
+                 [{"role": "user", "content": "hi"}], script.tokenizer, meta)
+    body = asyncio.run(_drain(gen))
+    return body, meta.final_usage_info, gen.ag_code.co_name
+
+
+def run_completion(serving: Any, request: dict[str, Any], script: Script, ours: bool
+                   ) -> tuple[bytes, Any, str]:
+    req = CompletionRequest.model_validate(
+        {"model": "m", "prompt": ["a", "b", "c"][:script.prompts] if script.prompts > 1
+         else "a", "stream": True, "max_tokens": 16, **request})
+    processor = stream._tabled_class(LogprobsProcessor) if ours else LogprobsProcessor
+    outputs = script.outputs(processor)
+    meta = RequestResponseMetadata(request_id="cmpl-x")
+    method = OpenAIServingCompletion.completion_stream_generator if ours else COMPLETION
+    gen = method(serving, req, [{}] * script.prompts, _feed(outputs), "cmpl-x", 1234567,
+                 "model/é", num_prompts=script.prompts, tokenizer=script.tokenizer,
+                 request_metadata=meta)
+    body = asyncio.run(_drain(gen))
+    return body, meta.final_usage_info, gen.ag_code.co_name
+
+
+def same(run: Callable[..., tuple[bytes, Any, str]], serving: Any, request: dict[str, Any],
+         script: Script, covered: bool = True) -> bytes:
+    theirs, their_usage, _ = run(serving, request, script, False)
+    ours, our_usage, name = run(serving, request, script, True)
+    assert name == ("_chat" if run is run_chat else "_completion") or not covered, name
+    if not covered:
+        assert not name.startswith("_"), name
+    assert _masked(ours) == _masked(theirs)
+    assert our_usage == their_usage
+    assert b"data: [DONE]\n\n" == ours[-14:]
+    return ours
+
+
+CHAT_REQUESTS = [
+    {},
+    {"stream_options": {"include_usage": True}},
+    {"stream_options": {"include_usage": True, "continuous_usage_stats": True}},
+    {"stream_options": {"include_usage": False, "continuous_usage_stats": True}},
+    {"return_token_ids": True},
+    {"logprobs": True},
+    {"logprobs": True, "top_logprobs": 0},
+    {"logprobs": True, "top_logprobs": 2},
+    {"logprobs": True, "top_logprobs": 5, "return_token_ids": True,
+     "stream_options": {"include_usage": True, "continuous_usage_stats": True}},
+    {"logprobs": True, "top_logprobs": 3, "return_tokens_as_token_ids": True},
+    {"logprobs": True, "top_logprobs": -1},
+    {"n": 2, "logprobs": True, "top_logprobs": 1},
+    {"n": 3, "stream_options": {"include_usage": True, "continuous_usage_stats": True}},
+    {"echo": True},  # the last message is the user's: nothing echoed
+    {"stop": ["\n"], "stop_token_ids": [2], "max_tokens": 1},
+]
+
+
+def _k(request: dict[str, Any], chat: bool) -> int | None:
+    if chat:
+        return None if not request.get("logprobs") else max(request.get("top_logprobs") or 0,
+                                                            0) + 1
+    lp = request.get("logprobs")
+    return None if lp is None else max(lp, 0) + 1
+
+
+@pytest.mark.parametrize("fingerprint", [None, "fp_3e1"])
+@pytest.mark.parametrize("request_", CHAT_REQUESTS, ids=repr)
+@pytest.mark.parametrize("seed", range(6))
+def test_chat_bytes(tokenizer: Any, request_: dict[str, Any], seed: int,
+                    fingerprint: str | None) -> None:
+    rng = random.Random(f"chat{seed}{request_}")
+    script = Script(rng, tokenizer, n=request_.get("n", 1), prompts=1,
+                    logprobs=_k(request_, True))
+    same(run_chat, serving_chat(system_fingerprint=fingerprint), request_, script)
+
+
+def test_chat_server_options(tokenizer: Any) -> None:
+    """Forced usage, the server's return_tokens_as_token_ids: still ours; prompt details or
+    per-request metrics with usage, a parser, logging outputs, return_prompt_text, an echo
+    that echoes: vLLM's own generator."""
+    for seed in range(4):
+        rng = random.Random(seed)
+        script = Script(rng, tokenizer, n=1, prompts=1, logprobs=3)
+        request = {"logprobs": True, "top_logprobs": 2}
+        same(run_chat, serving_chat(enable_force_include_usage=True), request, script)
+        same(run_chat, serving_chat(return_tokens_as_token_ids=True), request, script)
+        for options in ({"enable_prompt_tokens_details": True},
+                        {"enable_per_request_metrics": True}):
+            same(run_chat, serving_chat(**options), {
+                **request, "stream_options": {"include_usage": True}}, script, covered=False)
+            same(run_chat, serving_chat(**options), request, script)
+        same(run_chat, serving_chat(), {**request, "return_prompt_text": True}, script,
+             covered=False)
+        same(run_chat, serving_chat(), {"echo": True, "add_generation_prompt": False},
+             script, covered=False)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_flat_logprobs(tokenizer: Any, seed: int) -> None:
+    """The sampling parameters' flat_logprobs: vLLM's FlatLogprobs, the same bytes."""
+    script = Script(random.Random(seed), tokenizer, n=2, prompts=1, logprobs=4, flat=True)
+    same(run_chat, serving_chat(), {"n": 2, "logprobs": True, "top_logprobs": 3}, script)
+    same(run_completion, serving_completion(), {"n": 2, "logprobs": 3}, script)
+
+
+@pytest.mark.parametrize("odd", ["missing", "undecoded"])
+def test_chat_odd_logprobs_by_vllms_models(tokenizer: Any, odd: str) -> None:
+    for seed in range(4):
+        script = Script(random.Random(seed), tokenizer, n=1, prompts=1, logprobs=3, odd=odd)
+        same(run_chat, serving_chat(system_fingerprint="fp"),
+             {"logprobs": True, "top_logprobs": 2, "return_token_ids": True}, script)
+
+
+COMPLETION_REQUESTS = [
+    {},
+    {"stream_options": {"include_usage": True}},
+    {"stream_options": {"include_usage": True, "continuous_usage_stats": True}},
+    {"return_token_ids": True},
+    {"echo": True},
+    {"echo": True, "return_token_ids": True},
+    {"echo": True, "max_tokens": 0},
+    {"logprobs": 0},
+    {"logprobs": 1},
+    {"logprobs": 5, "return_token_ids": True,
+     "stream_options": {"include_usage": True, "continuous_usage_stats": True}},
+    {"logprobs": 3, "return_tokens_as_token_ids": True},
+    {"logprobs": -1},
+    {"n": 2, "logprobs": 2},
+    {"stop": ["\n"], "stop_token_ids": [2], "max_tokens": 1},
+]
+
+
+@pytest.mark.parametrize("prompts", [1, 2])
+@pytest.mark.parametrize("fingerprint", [None, "fp_3e1"])
+@pytest.mark.parametrize("request_", COMPLETION_REQUESTS, ids=repr)
+@pytest.mark.parametrize("seed", range(5))
+def test_completion_bytes(tokenizer: Any, request_: dict[str, Any], seed: int,
+                          fingerprint: str | None, prompts: int) -> None:
+    rng = random.Random(f"completion{seed}{request_}{prompts}")
+    script = Script(rng, tokenizer, n=request_.get("n", 1), prompts=prompts,
+                    logprobs=_k(request_, False))
+    same(run_completion, serving_completion(system_fingerprint=fingerprint), request_, script)
+
+
+def test_completion_server_options(tokenizer: Any) -> None:
+    for seed in range(4):
+        script = Script(random.Random(seed), tokenizer, n=1, prompts=1, logprobs=3)
+        usage = {"stream_options": {"include_usage": True}, "logprobs": 2}
+        same(run_completion, serving_completion(enable_prompt_tokens_details=True), usage,
+             script)
+        same(run_completion, serving_completion(enable_force_include_usage=True,
+                                                return_tokens_as_token_ids=True),
+             {"logprobs": 2}, script)
+        same(run_completion, serving_completion(enable_per_request_metrics=True), usage,
+             script, covered=False)
+        same(run_completion, serving_completion(), {"echo": True, "logprobs": 1}, script,
+             covered=False)
+
+
+@pytest.mark.parametrize("odd", ["missing", "undecoded"])
+def test_completion_odd_logprobs_by_vllms_models(tokenizer: Any, odd: str) -> None:
+    for seed in range(4):
+        script = Script(random.Random(seed), tokenizer, n=1, prompts=1, logprobs=3, odd=odd)
+        same(run_completion, serving_completion(system_fingerprint="fp"),
+             {"logprobs": 2, "return_token_ids": True}, script)
+
+
+def test_an_error_finish_is_vllms_error_chunk(tokenizer: Any) -> None:
+    script = Script(random.Random(1), tokenizer, n=1, prompts=1, logprobs=None)
+    key = next(iter(script.steps))
+    ids, text, _, _ = script.steps[key][-1]
+    script.steps[key][-1] = (ids, text, "error", None)
+    body = same(run_chat, serving_chat(), {}, script)
+    assert b'"InternalServerError"' in body
+    body = same(run_completion, serving_completion(), {}, script)
+    assert b'"InternalServerError"' in body
+
+
+# --- the table
+
+def test_the_table_is_vllms_decode(tokenizer: Any) -> None:
+    """Every id's text in the table is convert_ids_list_to_tokens' (some are U+FFFD)."""
+    table = stream.TokenTable(tokenizer, convert_ids_list_to_tokens)
+    ids = list(range(len(tokenizer)))
+    random.Random(0).shuffle(ids)
+    expected = convert_ids_list_to_tokens(tokenizer, ids)
+    assert table.texts(ids[:50]) == expected[:50]
+    assert table.texts(ids) == expected
+    assert len(table) == len(ids)
+    assert table.partial == {i for i, text in zip(ids, expected, strict=True)
+                             if text.endswith("\ufffd")}
+    assert table.partial and len(table.partial) < len(ids)
+    assert table.texts([]) == []
+    assert table.texts(ids[:3] * 2) == expected[:3] * 2
+    assert stream.table(tokenizer) is stream.table(tokenizer)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_tabled_processor_is_vllms(tokenizer: Any, seed: int) -> None:
+    """The logprobs vLLM's processor makes and the tabled one makes, from the same lists:
+    equal, the texts corrected from the sampled tokens before them included."""
+    script = Script(random.Random(seed), tokenizer, n=1, prompts=1, logprobs=6)
+    theirs = [res.outputs[0].logprobs for _, res in script.outputs(LogprobsProcessor)]
+    ours = [res.outputs[0].logprobs for _, res in script.outputs(
+        stream._tabled_class(LogprobsProcessor))]
+    def flat(x: Any) -> Any:
+        return [[(i, lp.rank, lp.decoded_token, repr(lp.logprob)) for i, lp in p.items()]
+                for step in x for p in step]
+    assert flat(ours) == flat(theirs)
+
+
+def test_only_our_requests_are_tabled(tokenizer: Any) -> None:
+    """from_new_request makes the tabled processor only in a task that set the mark."""
+    from vllm.sampling_params import SamplingParams
+
+    class Request:
+        sampling_params = SamplingParams(logprobs=2)
+
+    plain = LogprobsProcessor.from_new_request(tokenizer, Request())
+    assert type(plain) is LogprobsProcessor
+
+    async def marked() -> Any:
+        stream._tabled()
+        return LogprobsProcessor.from_new_request(tokenizer, Request())
+
+    made = asyncio.run(marked())
+    assert type(made) is not LogprobsProcessor and isinstance(made, LogprobsProcessor)
+    assert type(LogprobsProcessor.from_new_request(tokenizer, Request())) is LogprobsProcessor
+
+
+# --- the fingerprint and the switch
+
+def test_the_fingerprint_is_this_vllms() -> None:
+    assert stream.fingerprint() == stream.FINGERPRINT
+    assert len(stream.sources()) == len({id(f) for f in stream.sources()})
+
+
+def test_another_vllm_keeps_the_dump_patch(caplog: pytest.LogCaptureFixture) -> None:
+    stream.uninstall_generators()
+    try:
+        with caplog.at_level("WARNING", "tokcore.plugins.vllm"):
+            assert not stream.install_generators(expected="0" * 64)
+            assert not stream.install_generators(expected="0" * 64)  # (no second line)
+        assert OpenAIServingChat.chat_completion_stream_generator is CHAT
+        assert OpenAIServingCompletion.completion_stream_generator is COMPLETION
+        lines = [r.getMessage() for r in caplog.records]
+        assert len(lines) == 1 and "dump patch only" in lines[0], lines
+    finally:
+        assert stream.install_generators()
+
+
+@pytest.mark.parametrize(("value", "generators", "dump", "warns"), [
+    ("", False, False, False), ("0", False, False, False), ("dump", False, True, False),
+    ("generator", True, True, False), ("1", True, True, False),
+    ("yes", False, False, True)])
+def test_the_switch(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+                    value: str, generators: bool, dump: bool, warns: bool) -> None:
+    stream.uninstall_generators()
+    plugin.uninstall()
+    monkeypatch.setenv(plugin.SWITCH, value)
+    try:
+        with caplog.at_level("WARNING", "tokcore.plugins.vllm"):
+            plugin.register()
+        assert (OpenAIServingChat.chat_completion_stream_generator is not CHAT) == generators
+        assert (OpenAIServingCompletion.completion_stream_generator is not COMPLETION) == \
+            generators
+        assert bool(plugin._PATCHED) == dump
+        assert len(caplog.records) == warns
+        assert plugin.mode() == ("generator" if generators else "dump" if dump else "off")
+    finally:
+        plugin.uninstall()
+        stream.uninstall_generators()
+        assert stream.install_generators()
+

@@ -1,0 +1,738 @@
+"""vLLM's stream generators replaced, for the requests they cover whole: each step written by
+the stream writer straight from the engine's ``RequestOutput`` s (the plugin's ``generator``
+mode; ``tokcore.plugins.vllm`` is the entry point and the switch).
+
+``install_generators`` sets ``chat_completion_stream_generator`` of vLLM's
+``OpenAIServingChat`` and ``completion_stream_generator`` of ``OpenAIServingCompletion`` to
+functions that decide, per request and before the first byte, whether this module writes the
+stream or vLLM's own generator does (called as it is, untouched). No chunk object is built and
+pydantic writes nothing (the usage vLLM hands its middleware at the end is still its
+``UsageInfo``); the bytes are vLLM's, byte for byte, but for ``id`` and ``created`` being
+whatever vLLM makes them.
+
+Chat Completions: covered when the server has no tool or reasoning parser
+(``parser_cls is None``) and does not log outputs (``--enable-log-outputs``), the serving
+object is vLLM's own class (not a subclass), the request asks no ``return_prompt_text``, its
+``echo`` (if any) echoes nothing (the last message's role is not the answer's, or its content
+is empty), and, when it asks for usage (``stream_options.include_usage`` or
+``--enable-force-include-usage``), the server has neither ``--enable-prompt-tokens-details``
+nor per-request metrics. Any ``n``; ``stream_options`` (usage, continuous usage);
+``return_token_ids``; ``logprobs`` with any ``top_logprobs`` (-1 too), ``logprob_token_ids``,
+``return_tokens_as_token_ids`` (the request's or the server's); stop strings and token ids;
+the ``system_fingerprint`` where vLLM puts it.
+
+Completions: covered when the serving object is vLLM's own class, the request does not ask
+``echo`` with ``logprobs`` (the echoed prompt's first token has a null logprob), and, when
+usage is asked, the server has no per-request metrics. Any ``n``, several prompts, ``echo``
+(without logprobs; ``max_tokens=0`` too), ``stream_options``, ``return_token_ids``,
+``logprobs`` (0 to -1, ``logprob_token_ids``, ``return_tokens_as_token_ids``, the text
+offsets), ``--enable-prompt-tokens-details`` (the cached tokens on the usage chunk).
+
+Within a covered stream, a step the writer has no frame for (a logprobs position without the
+sampled token's entry, or without its decoded text: not seen from vLLM's engine) and a final
+usage chunk carrying speculative decoding metrics are written by vLLM's own models, as vLLM
+writes them; an error is vLLM's error chunk.
+
+Logprobs: vLLM's logprobs processor (the API server's output processor) decodes every top
+token of every step alone (``convert_ids_list_to_tokens``: one ``tokenizer.decode([id])``
+each). For the covered requests its sample logprobs take the texts from a
+:class:`TokenTable` instead: each id's text as that function gives it, made once per
+tokenizer (filled as ids are met); a text ending in U+FFFD is still corrected from the
+sampled tokens before it by vLLM's own code, as vLLM does.
+
+It was written against vLLM 0.32.0: ``FINGERPRINT`` is the sha256 of the source of every vLLM
+function whose behaviour it reproduces or replaces (``sources()``); on a vLLM where the sum
+differs, ``install_generators`` changes nothing and says so (the plugin stays with the dump
+patch).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import hashlib
+import inspect
+import logging
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from typing import Any
+
+from ..stream._writer import StreamShape, StreamWriter
+
+__all__ = ["FINGERPRINT", "TokenTable", "chat_covered", "completion_covered", "fingerprint",
+           "install_generators", "sources", "table", "uninstall_generators"]
+
+log = logging.getLogger("tokcore.plugins.vllm")
+
+#: the sha256 of ``sources()`` of the vLLM this module was written against (0.32.0)
+FINGERPRINT = "85d7e5c9d9b45bdd1c837a7b97ec875e3e9e5f6b8e9c845e6ab3c842201acfb8"
+
+#: the request being added to vLLM's output processor is one of ours (its logprobs processor
+#: takes its texts from the table)
+_TABLED: contextvars.ContextVar[bool] = contextvars.ContextVar("tokcore_vllm_tabled",
+                                                               default=False)
+#: what install_generators replaced: (owner, name, the original attribute)
+_REPLACED: list[tuple[type, str, Any]] = []
+_V: dict[str, Any] = {}  # vLLM's names this module calls, found when installed
+#: the fingerprint an install found not to be the expected one (its line written once)
+_REFUSED: list[str] = []
+_SHAPES: dict[str, StreamShape] = {}
+_DONE = b"data: [DONE]\n\n"
+
+
+def _shape(api: str) -> StreamShape:
+    shape = _SHAPES.get(api)
+    if shape is None:
+        shape = _SHAPES[api] = StreamShape(api, "vllm")  # type: ignore[arg-type]
+    return shape
+
+
+# --- which vLLM
+
+def _vllm() -> dict[str, Any]:
+    """vLLM's names this module reads or replaces (ImportError: not this layout)."""
+    from vllm.entrypoints.generate.base import (  # type: ignore[import-not-found]
+        protocol as base_protocol,
+    )
+    from vllm.entrypoints.generate.base import serving as base
+    from vllm.entrypoints.openai.chat_completion import (  # type: ignore[import-not-found]
+        protocol as chat_protocol,
+    )
+    from vllm.entrypoints.openai.chat_completion import (
+        serving as chat_serving,
+    )
+    from vllm.entrypoints.openai.completion import (  # type: ignore[import-not-found]
+        protocol as completion_protocol,
+    )
+    from vllm.entrypoints.openai.completion import (
+        serving as completion_serving,
+    )
+    from vllm.entrypoints.serve.engine import (  # type: ignore[import-not-found]
+        protocol as engine_protocol,
+    )
+    from vllm.entrypoints.serve.utils import api_utils  # type: ignore[import-not-found]
+    from vllm.exceptions import GenerationError  # type: ignore[import-not-found]
+    from vllm.tokenizers import detokenizer_utils  # type: ignore[import-not-found]
+    from vllm.v1.engine import logprobs as engine_logprobs  # type: ignore[import-not-found]
+
+    return {"base": base, "base_protocol": base_protocol, "chat_serving": chat_serving,
+            "chat_protocol": chat_protocol, "completion_serving": completion_serving,
+            "completion_protocol": completion_protocol, "engine_protocol": engine_protocol,
+            "api_utils": api_utils, "GenerationError": GenerationError,
+            "detokenizer_utils": detokenizer_utils, "engine_logprobs": engine_logprobs}
+
+
+def sources(v: dict[str, Any] | None = None) -> list[Callable[..., Any]]:
+    """The vLLM functions whose behaviour the generator mode reproduces or replaces."""
+    v = v or _vllm()
+    chat = v["chat_serving"].OpenAIServingChat
+    completion = v["completion_serving"].OpenAIServingCompletion
+    processor = v["engine_logprobs"].LogprobsProcessor
+    base = v["base"]
+    replaced = {(owner, name): original for owner, name, original in _REPLACED}
+    chat_generator = replaced.get((chat, "chat_completion_stream_generator"),
+                                  chat.chat_completion_stream_generator)
+    completion_generator = replaced.get((completion, "completion_stream_generator"),
+                                        completion.completion_stream_generator)
+    new_request = replaced.get((processor, "from_new_request"),
+                               processor.__dict__["from_new_request"])
+    return [chat_generator, chat._create_chat_logprobs,
+            chat._get_top_logprobs, chat.get_chat_request_role,
+            completion_generator, completion._create_completion_logprobs,
+            base.GenerateBaseServing._get_decoded_token, base.format_token_id_placeholder,
+            base.build_spec_decoding_metrics, v["chat_serving"]._make_prompt_tokens_details,
+            v["api_utils"].should_include_usage,
+            new_request.__func__, processor._update_sample_logprobs,
+            v["detokenizer_utils"].convert_ids_list_to_tokens]
+
+
+def fingerprint(v: dict[str, Any] | None = None) -> str:
+    """The sha256 of the sources of ``sources()``, in order."""
+    digest = hashlib.sha256()
+    for function in sources(v):
+        digest.update(inspect.getsource(function).encode())
+    return digest.hexdigest()
+
+
+# --- the table of token texts
+
+class TokenTable:
+    """Each token id's text as vLLM's logprobs processor decodes it alone
+    (``convert_ids_list_to_tokens(tokenizer, [id])``), made once per tokenizer: an id's text
+    is decoded the first time it is met, then looked up. ``partial`` holds the ids met whose
+    text ends in U+FFFD (a piece of a character: vLLM corrects those from the context)."""
+
+    __slots__ = ("_convert", "_texts", "_tokenizer", "partial")
+
+    def __init__(self, tokenizer: Any, convert: Callable[[Any, list[int]], list[str]]) -> None:
+        self._tokenizer = tokenizer
+        self._convert = convert
+        self._texts: dict[int, str] = {}
+        self.partial: set[int] = set()
+
+    def __len__(self) -> int:
+        return len(self._texts)
+
+    def texts(self, ids: Sequence[int]) -> list[str]:
+        """The ids' texts (a new list)."""
+        texts = self._texts
+        try:
+            return [texts[i] for i in ids]
+        except KeyError:
+            missing = list(dict.fromkeys(i for i in ids if i not in texts))
+            for i, text in zip(missing, self._convert(self._tokenizer, missing), strict=True):
+                texts[i] = text
+                if text.endswith("\ufffd"):
+                    self.partial.add(i)
+            return [texts[i] for i in ids]
+
+
+_TABLES: dict[int, tuple[Any, TokenTable]] = {}
+
+
+def table(tokenizer: Any) -> TokenTable:
+    """The table of this tokenizer (made the first time it is asked for)."""
+    found = _TABLES.get(id(tokenizer))
+    if found is None or found[0] is not tokenizer:
+        if len(_TABLES) >= 16:
+            _TABLES.clear()
+        convert = _V["detokenizer_utils"].convert_ids_list_to_tokens if _V else None
+        if convert is None:
+            convert = _vllm()["detokenizer_utils"].convert_ids_list_to_tokens
+        found = _TABLES[id(tokenizer)] = (tokenizer, TokenTable(tokenizer, convert))
+    return found[1]
+
+
+def _tabled_class(processor: type) -> type:
+    """vLLM's LogprobsProcessor with the sample logprobs' texts from the table (its
+    ``_update_sample_logprobs`` as vLLM 0.32 writes it, the decode replaced)."""
+    logprobs_module = _V["engine_logprobs"]
+    append = logprobs_module.append_logprobs_for_next_position
+
+    class TabledLogprobsProcessor(processor):  # type: ignore[misc]
+        def _update_sample_logprobs(self, logprobs_lists: Any) -> None:
+            token_ids_lst, logprobs_lst, ranks_lst, _ = logprobs_lists
+            found = table(self.tokenizer)
+            texts, partial = found.texts, found.partial
+            for rank_np, logprobs_np, token_ids_np in zip(ranks_lst, logprobs_lst,
+                                                          token_ids_lst, strict=False):
+                rank = rank_np.tolist()
+                logprobs = logprobs_np.tolist()
+                token_ids = token_ids_np.tolist()
+                decoded = texts(token_ids)
+                if not partial.isdisjoint(token_ids):  # (else vLLM's check changes nothing)
+                    decoded = self._verify_tokens(
+                        decoded_tokens_list=decoded, tokens=token_ids,
+                        context_token_ids=self._get_sampled_context_ids(self.logprobs))
+                self.cumulative_logprob += logprobs[0]
+                append(self.logprobs, token_ids, logprobs, decoded, rank, self.num_logprobs)
+
+    return TabledLogprobsProcessor
+
+
+# --- which requests
+
+def _last_message(request: Any, conversation: Any, role: str) -> Any:
+    """What vLLM's chat generator echoes (its own expression)."""
+    if conversation and "content" in conversation[-1] and conversation[-1].get("role") == role:
+        return conversation[-1]["content"] or ""
+    return ""
+
+
+def chat_covered(serving: Any, request: Any, request_id: Any, model_name: Any,
+                 conversation: Any, tokenizer: Any) -> bool:
+    """Whether this module writes this chat request's stream (the module's docstring)."""
+    if type(serving) is not _V["chat_serving"].OpenAIServingChat or \
+            serving.parser_cls is not None or serving._include_reasoning_tokens_details or \
+            (serving.enable_log_outputs and serving.request_logger) or \
+            request.return_prompt_text or type(request_id) is not str or \
+            type(model_name) is not str:
+        return False
+    role = serving.get_chat_request_role(request)
+    if type(role) is not str or (request.echo and _last_message(request, conversation, role)):
+        return False
+    include_usage, _ = _V["api_utils"].should_include_usage(
+        request.stream_options, serving.enable_force_include_usage)
+    if include_usage and (serving.enable_prompt_tokens_details or
+                          serving.enable_per_request_metrics):
+        return False
+    return not (request.logprobs and tokenizer is None)
+
+
+def completion_covered(serving: Any, request: Any, request_id: Any, model_name: Any,
+                       created: Any, tokenizer: Any) -> bool:
+    """Whether this module writes this completion request's stream (the module's
+    docstring)."""
+    if type(serving) is not _V["completion_serving"].OpenAIServingCompletion or \
+            (request.echo and request.logprobs is not None) or type(request_id) is not str or \
+            type(model_name) is not str or type(created) is not int:
+        return False
+    include_usage, _ = _V["api_utils"].should_include_usage(
+        request.stream_options, serving.enable_force_include_usage)
+    if include_usage and serving.enable_per_request_metrics:
+        return False
+    return not (request.logprobs is not None and tokenizer is None)
+
+
+# --- the logprobs of a step
+
+class _Odd(Exception):
+    """A step the writer has no frame for: vLLM's models write it."""
+
+
+def _chat_logprobs(token_ids: Sequence[int], positions: Sequence[Any], top: int | None,
+                   every: bool, as_ids: bool) -> list[tuple[Any, ...]]:
+    """A step's chat logprobs as the writer's entries (vLLM's ``_create_chat_logprobs``)."""
+    entries: list[tuple[Any, ...]] = []
+    for k, token_id in enumerate(token_ids):
+        position = positions[k]
+        sampled = None if position is None else position.get(token_id)
+        if sampled is None or sampled.decoded_token is None:
+            raise _Odd
+        decoded = sampled.decoded_token
+        tops = []
+        for j, (top_id, entry) in enumerate(position.items()):
+            if not (every or top == -1 or (top is not None and j < top)):
+                break
+            if as_ids:
+                text = f"token_id:{top_id}"
+            else:
+                text = entry.decoded_token
+                if text is None:
+                    raise _Odd
+            tops.append((text, max(entry.logprob, -9999.0),
+                         text.encode("utf-8", errors="replace")))
+        entries.append((f"token_id:{token_id}" if as_ids else decoded,
+                        max(sampled.logprob, -9999.0),
+                        decoded.encode("utf-8", errors="replace"), tops))
+    return entries
+
+
+def _completion_logprobs(token_ids: Sequence[int], positions: Sequence[Any], top: int,
+                         every: bool, as_ids: bool, offset: int
+                         ) -> tuple[list[tuple[Any, ...]], int | None]:
+    """A step's completion logprobs as the writer's entries and the next text offset (None:
+    no token), as vLLM's ``_create_completion_logprobs`` makes them."""
+    entries: list[tuple[Any, ...]] = []
+    length = 0
+    for k, token_id in enumerate(token_ids):
+        position = positions[k]
+        if position is None:
+            raise _Odd
+        sampled = position[token_id]
+        if as_ids:
+            token = f"token_id:{token_id}"
+            tops = [(f"token_id:{top_id}", max(entry.logprob, -9999.0))
+                    for j, (top_id, entry) in enumerate(position.items())
+                    if every or top == -1 or top >= j]
+        else:
+            token = sampled.decoded_token
+            tops = [(entry.decoded_token, max(entry.logprob, -9999.0))
+                    for j, (top_id, entry) in enumerate(position.items())
+                    if every or top == -1 or top >= j]
+            if token is None or any(text is None for text, _ in tops):
+                raise _Odd
+        if k:
+            offset += length
+        length = len(token)
+        entries.append((token, max(sampled.logprob, -9999.0), None, tops, offset))
+    return entries, (offset + length if entries else None)
+
+
+def _tabled() -> None:
+    """The requests added from here on (this task's) take their logprob texts from the
+    table."""
+    _TABLED.set(True)
+
+
+# --- the generators
+
+async def _chat(serving: Any, request: Any, result_generator: AsyncIterator[Any],
+                request_id: str, model_name: str, tokenizer: Any, request_metadata: Any
+                ) -> AsyncGenerator[bytes, None]:
+    """vLLM 0.32's ``chat_completion_stream_generator`` for a covered request."""
+    created = int(time.time())
+    n = 1 if request.n is None else request.n
+    previous_num_tokens = [0] * n
+    finish_sent = [False] * n
+    num_prompt_tokens = 0
+    include_usage, continuous = _V["api_utils"].should_include_usage(
+        request.stream_options, serving.enable_force_include_usage)
+    role = serving.get_chat_request_role(request)
+    fingerprint = serving.system_fingerprint
+    shape = _shape("chat")
+    plain = StreamWriter(shape, id=request_id, model=model_name, created=created, role=role)
+    stamped = plain if fingerprint is None else StreamWriter(
+        shape, id=request_id, model=model_name, created=created, role=role,
+        system_fingerprint=fingerprint)
+    last = plain if include_usage else stamped
+    want_logprobs = bool(request.logprobs)
+    top = request.top_logprobs
+    every = bool(request.logprob_token_ids)
+    as_ids = request.return_tokens_as_token_ids
+    if as_ids is None:
+        as_ids = serving.return_tokens_as_token_ids
+    return_ids = request.return_token_ids
+    generation_error = _V["GenerationError"]
+    last_res = None
+    _tabled()
+    try:
+        first = True
+        async for res in result_generator:
+            last_res = res
+            if res.prompt_token_ids is not None:
+                num_prompt_tokens = len(res.prompt_token_ids)
+                if res.encoder_prompt_token_ids is not None:
+                    num_prompt_tokens += len(res.encoder_prompt_token_ids)
+            if first:
+                prompt_ids = res.prompt_token_ids if return_ids else None
+                usage = (num_prompt_tokens, 0) if continuous else None
+                yield b"".join([plain.write("start", index=i, usage=usage,
+                                            prompt_token_ids=prompt_ids) for i in range(n)])
+                first = False
+            out = []
+            for output in res.outputs:
+                i = output.index
+                if finish_sent[i]:
+                    continue
+                serving._raise_if_error(output.finish_reason, request_id)
+                token_ids = output.token_ids
+                logprobs = None
+                odd = False
+                if want_logprobs:
+                    assert output.logprobs is not None, "Did not output logprobs"
+                    try:
+                        logprobs = _chat_logprobs(token_ids, output.logprobs, top, every,
+                                                  as_ids)
+                    except _Odd:
+                        odd = True
+                text = output.text
+                if not text and not token_ids and not previous_num_tokens[i]:
+                    continue
+                previous_num_tokens[i] += len(token_ids)
+                ids = (token_ids if type(token_ids) is list else list(token_ids)) \
+                    if return_ids else None
+                usage = (num_prompt_tokens, previous_num_tokens[i]) if continuous else None
+                finish = output.finish_reason
+                if finish is not None:
+                    finish = finish or "stop"
+                    finish_sent[i] = True
+                if odd:
+                    out.append(_chat_fallback(serving, request, tokenizer, output, ids, usage,
+                                              finish, include_usage, request_id, model_name,
+                                              created))
+                elif finish is None:
+                    out.append(plain.step(text, i, token_ids=ids, logprobs=logprobs,
+                                          usage=usage))
+                else:
+                    out.append(last.step(text, i, token_ids=ids, logprobs=logprobs,
+                                         finish_reason=finish, stop_reason=output.stop_reason,
+                                         usage=usage))
+            if out:
+                for chunk in out:
+                    yield chunk
+        completion_tokens = sum(previous_num_tokens)
+        if include_usage:
+            metrics = _V["base"].build_spec_decoding_metrics(last_res) if n == 1 else None
+            if metrics is None:
+                yield stamped.usage(num_prompt_tokens, completion_tokens)
+            else:
+                yield _final_fallback(_V["chat_protocol"].ChatCompletionStreamResponse,
+                                      serving, request_id, model_name, created,
+                                      num_prompt_tokens, completion_tokens, None, metrics)
+        request_metadata.final_usage_info = _V["engine_protocol"].UsageInfo(
+            prompt_tokens=num_prompt_tokens, completion_tokens=completion_tokens,
+            total_tokens=num_prompt_tokens + completion_tokens, completion_tokens_details=None)
+    except generation_error as e:
+        yield f"data: {serving._convert_generation_error_to_streaming_response(e)}\n\n".encode()
+    except Exception as e:
+        log.exception("Error in chat completion stream generator.")
+        yield f"data: {serving.create_streaming_error_response(e)}\n\n".encode()
+    yield _DONE
+
+
+async def _completion(serving: Any, request: Any, engine_inputs: Any,
+                      result_generator: AsyncIterator[Any], request_id: str, created: int,
+                      model_name: str, num_prompts: int, tokenizer: Any,
+                      request_metadata: Any) -> AsyncGenerator[bytes, None]:
+    """vLLM 0.32's ``completion_stream_generator`` for a covered request."""
+    n = 1 if request.n is None else request.n
+    next_offsets = [0] * n * num_prompts
+    previous_num_tokens = [0] * n * num_prompts
+    echoed = [False] * n * num_prompts
+    num_prompt_tokens = [0] * num_prompts
+    num_cached_tokens = None
+    include_usage, continuous = _V["api_utils"].should_include_usage(
+        request.stream_options, serving.enable_force_include_usage)
+    fingerprint = serving.system_fingerprint
+    shape = _shape("completions")
+    plain = StreamWriter(shape, id=request_id, model=model_name, created=created)
+    stamped = plain if fingerprint is None else StreamWriter(
+        shape, id=request_id, model=model_name, created=created,
+        system_fingerprint=fingerprint)
+    last = plain if include_usage else stamped
+    top = request.logprobs
+    every = bool(request.logprob_token_ids)
+    as_ids = request.return_tokens_as_token_ids
+    if as_ids is None:
+        as_ids = serving.return_tokens_as_token_ids
+    return_ids = request.return_token_ids
+    echo = request.echo
+    generation_error = _V["GenerationError"]
+    last_res = None
+    _tabled()
+    try:
+        first = True
+        async for prompt_idx, res in result_generator:
+            last_res = res
+            prompt_token_ids = res.prompt_token_ids
+            if first:
+                num_cached_tokens = res.num_cached_tokens
+                first = False
+            prompt_text = res.prompt
+            if prompt_text is None:
+                prompt_text = serving._extract_prompt_text(engine_inputs[prompt_idx])
+            if prompt_token_ids is not None:
+                num_prompt_tokens[prompt_idx] = len(prompt_token_ids)
+            out = []
+            for output in res.outputs:
+                i = output.index + prompt_idx * n
+                finish = output.finish_reason
+                serving._raise_if_error(finish, request_id)
+                prompt_ids = None
+                assert request.max_tokens is not None
+                if echo and not echoed[i]:
+                    assert prompt_token_ids is not None
+                    if return_ids:
+                        prompt_text = ""
+                    assert prompt_text is not None
+                    text = prompt_text if request.max_tokens == 0 else \
+                        prompt_text + output.text
+                    prompt_ids = prompt_token_ids
+                    echoed[i] = True
+                    delta_ids: Any = None
+                else:
+                    text = output.text
+                    delta_ids = output.token_ids
+                    if not echoed[i] and return_ids:
+                        prompt_ids = prompt_token_ids
+                        echoed[i] = True
+                    if not text and not delta_ids and not previous_num_tokens[i]:
+                        continue
+                logprobs = None
+                odd = False
+                if top is not None:  # (never with echo: not covered)
+                    assert output.logprobs is not None, "Did not output logprobs"
+                    try:
+                        logprobs, offset = _completion_logprobs(
+                            delta_ids, output.logprobs, top, every, as_ids, next_offsets[i])
+                        if offset is not None:
+                            next_offsets[i] = offset
+                    except _Odd:
+                        odd = True
+                previous_num_tokens[i] += len(output.token_ids)
+                ids = None
+                if return_ids:
+                    ids = output.token_ids if type(output.token_ids) is list else \
+                        list(output.token_ids)
+                usage = (num_prompt_tokens[prompt_idx], previous_num_tokens[i]) \
+                    if continuous else None
+                if odd:
+                    out.append(_completion_fallback(
+                        serving, request, tokenizer, output, delta_ids, i, text, ids,
+                        prompt_ids, usage, include_usage, next_offsets, request_id,
+                        model_name, created))
+                else:
+                    out.append((plain if finish is None else last).step(
+                        text, i, token_ids=ids, logprobs=logprobs, finish_reason=finish,
+                        stop_reason=output.stop_reason, usage=usage,
+                        prompt_token_ids=prompt_ids))
+            if out:
+                for chunk in out:
+                    yield chunk
+        total_prompt = sum(num_prompt_tokens)
+        total_completion = sum(previous_num_tokens)
+        details = serving.enable_prompt_tokens_details and num_cached_tokens is not None
+        if include_usage:
+            metrics = _V["base"].build_spec_decoding_metrics(last_res) \
+                if num_prompts == 1 and n == 1 else None
+            if metrics is None:
+                yield stamped.usage(total_prompt, total_completion,
+                                    num_cached_tokens if details else None)
+            else:
+                yield _final_fallback(_V["completion_protocol"].CompletionStreamResponse,
+                                      serving, request_id, model_name, created, total_prompt,
+                                      total_completion, num_cached_tokens if details else None,
+                                      metrics)
+        usage_info = _V["engine_protocol"].UsageInfo(
+            prompt_tokens=total_prompt, completion_tokens=total_completion,
+            total_tokens=total_prompt + total_completion)
+        if details:
+            usage_info.prompt_tokens_details = _V["engine_protocol"].PromptTokenUsageInfo(
+                cached_tokens=num_cached_tokens)
+        request_metadata.final_usage_info = usage_info
+    except generation_error as e:
+        yield f"data: {serving._convert_generation_error_to_streaming_response(e)}\n\n".encode()
+    except Exception as e:
+        log.exception("Error in completion stream generator.")
+        yield f"data: {serving.create_streaming_error_response(e)}\n\n".encode()
+    yield _DONE
+
+
+# --- the steps written by vLLM's models (not seen from vLLM's engine; kept exact)
+
+def _chat_fallback(serving: Any, request: Any, tokenizer: Any, output: Any,
+                   ids: list[int] | None, usage: tuple[int, int] | None, finish: str | None,
+                   include_usage: bool, request_id: str, model_name: str,
+                   created: int) -> bytes:
+    protocol = _V["chat_protocol"]
+    logprobs = serving._create_chat_logprobs(
+        token_ids=output.token_ids, top_logprobs=output.logprobs, tokenizer=tokenizer,
+        num_output_top_logprobs=request.top_logprobs,
+        logprob_token_ids=request.logprob_token_ids,
+        return_as_token_id=request.return_tokens_as_token_ids)
+    delta = _V["base_protocol"].DeltaMessage(content=output.text)
+    if finish is None:
+        choice = protocol.ChatCompletionResponseStreamChoice(
+            index=output.index, delta=delta, logprobs=logprobs, finish_reason=None,
+            token_ids=ids)
+    else:
+        choice = protocol.ChatCompletionResponseStreamChoice(
+            index=output.index, delta=delta, logprobs=logprobs, finish_reason=finish,
+            stop_reason=output.stop_reason, token_ids=ids)
+    chunk = protocol.ChatCompletionStreamResponse(
+        id=request_id, object="chat.completion.chunk", created=created, choices=[choice],
+        model=model_name)
+    if not include_usage and serving.system_fingerprint is not None and finish is not None:
+        chunk.system_fingerprint = serving.system_fingerprint
+    if usage is not None:
+        chunk.usage = _V["engine_protocol"].UsageInfo(
+            prompt_tokens=usage[0], completion_tokens=usage[1],
+            total_tokens=usage[0] + usage[1], completion_tokens_details=None)
+    return f"data: {chunk.model_dump_json(exclude_unset=True)}\n\n".encode()
+
+
+def _completion_fallback(serving: Any, request: Any, tokenizer: Any, output: Any,
+                         delta_ids: Any, i: int, text: str, ids: list[int] | None,
+                         prompt_ids: Any, usage: tuple[int, int] | None, include_usage: bool,
+                         next_offsets: list[int], request_id: str, model_name: str,
+                         created: int) -> bytes:
+    protocol = _V["completion_protocol"]
+    logprobs = serving._create_completion_logprobs(
+        token_ids=delta_ids, top_logprobs=output.logprobs,
+        num_output_top_logprobs=request.logprobs, tokenizer=tokenizer,
+        logprob_token_ids=request.logprob_token_ids, initial_text_offset=next_offsets[i],
+        return_as_token_id=request.return_tokens_as_token_ids)
+    if logprobs.tokens:
+        next_offsets[i] = logprobs.text_offset[-1] + len(logprobs.tokens[-1])
+    chunk = protocol.CompletionStreamResponse(
+        id=request_id, object="text_completion", created=created, model=model_name,
+        choices=[protocol.CompletionResponseStreamChoice(
+            index=i, text=text, logprobs=logprobs, finish_reason=output.finish_reason,
+            stop_reason=output.stop_reason, prompt_token_ids=prompt_ids, token_ids=ids)])
+    if not include_usage and serving.system_fingerprint is not None and \
+            output.finish_reason is not None:
+        chunk.system_fingerprint = serving.system_fingerprint
+    if usage is not None:
+        chunk.usage = _V["engine_protocol"].UsageInfo(
+            prompt_tokens=usage[0], completion_tokens=usage[1],
+            total_tokens=usage[0] + usage[1])
+    return f"data: {chunk.model_dump_json(exclude_unset=True)}\n\n".encode()
+
+
+def _final_fallback(cls: Any, serving: Any, request_id: str, model_name: str, created: int,
+                    prompt: int, completion: int, cached: int | None, metrics: Any) -> bytes:
+    """The final usage chunk with speculative decoding metrics, by vLLM's models."""
+    engine = _V["engine_protocol"]
+    usage = engine.UsageInfo(prompt_tokens=prompt, completion_tokens=completion,
+                             total_tokens=prompt + completion)
+    if cached is not None:
+        usage.prompt_tokens_details = engine.PromptTokenUsageInfo(cached_tokens=cached)
+    per_request = _V["base_protocol"].PerRequestMetrics()
+    per_request.speculative_decoding = metrics
+    chunk = cls(id=request_id, created=created, model=model_name, choices=[], usage=usage,
+                system_fingerprint=serving.system_fingerprint, metrics=per_request)
+    options = {"exclude_unset": False} if cls is _V["completion_protocol"].\
+        CompletionStreamResponse else {"exclude_unset": True}
+    return f"data: {chunk.model_dump_json(exclude_none=True, **options)}\n\n".encode()
+
+
+# --- install
+
+def install_generators(expected: str | None = None) -> bool:
+    """Replace vLLM's two stream generators (and its logprobs processor's decode, for the
+    requests they write) when this vLLM's ``fingerprint()`` is ``expected`` (default:
+    ``FINGERPRINT``); False (and one WARNING line) when it is not, or when vLLM has not
+    these names (the fingerprint's line is written once a process). Again: nothing happens."""
+    if _REPLACED:
+        return True
+    try:
+        v = _vllm()
+        found = fingerprint(v)
+    except (ImportError, AttributeError, OSError, TypeError) as error:
+        log.warning("tokcore's vLLM plugin: no stream generators to replace here (%s): the "
+                    "dump patch only", error)
+        return False
+    if found != (FINGERPRINT if expected is None else expected):
+        if found in _REFUSED:
+            return False
+        _REFUSED.append(found)
+        log.warning("tokcore's vLLM plugin: this vLLM's stream generators are not the ones "
+                    "its generator mode was written against (fingerprint %s, not %s): the "
+                    "dump patch only", found[:16], FINGERPRINT[:16])
+        return False
+    _V.update(v)
+    chat = v["chat_serving"].OpenAIServingChat
+    completion = v["completion_serving"].OpenAIServingCompletion
+    processor = v["engine_logprobs"].LogprobsProcessor
+    chat_original = chat.chat_completion_stream_generator
+    completion_original = completion.completion_stream_generator
+    new_request = processor.__dict__["from_new_request"]
+    tabled = _tabled_class(processor)
+
+    def chat_completion_stream_generator(
+            self: Any, request: Any, result_generator: Any, request_id: Any, model_name: Any,
+            conversation: Any, tokenizer: Any, request_metadata: Any,
+            chat_template_kwargs: Any = None, mm_token_counts: Any = None) -> Any:
+        if chat_covered(self, request, request_id, model_name, conversation, tokenizer):
+            return _chat(self, request, result_generator, request_id, model_name, tokenizer,
+                         request_metadata)
+        return chat_original(self, request, result_generator, request_id, model_name,
+                             conversation, tokenizer, request_metadata,
+                             chat_template_kwargs=chat_template_kwargs,
+                             mm_token_counts=mm_token_counts)
+
+    def completion_stream_generator(
+            self: Any, request: Any, engine_inputs: Any, result_generator: Any,
+            request_id: Any, created_time: Any, model_name: Any, num_prompts: Any,
+            tokenizer: Any, request_metadata: Any) -> Any:
+        if completion_covered(self, request, request_id, model_name, created_time,
+                              tokenizer):
+            return _completion(self, request, engine_inputs, result_generator, request_id,
+                               created_time, model_name, num_prompts, tokenizer,
+                               request_metadata)
+        return completion_original(self, request, engine_inputs, result_generator,
+                                   request_id, created_time, model_name,
+                                   num_prompts=num_prompts, tokenizer=tokenizer,
+                                   request_metadata=request_metadata)
+
+    def from_new_request(cls: Any, tokenizer: Any, request: Any) -> Any:
+        made = new_request.__func__(cls, tokenizer, request)
+        if _TABLED.get() and tokenizer is not None and made.num_logprobs is not None and \
+                type(made) is processor:
+            made.__class__ = tabled
+        return made
+
+    _REPLACED.extend([(chat, "chat_completion_stream_generator", chat_original),
+                      (completion, "completion_stream_generator", completion_original),
+                      (processor, "from_new_request", new_request)])
+    chat.chat_completion_stream_generator = chat_completion_stream_generator
+    completion.completion_stream_generator = completion_stream_generator
+    processor.from_new_request = classmethod(from_new_request)
+    return True
+
+
+def uninstall_generators() -> None:
+    """Give vLLM its own generators and logprobs processor back."""
+    while _REPLACED:
+        owner, name, original = _REPLACED.pop()
+        setattr(owner, name, original)
