@@ -56,7 +56,7 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from typing import Any
 
-from ..stream._writer import StreamShape, StreamWriter
+from ..writer._writer import StreamShape, StreamWriter
 
 __all__ = ["FINGERPRINT", "TokenTable", "chat_covered", "completion_covered", "fingerprint",
            "install_generators", "sources", "table", "uninstall_generators"]
