@@ -12,9 +12,11 @@ Python twin, on a writer of its own with this one's state: the same result, or t
 exception with the same message.
 """
 
+cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
-from cpython.object cimport PyObject
+from cpython.object cimport Py_TYPE, PyObject, PyTypeObject
+from cpython.ref cimport Py_DECREF
 from libc.stdint cimport INT64_MAX, INT64_MIN, uint64_t
 from libc.string cimport memcpy
 
@@ -36,14 +38,18 @@ cdef extern from "Python.h":
     void *PyUnicode_DATA(object o)
     Py_ssize_t PyUnicode_GET_LENGTH(object o)
     bint PyUnicode_IS_ASCII(object o)
-    bint PyUnicode_Check(object o)
-    bint PyLong_Check(object o)
-    bint PyBool_Check(object o)
-    bint PyFloat_Check(object o)
+    bint PyUnicode_CheckExact(object o)
+    bint PyLong_CheckExact(object o)
+    bint PyFloat_CheckExact(object o)
     bint PyTuple_Check(object o)
+    bint PyTuple_CheckExact(object o)
     bint PyList_Check(object o)
-    bint PyBytes_Check(object o)
+    bint PyList_CheckExact(object o)
+    bint PyBytes_CheckExact(object o)
     double PyFloat_AS_DOUBLE(object o)
+    double PyLong_AsDouble(object o)  # (its error checked and cleared by the caller)
+    PyObject *PyErr_Occurred()
+    void PyErr_Clear()
     long long PyLong_AsLongLongAndOverflow(object o, int *overflow) except? -1
     Py_ssize_t PyTuple_GET_SIZE(object o)
     Py_ssize_t PyList_GET_SIZE(object o)
@@ -296,57 +302,122 @@ _USAGE_SLOT[0], _USAGE_SLOT[1], _USAGE_SLOT[2], _USAGE_SLOT[3] = (
     S_PROMPT, S_COMPLETION, S_CACHED, S_REASONING)
 
 
-cdef inline bint _is_int(object o):
-    return PyLong_Check(o) and not PyBool_Check(o)
+# The C path takes the built-in types alone (str, int, float, list, tuple, bytes, None; the
+# argument tuples of _writer_py, tuples with tuple's own methods), each checked by its exact
+# type: no method of a value runs Python code while a call holds its lists' lengths and
+# items. A value of another type (a subclass of one of those: an IntEnum, numpy.float64, a
+# list that overrides __len__...) is _Slow: the whole call goes to the Python twin. The
+# lists are read again where they are written (_item, _field: a list shorter than when it
+# was checked, or an item of another type, is _Slow too), so that even code run by the
+# garbage collector or another thread cannot make the C path read past them.
+cdef PyTypeObject *_T_ENTRY = <PyTypeObject *>_py.TokenLogprob
+cdef PyTypeObject *_T_TOP = <PyTypeObject *>_py.TopLogprob
+cdef PyTypeObject *_T_USAGE = <PyTypeObject *>_py.Usage
+cdef PyTypeObject *_T_STEP = <PyTypeObject *>_py.Step
+
+
+cdef inline bint _is_tuple(object o) noexcept:
+    """A tuple, or one of the argument tuples (tuple's methods: their items as stored)."""
+    cdef PyTypeObject *t
+    if PyTuple_CheckExact(o):
+        return True
+    t = Py_TYPE(o)
+    return t == _T_ENTRY or t == _T_TOP or t == _T_USAGE or t == _T_STEP
+
+
+cdef inline bint _is_int(object o) noexcept:
+    return PyLong_CheckExact(o)  # (not bool, not a subclass)
 
 
 cdef inline bint _int64(object o, long long *out) except -1:
     cdef int overflow = 0
-    if not _is_int(o):
+    if not PyLong_CheckExact(o):
         return False
     out[0] = PyLong_AsLongLongAndOverflow(o, &overflow)
     return not overflow
 
 
-cdef inline Py_ssize_t _seq_len(object o):
-    """The length of a list or tuple, -1 for another type."""
-    if PyTuple_Check(o):
+cdef inline Py_ssize_t _seq_len(object o) noexcept:
+    """The length of a list or tuple (_is_tuple), -1 for another type."""
+    if _is_tuple(o):
         return PyTuple_GET_SIZE(o)
-    if PyList_Check(o):
+    if PyList_CheckExact(o):
         return PyList_GET_SIZE(o)
     return -1
 
 
 cdef extern from *:
     """
-    /* list[i] as a new reference: without the GIL another thread may change the list, so
-     * the item is taken under its lock (an index past a shrunk list: IndexError) */
+    /* list[i] as a new reference, NULL (no exception set) past the list's end as it is
+     * now: without the GIL another thread may change the list, so the item is taken under
+     * its lock */
     static inline PyObject *tok_list_item(PyObject *list, Py_ssize_t i) {
     #ifdef Py_GIL_DISABLED
-        return PySequence_GetItem(list, i);
+        PyObject *item = PyList_GetItemRef(list, i);
+        if (item == NULL)
+            PyErr_Clear();
+        return item;
     #else
-        PyObject *item = PyList_GET_ITEM(list, i);
+        PyObject *item;
+        if (i < 0 || i >= PyList_GET_SIZE(list))
+            return NULL;
+        item = PyList_GET_ITEM(list, i);
         Py_INCREF(item);
         return item;
     #endif
     }
     """
-    object tok_list_item(object lst, Py_ssize_t i)
+    PyObject *tok_list_item(object lst, Py_ssize_t i) noexcept
+
+
+cdef inline object _list_item(object lst, Py_ssize_t i):
+    """lst[i] of a list, None past its end as it is now."""
+    cdef PyObject *p = tok_list_item(lst, i)
+    if p == NULL:
+        return None
+    item = <object>p  # (a second reference: the one tok_list_item took is dropped)
+    Py_DECREF(item)
+    return item
 
 
 cdef inline object _item(object seq, Py_ssize_t i):
-    """seq[i] of a list or tuple (a tuple's items cannot change; a list's are taken as
-    tok_list_item says)."""
+    """seq[i] of a list or tuple whose length was read (a tuple's items cannot change; a
+    list shorter than that now is _Slow)."""
+    cdef PyObject *p
     if PyTuple_Check(seq):
         return <object>PyTuple_GET_ITEM(seq, i)
-    return tok_list_item(seq, i)
+    p = tok_list_item(seq, i)
+    if p == NULL:
+        raise _Slow()
+    item = <object>p
+    Py_DECREF(item)
+    return item
 
 
-cdef bint _ints_ok(object value):
+cdef inline object _field(object seq, Py_ssize_t i):
+    """Field i of a logprob entry (a list or tuple), None past its end; any other object
+    (a list changed meanwhile): _Slow."""
+    if PyTuple_Check(seq):  # (its items as stored, whatever its type)
+        return <object>PyTuple_GET_ITEM(seq, i) if i < PyTuple_GET_SIZE(seq) else None
+    if PyList_Check(seq):
+        return _list_item(seq, i)
+    raise _Slow()
+
+
+cdef inline Py_ssize_t _fields(object seq) noexcept:
+    """The length of a list or tuple as it is now (any other object: 0)."""
+    if PyTuple_Check(seq):
+        return PyTuple_GET_SIZE(seq)
+    if PyList_Check(seq):
+        return PyList_GET_SIZE(seq)
+    return 0
+
+
+cdef bint _ints_ok(object value) except -1:
     """A list or tuple of int64s, or bytes."""
     cdef Py_ssize_t n, k
     cdef long long v = 0
-    if PyBytes_Check(value):
+    if PyBytes_CheckExact(value):
         return True
     n = _seq_len(value)
     if n < 0:
@@ -357,16 +428,27 @@ cdef bint _ints_ok(object value):
     return True
 
 
-cdef bint _float_ok(object value):
-    return PyFloat_Check(value) or _is_int(value)
+cdef inline bint _float_ok(object value) noexcept:
+    """A float, or an int a double holds (the conversion checked here, where an error can
+    still go to the Python twin)."""
+    cdef double v
+    if PyFloat_CheckExact(value):
+        return True
+    if not PyLong_CheckExact(value):
+        return False
+    v = PyLong_AsDouble(value)
+    if v == -1.0 and PyErr_Occurred() != NULL:
+        PyErr_Clear()
+        return False
+    return True
 
 
-cdef bint _entry_ok(object entry, bint top, bint offset_needed):
+cdef bint _entry_ok(object entry, bint top, bint offset_needed) except -1:
     cdef Py_ssize_t n = _seq_len(entry), k, nt
     cdef long long v = 0
     if n < 2 or n > (3 if top else 5):
         return False
-    if not PyUnicode_Check(_item(entry, 0)) or not _float_ok(_item(entry, 1)):
+    if not PyUnicode_CheckExact(_item(entry, 0)) or not _float_ok(_item(entry, 1)):
         return False
     if n > 2 and _item(entry, 2) is not None and not _ints_ok(_item(entry, 2)):
         return False
@@ -388,8 +470,15 @@ cdef bint _entry_ok(object entry, bint top, bint offset_needed):
     return True
 
 
+cdef object _MISSING = object()  # (a constructor's argument not given)
+
+
+@cython.embedsignature(False)  # (the signature is the docstring's first line, as shown)
 cdef class StreamWriter:
-    """One stream's frames as the server's own serializer writes them (the Python twin's
+    """StreamWriter(shape, *, id, model, created=None, system_fingerprint=None, role='assistant', item_id=None)
+--
+
+One stream's frames as the server's own serializer writes them (the Python twin's
     docstring is the reference)."""
 
     cdef object _shape
@@ -411,16 +500,28 @@ cdef class StreamWriter:
     cdef Py_ssize_t len, cap
     cdef tok_busy _busy
 
-    def __init__(self, shape, *, id, model, created=None, system_fingerprint=None,
-                 role="assistant", item_id=None):
+    def __init__(self, shape=_MISSING, *args, id=_MISSING, model=_MISSING, created=_MISSING,
+                 system_fingerprint=_MISSING, role=_MISSING, item_id=_MISSING, **kwargs):
+        # (every parameter defaults to _MISSING, and *args, **kwargs: arguments that do not
+        # bind raise the Python twin's TypeError, the message naming what was given)
         cdef long long v = 0
+        if args or kwargs or shape is _MISSING or id is _MISSING or model is _MISSING:
+            _bad_arguments(shape, args, dict(
+                id=id, model=model, created=created, system_fingerprint=system_fingerprint,
+                role=role, item_id=item_id), kwargs)
+        if created is _MISSING:
+            created = None
+        if system_fingerprint is _MISSING:
+            system_fingerprint = None
+        if role is _MISSING:
+            role = "assistant"
+        if item_id is _MISSING:
+            item_id = None
         if not isinstance(shape, StreamShape):
             raise _py.bad_type("shape", "a StreamShape", shape)
         comp = _compiled(shape)
         if created is None:
             created = int(time.time())
-        elif not _int64(created, &v):
-            _py.check_int(created, "created")
         if not tok_busy_enter(self, &self._busy):
             raise in_use("StreamWriter")
         try:
@@ -428,8 +529,14 @@ cdef class StreamWriter:
             self._ascii, self._floats, self._literal = comp.ascii, comp.floats, comp.literal
             self._c_id = self._render(id, "id")
             self._c_model = self._render(model, "model")
-            self._c_created = _py.render_float(STYLES[shape.style], float(created)) \
-                if comp.created_float else str(created).encode("ascii")
+            if _int64(created, &v):
+                self._c_created = _py.render_float(STYLES[shape.style], float(created)) \
+                    if comp.created_float else str(created).encode("ascii")
+            else:  # (another type: the Python twin's error, or its rendering of the value)
+                self._c_created = _py.StreamWriter(
+                    shape, id=id, model=model, created=created,
+                    system_fingerprint=system_fingerprint, role=role,
+                    item_id=item_id)._consts[SLOT["created"]]
             self._c_fp = None if system_fingerprint is None else self._render(
                 system_fingerprint, "system_fingerprint")
             self._c_role = self._render(role, "role")
@@ -453,8 +560,8 @@ cdef class StreamWriter:
         is not a str, or holds a lone surrogate its style refuses)."""
         cdef Py_ssize_t n, w
         cdef int kind
-        if not PyUnicode_Check(value):
-            _py.check_str(value, what)
+        if not PyUnicode_CheckExact(value):  # (a subclass: the Python twin's rendering)
+            return _py.render_str(STYLES[self._shape.style], _py.check_str(value, what), what)
         n = PyUnicode_GET_LENGTH(value)
         kind = PyUnicode_KIND(value)
         self.len = 0
@@ -542,10 +649,15 @@ cdef class StreamWriter:
 
     cdef int _put_float(self, object value) except -1:
         cdef double v = 0.0
-        if PyFloat_Check(value):
+        if PyFloat_CheckExact(value):
             v = PyFloat_AS_DOUBLE(value)
+        elif PyLong_CheckExact(value):  # an int: the double it is (checked by _float_ok)
+            v = PyLong_AsDouble(value)
+            if v == -1.0 and PyErr_Occurred() != NULL:
+                PyErr_Clear()
+                raise _Slow()
         else:
-            v = float(value)  # an int: the float it is (OverflowError past a double)
+            raise _Slow()  # (an item of a list changed since its check)
         self._room(40)
         self.len += tok_fmt_double(self.buf + self.len, v, self._floats, self._literal)
         return 0
@@ -554,18 +666,21 @@ cdef class StreamWriter:
         cdef Py_ssize_t n, k
         cdef long long v = 0
         cdef const unsigned char *p
-        if PyBytes_Check(value):
+        if PyBytes_CheckExact(value):
             n = PyBytes_GET_SIZE(value)
             p = <const unsigned char *>PyBytes_AS_STRING(value)
             self._room(2 + n * (3 + f.nsep))
             self.len += tok_fmt_byte_list(self.buf + self.len, p, n, f.sep, f.nsep)
             return 0
-        self._put("[", 1)
         n = _seq_len(value)
+        if n < 0:
+            raise _Slow()  # (an entry's list changed since its check)
+        self._put("[", 1)
         for k in range(n):
             if k:
                 self._put(f.sep, f.nsep)
-            _int64(_item(value, k), &v)
+            if not _int64(_item(value, k), &v):
+                raise _Slow()  # (the list changed since its check)
             self._put_int(v)
         self._put("]", 1)
         return 0
@@ -614,9 +729,9 @@ cdef class StreamWriter:
                 if not _ints_ok(value):
                     raise _Slow()
             elif s == S_STOP:
-                if not (PyUnicode_Check(value) or _int64(value, &v)):
+                if not (PyUnicode_CheckExact(value) or _int64(value, &v)):
                     raise _Slow()
-            elif not PyUnicode_Check(value):
+            elif not PyUnicode_CheckExact(value):
                 raise _Slow()
             if not (f.mask & bit):
                 raise _Slow()
@@ -658,16 +773,15 @@ cdef class StreamWriter:
             raise _Slow()
         return 0
 
-    cdef bint _none(self, int slot, Args *a, tuple entry, tuple top):
+    cdef bint _none(self, int slot, Args *a, object entry, object top) except -1:
         """Whether a guarded member's value is None (entry, top: the current logprob entry
-        and top logprob, tuples of their checked lengths)."""
-        cdef Py_ssize_t n
+        and top logprob, lists or tuples read again here: _field)."""
         if slot == G_TOP:
-            return PyTuple_GET_SIZE(entry) > 3 and <object>PyTuple_GET_ITEM(entry, 3) is None
+            return _fields(entry) > 3 and _field(entry, 3) is None
         elif slot == S_LP_BYTES:
-            return PyTuple_GET_SIZE(entry) < 3 or <object>PyTuple_GET_ITEM(entry, 2) is None
+            return _field(entry, 2) is None
         elif slot == S_TOP_BYTES:
-            return PyTuple_GET_SIZE(top) < 3 or <object>PyTuple_GET_ITEM(top, 2) is None
+            return _field(top, 2) is None
         elif slot == S_CACHED or slot == S_REASONING:
             return a.v[slot] == NULL
         elif slot == S_FINGERPRINT:
@@ -690,28 +804,28 @@ cdef class StreamWriter:
             return self._put_null()
         return self._put_int(a.i[slot])
 
-    cdef int _slot(self, int slot, Args *a, tuple entry, tuple top, _Frame f) except -1:
-        """Write a slot's value (one switch: the logprobs' slots run per token and per top)."""
+    cdef int _slot(self, int slot, Args *a, object entry, object top, _Frame f) except -1:
+        """Write a slot's value (one switch: the logprobs' slots run per token and per top;
+        an entry's fields are read again and their types checked again here)."""
         cdef object value
         cdef long long v = 0
-        if slot == S_TOP_TOKEN:
-            return self._put_str(<object>PyTuple_GET_ITEM(top, 0))
+        if slot == S_TOP_TOKEN or slot == S_LP_TOKEN:
+            value = _field(top if slot == S_TOP_TOKEN else entry, 0)
+            if not PyUnicode_CheckExact(value):
+                raise _Slow()
+            return self._put_str(value)
         elif slot == S_TOP_LOGPROB:
-            return self._put_float(<object>PyTuple_GET_ITEM(top, 1))
-        elif slot == S_TOP_BYTES:
-            if PyTuple_GET_SIZE(top) < 3 or <object>PyTuple_GET_ITEM(top, 2) is None:
-                return self._put_null()
-            return self._put_ints(<object>PyTuple_GET_ITEM(top, 2), f)
-        elif slot == S_LP_TOKEN:
-            return self._put_str(<object>PyTuple_GET_ITEM(entry, 0))
+            return self._put_float(_field(top, 1))
         elif slot == S_LP_LOGPROB:
-            return self._put_float(<object>PyTuple_GET_ITEM(entry, 1))
-        elif slot == S_LP_BYTES:
-            if PyTuple_GET_SIZE(entry) < 3 or <object>PyTuple_GET_ITEM(entry, 2) is None:
+            return self._put_float(_field(entry, 1))
+        elif slot == S_TOP_BYTES or slot == S_LP_BYTES:
+            value = _field(top if slot == S_TOP_BYTES else entry, 2)
+            if value is None:
                 return self._put_null()
-            return self._put_ints(<object>PyTuple_GET_ITEM(entry, 2), f)
+            return self._put_ints(value, f)
         elif slot == S_LP_OFFSET:
-            _int64(<object>PyTuple_GET_ITEM(entry, 4), &v)
+            if not _int64(_field(entry, 4), &v):
+                raise _Slow()
             return self._put_int(v)
         elif slot == S_TEXT or slot == S_FINISH or slot == S_TOOL_ID or slot == S_TOOL_NAME:
             if a.v[slot] == NULL:
@@ -727,9 +841,10 @@ cdef class StreamWriter:
             if a.v[slot] == NULL:
                 return self._put_null()
             value = <object>a.v[slot]
-            if PyUnicode_Check(value):
+            if PyUnicode_CheckExact(value):
                 return self._put_str(value)
-            _int64(value, &v)
+            if not _int64(value, &v):
+                raise _Slow()
             return self._put_int(v)
         elif slot == S_ITEM_ID:
             if a.v[slot] != NULL:
@@ -757,9 +872,9 @@ cdef class StreamWriter:
         index), or -1 at the end."""
         cdef int i = start
         cdef Op *op
-        cdef object entries = None, tops = None
-        cdef tuple entry = _EMPTY, top = _EMPTY
-        cdef Py_ssize_t ei = 0, ti = 0, ne = 0, nt = 0
+        cdef object entries = None, tops = None, entry = _EMPTY, top = _EMPTY
+        cdef dict by_token
+        cdef Py_ssize_t ei = 0, ti = 0, ne = 0, nt = 0, k
         while i < f.n:
             op = &f.ops[i]
             if op.code == OP_CONST:
@@ -787,31 +902,39 @@ cdef class StreamWriter:
                     if ne <= 0:
                         i = op.c
                         continue
-                    entry = _as_tuple(_item(entries, 0))
+                    entry = _item(entries, 0)
                 else:
-                    tops = <object>PyTuple_GET_ITEM(entry, 3) if PyTuple_GET_SIZE(entry) > 3 \
-                        else _EMPTY
+                    tops = _field(entry, 3)
+                    if tops is None:
+                        tops = _EMPTY
                     if op.b and _seq_len(tops) > 1:  # a dict by token: first place, last value
-                        tops = list({_item(t, 0): t for t in tops}.values())
+                        by_token = {}
+                        for k in range(_seq_len(tops)):
+                            t = _item(tops, k)
+                            key = _field(t, 0)
+                            if not PyUnicode_CheckExact(key):
+                                raise _Slow()  # (changed since its check)
+                            by_token[key] = t
+                        tops = list(by_token.values())
                     nt = _seq_len(tops)
                     ti = 0
                     if nt <= 0:
                         i = op.c
                         continue
-                    top = _as_tuple(_item(tops, 0))
+                    top = _item(tops, 0)
                 i += 1
             else:  # OP_NEXT
                 if op.a == 1:
                     ei += 1
                     if ei < ne:
-                        entry = _as_tuple(_item(entries, ei))
+                        entry = _item(entries, ei)
                         self._put(op.p, op.n)
                         i = op.c
                         continue
                 else:
                     ti += 1
                     if ti < nt:
-                        top = _as_tuple(_item(tops, ti))
+                        top = _item(tops, ti)
                         self._put(op.p, op.n)
                         i = op.c
                         continue
@@ -972,7 +1095,7 @@ cdef class StreamWriter:
         hn, mn, tn = PyBytes_GET_SIZE(head), PyBytes_GET_SIZE(mid), PyBytes_GET_SIZE(tail)
         for k in range(n):
             text = <object>PyTuple_GET_ITEM(texts, k)
-            if not PyUnicode_Check(text) or not PyUnicode_IS_ASCII(text):
+            if not PyUnicode_CheckExact(text) or not PyUnicode_IS_ASCII(text):
                 return None
             m = PyUnicode_GET_LENGTH(text)
             if tok_esc_scan(<const unsigned char *>PyUnicode_DATA(text), m, self._ascii) != m:
@@ -1040,7 +1163,7 @@ cdef class StreamWriter:
             raise in_use("StreamWriter")
         try:
             if self._head0 is None and <PyObject *>index == <PyObject *>_ZERO and \
-                    PyUnicode_Check(text) and PyUnicode_IS_ASCII(text) and \
+                    PyUnicode_CheckExact(text) and PyUnicode_IS_ASCII(text) and \
                     self._comp.text is not None and self._comp.text.counts:
                 # a Responses delta: its number and the text between the split's three parts
                 n = PyUnicode_GET_LENGTH(text)
@@ -1056,7 +1179,7 @@ cdef class StreamWriter:
                                         <const char *>p, n)
                     self._seq += 1
                     return out
-            if self._head0 is not None and PyUnicode_Check(text) and (
+            if self._head0 is not None and PyUnicode_CheckExact(text) and (
                     <PyObject *>index == <PyObject *>_ZERO or _int64(index, &v)):
                 if <PyObject *>index == <PyObject *>_ZERO or v == 0:
                     head, tail = self._head0, self._tail0
@@ -1112,9 +1235,11 @@ cdef class StreamWriter:
         cdef _Frame f = self._comp.text
         cdef long long seq, v = 1
         cdef bytes head, tail, mid
-        if not PyTuple_Check(texts):
-            if not PyList_Check(texts):
-                texts = _py._items(texts, "texts")  # (its checks and list(): the rare input)
+        if not PyTuple_CheckExact(texts):
+            if not PyList_CheckExact(texts):
+                # (its checks, and a list of the items: the rare input; a list or tuple
+                # subclass's items as stored, as the Python twin reads them)
+                texts = _py._items(texts, "texts")
             texts = tuple(texts)  # (one copy of the item pointers: the fast path reads them twice)
         if not tok_busy_enter(self, &self._busy):
             raise in_use("StreamWriter")
@@ -1127,27 +1252,27 @@ cdef class StreamWriter:
                 if self._head0 is None and f.counts and <PyObject *>index == <PyObject *>_ZERO:
                     # Responses deltas: each one between its split's three parts
                     if self._counted_split() is not None:
-                        if PyTuple_Check(texts):  # (a tuple's items cannot change meanwhile)
+                        if PyTuple_CheckExact(texts):  # (its items cannot change meanwhile)
                             out = self._counted_frames(<tuple>texts)
                             if out is not None:
                                 return out
                         head, mid, tail = self._counted
                         for k in range(n):
                             text = _item(texts, k)
-                            if not PyUnicode_Check(text) or self._seq == INT64_MAX:
+                            if not PyUnicode_CheckExact(text) or self._seq == INT64_MAX:
                                 raise _Slow()  # (the Python twin's TypeError, OverflowError)
                             self._put_counted(head, mid, tail, text)
                         return self._take()
                 split = self._split_of(v) if _int64(index, &v) else None
                 if split is not None:  # each text between its choice's two parts
                     head, tail = split
-                    if PyTuple_Check(texts):  # (a tuple's items cannot change meanwhile)
+                    if PyTuple_CheckExact(texts):  # (its items cannot change meanwhile)
                         out = _plain_frames(head, tail, <tuple>texts, self._ascii)
                         if out is not None:
                             return out
                     for k in range(n):
                         text = _item(texts, k)
-                        if not PyUnicode_Check(text):
+                        if not PyUnicode_CheckExact(text):
                             raise _Slow()
                         self._put_around(head, tail, text)
                     return self._take()
@@ -1204,11 +1329,13 @@ cdef class StreamWriter:
     cdef _Frame _step_frame(self, kind, text, finish_reason):
         cdef _Compiled c = self._comp
         cdef _Frame f
-        if kind == "text" and PyUnicode_Check(kind):
+        if not PyUnicode_CheckExact(kind):
+            raise _Slow()  # (a str subclass's == is not run: the Python twin reads its text)
+        if kind == "text":
             f = c.text
-        elif kind == "reasoning" and PyUnicode_Check(kind):
+        elif kind == "reasoning":
             f = c.reasoning
-        elif kind == "tool_args" and PyUnicode_Check(kind):
+        elif kind == "tool_args":
             f = c.tool_args
         else:
             raise _Slow()
@@ -1230,8 +1357,8 @@ cdef class StreamWriter:
         cdef Py_ssize_t n, k, m
         cdef _Frame f
         cdef long long seq
-        if not (PyList_Check(steps) or PyTuple_Check(steps)):
-            steps = _py._items(steps, "steps")
+        if not (PyList_CheckExact(steps) or PyTuple_CheckExact(steps)):
+            steps = _py._items(steps, "steps")  # (a subclass's items as stored: a tuple)
         if not tok_busy_enter(self, &self._busy):
             raise in_use("StreamWriter")
         seq = self._seq
@@ -1286,8 +1413,8 @@ cdef class StreamWriter:
             raise in_use("StreamWriter")
         try:
             try:
-                found = PyDict_GetItem(self._comp.frames, frame) if PyUnicode_Check(frame) \
-                    else NULL
+                found = PyDict_GetItem(self._comp.frames, frame) \
+                    if PyUnicode_CheckExact(frame) else NULL
                 if found == NULL:
                     raise _Slow()
                 f = <_Frame>found
@@ -1363,15 +1490,17 @@ cdef class StreamWriter:
 
 
 cdef object _ZERO = 0
+
+
+cdef _bad_arguments(shape, tuple args, dict named, dict kwargs):
+    """The constructor's arguments do not bind: the Python twin's TypeError, message and
+    all (the same signature, given the same arguments)."""
+    kw = {name: value for name, value in named.items() if value is not _MISSING}
+    kw.update(kwargs)
+    _py.StreamWriter(*(((shape,) if shape is not _MISSING else ()) + args), **kw)
+    raise TypeError("StreamWriter() arguments do not bind")  # (not reached)
 cdef str _NO_TEXT = ""
 cdef tuple _EMPTY = ()
-
-
-cdef inline tuple _as_tuple(object item):
-    """A logprob entry as a tuple (a list's items copied: they cannot change meanwhile)."""
-    if PyTuple_Check(item):
-        return <tuple>item
-    return tuple(item)
 
 
 cdef inline void _clear(Args *a) noexcept:
@@ -1391,7 +1520,7 @@ cdef object _plain_frames(bytes head, bytes tail, tuple texts, int ascii):
     hn, tn = PyBytes_GET_SIZE(head), PyBytes_GET_SIZE(tail)
     for k in range(n):
         text = <object>PyTuple_GET_ITEM(texts, k)
-        if not PyUnicode_Check(text) or not PyUnicode_IS_ASCII(text):
+        if not PyUnicode_CheckExact(text) or not PyUnicode_IS_ASCII(text):
             return None
         m = PyUnicode_GET_LENGTH(text)
         if tok_esc_scan(<const unsigned char *>PyUnicode_DATA(text), m, ascii) != m:
