@@ -22,6 +22,7 @@ from libc.string cimport memcpy
 
 from tokcore._freethreading cimport tok_busy, tok_busy_enter, tok_busy_leave
 
+import sys
 import time
 
 from tokcore._args import in_use
@@ -48,6 +49,7 @@ cdef extern from "Python.h":
     bint PyBytes_CheckExact(object o)
     double PyFloat_AS_DOUBLE(object o)
     double PyLong_AsDouble(object o)  # (its error checked and cleared by the caller)
+    tuple PyList_AsTuple(object o)
     PyObject *PyErr_Occurred()
     void PyErr_Clear()
     long long PyLong_AsLongLongAndOverflow(object o, int *overflow) except? -1
@@ -307,9 +309,10 @@ _USAGE_SLOT[0], _USAGE_SLOT[1], _USAGE_SLOT[2], _USAGE_SLOT[3] = (
 # type: no method of a value runs Python code while a call holds its lists' lengths and
 # items. A value of another type (a subclass of one of those: an IntEnum, numpy.float64, a
 # list that overrides __len__...) is _Slow: the whole call goes to the Python twin. The
-# lists are read again where they are written (_item, _field: a list shorter than when it
-# was checked, or an item of another type, is _Slow too), so that even code run by the
-# garbage collector or another thread cannot make the C path read past them.
+# lists are read again where they are written (_item: a list shorter than when it was
+# checked is _Slow too; a logprob entry is made a tuple, _as_tuple, and each field's type
+# checked again where it is written), so that even code run by the garbage collector or
+# another thread cannot make the C path read past them.
 cdef PyTypeObject *_T_ENTRY = <PyTypeObject *>_py.TokenLogprob
 cdef PyTypeObject *_T_TOP = <PyTypeObject *>_py.TopLogprob
 cdef PyTypeObject *_T_USAGE = <PyTypeObject *>_py.Usage
@@ -348,69 +351,58 @@ cdef inline Py_ssize_t _seq_len(object o) noexcept:
 
 cdef extern from *:
     """
-    /* list[i] as a new reference, NULL (no exception set) past the list's end as it is
-     * now: without the GIL another thread may change the list, so the item is taken under
-     * its lock */
+    /* list[i] as a new reference; past the list's end as it is now, NULL with the
+     * exception tok_list_short (_Slow) set. Without the GIL another thread may change the
+     * list, so the item is taken under its lock. */
+    static PyObject *tok_list_short = NULL;
     static inline PyObject *tok_list_item(PyObject *list, Py_ssize_t i) {
-    #ifdef Py_GIL_DISABLED
-        PyObject *item = PyList_GetItemRef(list, i);
-        if (item == NULL)
-            PyErr_Clear();
-        return item;
-    #else
         PyObject *item;
-        if (i < 0 || i >= PyList_GET_SIZE(list))
+    #ifdef Py_GIL_DISABLED
+        item = PyList_GetItemRef(list, i);
+        if (item == NULL) {
+            PyErr_Clear();
+            PyErr_SetNone(tok_list_short);
+        }
+    #else
+        if (i < 0 || i >= PyList_GET_SIZE(list)) {
+            PyErr_SetNone(tok_list_short);
             return NULL;
+        }
         item = PyList_GET_ITEM(list, i);
         Py_INCREF(item);
-        return item;
     #endif
+        return item;
     }
     """
-    PyObject *tok_list_item(object lst, Py_ssize_t i) noexcept
+    PyObject *tok_list_short
+    object tok_list_item(object lst, Py_ssize_t i)
 
 
-cdef inline object _list_item(object lst, Py_ssize_t i):
-    """lst[i] of a list, None past its end as it is now."""
-    cdef PyObject *p = tok_list_item(lst, i)
-    if p == NULL:
-        return None
-    item = <object>p  # (a second reference: the one tok_list_item took is dropped)
-    Py_DECREF(item)
-    return item
+tok_list_short = <PyObject *>_Slow  # (the class lives as long as the module)
 
 
 cdef inline object _item(object seq, Py_ssize_t i):
     """seq[i] of a list or tuple whose length was read (a tuple's items cannot change; a
     list shorter than that now is _Slow)."""
-    cdef PyObject *p
     if PyTuple_Check(seq):
         return <object>PyTuple_GET_ITEM(seq, i)
-    p = tok_list_item(seq, i)
-    if p == NULL:
-        raise _Slow()
-    item = <object>p
-    Py_DECREF(item)
-    return item
+    return tok_list_item(seq, i)
 
 
-cdef inline object _field(object seq, Py_ssize_t i):
-    """Field i of a logprob entry (a list or tuple), None past its end; any other object
-    (a list changed meanwhile): _Slow."""
-    if PyTuple_Check(seq):  # (its items as stored, whatever its type)
-        return <object>PyTuple_GET_ITEM(seq, i) if i < PyTuple_GET_SIZE(seq) else None
-    if PyList_Check(seq):
-        return _list_item(seq, i)
+cdef inline tuple _as_tuple(object item):
+    """A logprob entry as a tuple: a list's items copied (PyList_AsTuple: no Python code),
+    so they cannot change while written; another type (a list changed since its check):
+    _Slow."""
+    if PyTuple_Check(item):  # (its items as stored, whatever its type)
+        return <tuple>item
+    if PyList_CheckExact(item):
+        return PyList_AsTuple(item)
     raise _Slow()
 
 
-cdef inline Py_ssize_t _fields(object seq) noexcept:
-    """The length of a list or tuple as it is now (any other object: 0)."""
-    if PyTuple_Check(seq):
-        return PyTuple_GET_SIZE(seq)
-    if PyList_Check(seq):
-        return PyList_GET_SIZE(seq)
-    return 0
+cdef inline PyObject *_at(tuple t, Py_ssize_t i) noexcept:
+    """Field i of a logprob entry (borrowed), NULL past its end."""
+    return PyTuple_GET_ITEM(t, i) if i < PyTuple_GET_SIZE(t) else NULL
 
 
 cdef bint _ints_ok(object value) except -1:
@@ -470,9 +462,6 @@ cdef bint _entry_ok(object entry, bint top, bint offset_needed) except -1:
     return True
 
 
-cdef object _MISSING = object()  # (a constructor's argument not given)
-
-
 @cython.embedsignature(False)  # (the signature is the docstring's first line, as shown)
 cdef class StreamWriter:
     """StreamWriter(shape, *, id, model, created=None, system_fingerprint=None, role='assistant', item_id=None)
@@ -500,23 +489,11 @@ One stream's frames as the server's own serializer writes them (the Python twin'
     cdef Py_ssize_t len, cap
     cdef tok_busy _busy
 
-    def __init__(self, shape=_MISSING, *args, id=_MISSING, model=_MISSING, created=_MISSING,
-                 system_fingerprint=_MISSING, role=_MISSING, item_id=_MISSING, **kwargs):
-        # (every parameter defaults to _MISSING, and *args, **kwargs: arguments that do not
-        # bind raise the Python twin's TypeError, the message naming what was given)
+    def __init__(self, shape, *, id, model, created=None, system_fingerprint=None,
+                 role="assistant", item_id=None):
+        # (arguments that do not bind never get here: tok_writer_init below gives the Python
+        # twin's TypeError)
         cdef long long v = 0
-        if args or kwargs or shape is _MISSING or id is _MISSING or model is _MISSING:
-            _bad_arguments(shape, args, dict(
-                id=id, model=model, created=created, system_fingerprint=system_fingerprint,
-                role=role, item_id=item_id), kwargs)
-        if created is _MISSING:
-            created = None
-        if system_fingerprint is _MISSING:
-            system_fingerprint = None
-        if role is _MISSING:
-            role = "assistant"
-        if item_id is _MISSING:
-            item_id = None
         if not isinstance(shape, StreamShape):
             raise _py.bad_type("shape", "a StreamShape", shape)
         comp = _compiled(shape)
@@ -647,12 +624,13 @@ One stream's frames as the server's own serializer writes them (the Python twin'
         self.len += w
         return 0
 
-    cdef int _put_float(self, object value) except -1:
+    cdef int _put_float(self, PyObject *p) except -1:
+        """A logprob entry's float (NULL: past the entry's end)."""
         cdef double v = 0.0
-        if PyFloat_CheckExact(value):
-            v = PyFloat_AS_DOUBLE(value)
-        elif PyLong_CheckExact(value):  # an int: the double it is (checked by _float_ok)
-            v = PyLong_AsDouble(value)
+        if p != NULL and PyFloat_CheckExact(<object>p):
+            v = PyFloat_AS_DOUBLE(<object>p)
+        elif p != NULL and PyLong_CheckExact(<object>p):  # an int: its double (_float_ok)
+            v = PyLong_AsDouble(<object>p)
             if v == -1.0 and PyErr_Occurred() != NULL:
                 PyErr_Clear()
                 raise _Slow()
@@ -661,6 +639,18 @@ One stream's frames as the server's own serializer writes them (the Python twin'
         self._room(40)
         self.len += tok_fmt_double(self.buf + self.len, v, self._floats, self._literal)
         return 0
+
+    cdef inline int _put_token(self, PyObject *p) except -1:
+        """A logprob entry's token (NULL: past the entry's end)."""
+        if p == NULL or not PyUnicode_CheckExact(<object>p):
+            raise _Slow()  # (an item of a list changed since its check)
+        return self._put_str(<object>p)
+
+    cdef inline int _put_entry_ints(self, PyObject *p, _Frame f) except -1:
+        """A logprob entry's bytes (NULL: past the entry's end), or null."""
+        if p == NULL or <object>p is None:
+            return self._put_null()
+        return self._put_ints(<object>p, f)
 
     cdef int _put_ints(self, object value, _Frame f) except -1:
         cdef Py_ssize_t n, k
@@ -773,15 +763,15 @@ One stream's frames as the server's own serializer writes them (the Python twin'
             raise _Slow()
         return 0
 
-    cdef bint _none(self, int slot, Args *a, object entry, object top) except -1:
+    cdef bint _none(self, int slot, Args *a, tuple entry, tuple top):
         """Whether a guarded member's value is None (entry, top: the current logprob entry
-        and top logprob, lists or tuples read again here: _field)."""
+        and top logprob as tuples: _at)."""
         if slot == G_TOP:
-            return _fields(entry) > 3 and _field(entry, 3) is None
+            return PyTuple_GET_SIZE(entry) > 3 and <object>PyTuple_GET_ITEM(entry, 3) is None
         elif slot == S_LP_BYTES:
-            return _field(entry, 2) is None
+            return PyTuple_GET_SIZE(entry) < 3 or <object>PyTuple_GET_ITEM(entry, 2) is None
         elif slot == S_TOP_BYTES:
-            return _field(top, 2) is None
+            return PyTuple_GET_SIZE(top) < 3 or <object>PyTuple_GET_ITEM(top, 2) is None
         elif slot == S_CACHED or slot == S_REASONING:
             return a.v[slot] == NULL
         elif slot == S_FINGERPRINT:
@@ -804,27 +794,27 @@ One stream's frames as the server's own serializer writes them (the Python twin'
             return self._put_null()
         return self._put_int(a.i[slot])
 
-    cdef int _slot(self, int slot, Args *a, object entry, object top, _Frame f) except -1:
+    cdef int _slot(self, int slot, Args *a, tuple entry, tuple top, _Frame f) except -1:
         """Write a slot's value (one switch: the logprobs' slots run per token and per top;
-        an entry's fields are read again and their types checked again here)."""
+        an entry's fields have their types checked again here: _at)."""
         cdef object value
+        cdef PyObject *p
         cdef long long v = 0
-        if slot == S_TOP_TOKEN or slot == S_LP_TOKEN:
-            value = _field(top if slot == S_TOP_TOKEN else entry, 0)
-            if not PyUnicode_CheckExact(value):
-                raise _Slow()
-            return self._put_str(value)
+        if slot == S_TOP_TOKEN:
+            return self._put_token(_at(top, 0))
         elif slot == S_TOP_LOGPROB:
-            return self._put_float(_field(top, 1))
+            return self._put_float(_at(top, 1))
+        elif slot == S_TOP_BYTES:
+            return self._put_entry_ints(_at(top, 2), f)
+        elif slot == S_LP_TOKEN:
+            return self._put_token(_at(entry, 0))
         elif slot == S_LP_LOGPROB:
-            return self._put_float(_field(entry, 1))
-        elif slot == S_TOP_BYTES or slot == S_LP_BYTES:
-            value = _field(top if slot == S_TOP_BYTES else entry, 2)
-            if value is None:
-                return self._put_null()
-            return self._put_ints(value, f)
+            return self._put_float(_at(entry, 1))
+        elif slot == S_LP_BYTES:
+            return self._put_entry_ints(_at(entry, 2), f)
         elif slot == S_LP_OFFSET:
-            if not _int64(_field(entry, 4), &v):
+            p = _at(entry, 4)
+            if p == NULL or not _int64(<object>p, &v):
                 raise _Slow()
             return self._put_int(v)
         elif slot == S_TEXT or slot == S_FINISH or slot == S_TOOL_ID or slot == S_TOOL_NAME:
@@ -872,7 +862,8 @@ One stream's frames as the server's own serializer writes them (the Python twin'
         index), or -1 at the end."""
         cdef int i = start
         cdef Op *op
-        cdef object entries = None, tops = None, entry = _EMPTY, top = _EMPTY
+        cdef object entries = None, tops = None
+        cdef tuple entry = _EMPTY, top = _EMPTY
         cdef dict by_token
         cdef Py_ssize_t ei = 0, ti = 0, ne = 0, nt = 0, k
         while i < f.n:
@@ -902,16 +893,16 @@ One stream's frames as the server's own serializer writes them (the Python twin'
                     if ne <= 0:
                         i = op.c
                         continue
-                    entry = _item(entries, 0)
+                    entry = _as_tuple(_item(entries, 0))
                 else:
-                    tops = _field(entry, 3)
+                    tops = <object>_at(entry, 3) if _at(entry, 3) != NULL else _EMPTY
                     if tops is None:
                         tops = _EMPTY
                     if op.b and _seq_len(tops) > 1:  # a dict by token: first place, last value
                         by_token = {}
                         for k in range(_seq_len(tops)):
                             t = _item(tops, k)
-                            key = _field(t, 0)
+                            key = _as_tuple(t)[0] if _seq_len(t) > 0 else None
                             if not PyUnicode_CheckExact(key):
                                 raise _Slow()  # (changed since its check)
                             by_token[key] = t
@@ -921,20 +912,20 @@ One stream's frames as the server's own serializer writes them (the Python twin'
                     if nt <= 0:
                         i = op.c
                         continue
-                    top = _item(tops, 0)
+                    top = _as_tuple(_item(tops, 0))
                 i += 1
             else:  # OP_NEXT
                 if op.a == 1:
                     ei += 1
                     if ei < ne:
-                        entry = _item(entries, ei)
+                        entry = _as_tuple(_item(entries, ei))
                         self._put(op.p, op.n)
                         i = op.c
                         continue
                 else:
                     ti += 1
                     if ti < nt:
-                        top = _item(tops, ti)
+                        top = _as_tuple(_item(tops, ti))
                         self._put(op.p, op.n)
                         i = op.c
                         continue
@@ -1492,13 +1483,6 @@ One stream's frames as the server's own serializer writes them (the Python twin'
 cdef object _ZERO = 0
 
 
-cdef _bad_arguments(shape, tuple args, dict named, dict kwargs):
-    """The constructor's arguments do not bind: the Python twin's TypeError, message and
-    all (the same signature, given the same arguments)."""
-    kw = {name: value for name, value in named.items() if value is not _MISSING}
-    kw.update(kwargs)
-    _py.StreamWriter(*(((shape,) if shape is not _MISSING else ()) + args), **kw)
-    raise TypeError("StreamWriter() arguments do not bind")  # (not reached)
 cdef str _NO_TEXT = ""
 cdef tuple _EMPTY = ()
 
@@ -1566,3 +1550,67 @@ cdef inline Py_ssize_t _ndigits(long long v) noexcept:
 
 cdef inline void _set(Args *a, int slot, object value) noexcept:
     a.v[slot] = NULL if value is None else <PyObject *>value
+
+
+# The constructor's TypeErrors for arguments that do not bind are the Python twin's, message
+# and all (Cython's own messages differ): when Cython's __init__ raises a TypeError, the
+# arguments are bound by _writer_py._bind (a function of the constructor's signature) and
+# its error replaces Cython's; when they bind, the error was the body's and is kept. The
+# class's vectorcall (a call of the class) and tp_init (a subclass's) are wrapped so, at no
+# cost to a call that succeeds (a signature of *args and **kwargs cost 2,600 instructions).
+cdef extern from *:
+    """
+    static vectorcallfunc tok_writer_parsed_call = NULL;
+    static initproc tok_writer_parsed_init = NULL;
+    static PyObject *tok_writer_bind = NULL;
+
+    /* after a TypeError of Cython's __init__: the arguments bound by _bind, whose error
+     * (the Python twin's) replaces it; when they bind, the error was the body's, kept */
+    static void tok_writer_rebind(PyObject *args, PyObject *const *vector, size_t nargsf,
+                                  PyObject *kw) {
+        PyObject *type, *value, *tb, *bound;
+        PyErr_Fetch(&type, &value, &tb);
+        bound = vector != NULL ? PyObject_Vectorcall(tok_writer_bind, vector, nargsf, kw)
+                               : PyObject_Call(tok_writer_bind, args, kw);
+        if (bound == NULL) {
+            Py_XDECREF(type);
+            Py_XDECREF(value);
+            Py_XDECREF(tb);
+            return;
+        }
+        Py_DECREF(bound);
+        PyErr_Restore(type, value, tb);
+    }
+
+    static PyObject *tok_writer_call(PyObject *type, PyObject *const *args, size_t nargsf,
+                                     PyObject *kwnames) {
+        PyObject *made = tok_writer_parsed_call(type, args, nargsf, kwnames);
+        if (made == NULL && PyErr_ExceptionMatches(PyExc_TypeError))
+            tok_writer_rebind(NULL, args, nargsf, kwnames);
+        return made;
+    }
+
+    static int tok_writer_init(PyObject *self, PyObject *args, PyObject *kw) {
+        int done = tok_writer_parsed_init(self, args, kw);
+        if (done < 0 && PyErr_ExceptionMatches(PyExc_TypeError))
+            tok_writer_rebind(args, NULL, 0, kw);
+        return done;
+    }
+
+    static int tok_writer_wrap_init(PyObject *type, PyObject *bind) {
+        PyTypeObject *t = (PyTypeObject *)type;
+        Py_INCREF(bind);
+        tok_writer_bind = bind;
+        tok_writer_parsed_init = t->tp_init;
+        t->tp_init = tok_writer_init;
+        tok_writer_parsed_call = t->tp_vectorcall;
+        if (tok_writer_parsed_call != NULL)
+            t->tp_vectorcall = tok_writer_call;
+        PyType_Modified(t);
+        return 0;
+    }
+    """
+    int tok_writer_wrap_init(object type, object bind) except -1
+
+
+tok_writer_wrap_init(StreamWriter, _py._bind)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Sequence
+from types import MethodType
 from typing import NamedTuple
 
 from .._args import in_use
@@ -669,6 +670,17 @@ def _value(slot: int, values: list[object], entry: _Entry | None,
         usage = values[G_USAGE]
         return None if usage is None else usage[_USAGE_FIELD[slot]]  # type: ignore[index]
     return values[slot]
+
+
+def _bind_arguments(self: object, shape: StreamShape, *, id: str, model: str,
+                    created: int | None = None, system_fingerprint: str | None = None,
+                    role: str = "assistant", item_id: str | None = None) -> None:
+    """The constructor's arguments bound, and no more: the compiled twin calls it (as
+    ``_bind``, bound) when they may not bind, for this twin's TypeError, message and all."""
+
+
+_bind_arguments.__qualname__ = "StreamWriter.__init__"
+_bind = MethodType(_bind_arguments, object())
 
 
 def _items(values: object, what: str) -> Sequence[object]:
