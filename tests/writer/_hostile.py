@@ -1,6 +1,6 @@
 """Hostile values for the stream writer: subclasses of the types it takes whose dunder
 methods run Python code while a call writes its frame (mutating the lists being written,
-calling back into the writer), for tests/stream/test_writer_hostile.py and
+calling back into the writer), for tests/writer/test_writer_hostile.py and
 fuzz/fuzz_writer.py.
 
 Every hostile value is worth what its plain counterpart is (its methods return the honest
@@ -11,8 +11,8 @@ returns ``{"out": the outcome of one call (:func:`outcome`), ...}`` (``met``: wh
 callbacks into the writer met, ``seq``: its sequence number after): with ``hostile`` False
 the same call on plain values, the oracle of the hostile one.
 
-Run as a script (``python _hostile.py c|py case``) it prints one case's outcome as JSON:
-the crash cases run so, in a subprocess of their own.
+Run as a script (``python _hostile.py c|py case``, or ``c|py lying POSITION Lying|LyingTuple``)
+it prints one case's outcome as JSON: the crash cases run so, in a subprocess of their own.
 """
 
 from __future__ import annotations
@@ -265,11 +265,72 @@ CASES: dict[str, Callable[[ModuleType, bool], Result]] = {
         responses_index_calls_back)}
 
 
+def entry_with(**fields: Any) -> tuple[Any, ...]:
+    base = {"token": " a", "logprob": -0.5, "bytes": [32, 97], "top": [(" a", -0.5)],
+            "offset": 3}
+    base.update(fields)
+    return tuple(base.values())
+
+
+# each argument position that takes a list or tuple: (call, keywords with VALUE, the
+# plain value); the lying value is the plain one as a Lying list or LyingTuple
+POSITIONS = {
+    "token_ids": ("step", {"_args": ("x",), "token_ids": "VALUE"}, [1, 2, 3]),
+    "prompt_token_ids": ("write", {"_args": ("start",), "prompt_token_ids": "VALUE"},
+                         [4, 5]),
+    "logprobs": ("step", {"_args": ("x",), "logprobs": "VALUE"},
+                 [(" a", -0.5), (" b", -1.0, b"b")]),
+    "logprob entry": ("step", {"_args": ("x",), "logprobs": [entry_with(), "ENTRY"]},
+                      [" b", -1.0, [98]]),
+    "entry bytes": ("step", {"_args": ("x",), "logprobs": [entry_with(bytes="VALUE")]},
+                    [32, 97]),
+    "top logprobs": ("step", {"_args": ("x",), "logprobs": [entry_with(top="VALUE")]},
+                     [(" a", -0.5), (" b", -1.5)]),
+    "top entry": ("step", {"_args": ("x",), "logprobs": [entry_with(top=["TOP"])]},
+                  [" c", -2.0, [99]]),
+    "usage": ("step", {"_args": ("x",), "usage": "VALUE"}, [10, 2, 1]),
+    "texts": ("texts", {"_args": ("VALUE",)}, ["a", "b\n", "é"]),
+    "steps": ("steps", {"_args": ("VALUE",)}, [("a",), ("b", 1)]),
+    "a step": ("steps", {"_args": ([("a",), "STEP"],)}, ["b", 1, "reasoning"]),
+}
+
+
+PLACES = ("VALUE", "ENTRY", "TOP", "STEP")
+
+
+def _fill(value: Any, filler: Any) -> Any:
+    """``value`` with each of PLACES (anywhere in its lists, tuples and dicts) replaced by
+    ``filler`` (not looked into)."""
+    if isinstance(value, str):
+        return filler if value in PLACES else value
+    if isinstance(value, dict):
+        return {k: _fill(v, filler) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        items = [_fill(v, filler) for v in value]
+        return items if isinstance(value, list) else tuple(items)
+    return value
+
+
+def lying(module: ModuleType, position: str, lying_type: str | None) -> Result:
+    """The call of POSITIONS[position] with its value as a ``lying_type`` (Lying or
+    LyingTuple; None: the plain value)."""
+    call, kw, plain = POSITIONS[position]
+    value = plain if lying_type is None else {"Lying": Lying, "LyingTuple": LyingTuple}[
+        lying_type](plain)
+    args = _fill(kw, value)
+    positional = args.pop("_args", ())
+    w = writer(module)
+    return {"out": outcome(lambda: getattr(w, call)(*positional, **args))}
+
+
 def module_of(kind: str) -> ModuleType:
     import importlib
-    return importlib.import_module(f"tokcore.stream._writer_{kind}")
+    return importlib.import_module(f"tokcore.writer._writer_{kind}")
 
 
 if __name__ == "__main__":
     kind, name = sys.argv[1], sys.argv[2]
-    print(json.dumps(CASES[name](module_of(kind), True)))
+    if name == "lying":
+        print(json.dumps(lying(module_of(kind), sys.argv[3], sys.argv[4])))
+    else:
+        print(json.dumps(CASES[name](module_of(kind), True)))
