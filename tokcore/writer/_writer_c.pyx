@@ -6,10 +6,12 @@ A shape's programs are turned once into C op arrays (``_Frame``, kept on the sha
 checks its values in C and runs its frame's ops into a byte buffer of the writer's, strings
 escaped by ``_escape.h`` (plain runs copied 16 or 32 bytes a step). ``text(s)`` of choice 0
 writes the frame's bytes before and after the text, made once per writer, around the copy.
-A value the C checks do not take (a wrong type, a lone surrogate, a slot the frame has not:
-every error, and the rare valid value of another type, a float subclass...) goes to the
-Python twin, on a writer of its own with this one's state: the same result, or the same
-exception with the same message.
+A value the C checks do not take (a wrong type, a lone surrogate, a slot the frame has not,
+an int too large for a double: every error, and any value that is not of an exact built-in
+type, a subclass whose methods could run Python code while C holds the lists' lengths and
+items) sends the whole call to the Python twin, on a writer of its own with this one's
+state: the same result, or the same exception with the same message, in the Python twin's
+order of checks (its StreamWriter docstring). The C path raises nothing of its own.
 """
 
 cimport cython

@@ -313,6 +313,22 @@ class StreamWriter:
 
     Raises, when made, ``TypeError`` for a constant of the wrong type (naming it) and
     ``OverflowError`` for a ``created`` outside int64.
+
+    A call checks its values in one order, and raises for the first bad one: the ``kind``
+    of each step (``step``, ``steps``: a step's items first); then frame by frame, the
+    frame's own arguments in the order of ``write``'s signature (``text``, ``index``,
+    ``token_ids``, ``prompt_token_ids``, ``finish_reason``, ``stop_reason``, ``tool_index``,
+    ``tool_id``, ``tool_name``, ``item_id``, ``content_index``: each one's type, range, lone
+    surrogates and place in the frame), then the ``logprobs`` entry by entry (each one's
+    length, token, logprob with its conversion to a double, bytes, top logprobs and their
+    fields, offset), then the ``usage``; a lone surrogate in a logprob's token is found as
+    the frame is written, after its checks. Each list or tuple is read once, when it is
+    checked: its items as it holds them then (a subclass's ``__len__``, ``__iter__`` and
+    ``__getitem__`` are not called, as json's and orjson's encoders do not call them), and
+    what a value's own methods change in it later is not written. The compiled twin takes
+    the built-in types on its C path and hands a call with a value of another type (a
+    subclass: an ``IntEnum``, ``numpy.float64``...) to this code: the same bytes, or the
+    same exception with the same message.
     """
 
     __slots__ = ("_shape", "_rules", "_consts", "_seq", "_item", "_token")
