@@ -23,7 +23,6 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-
 Result = dict[str, Any]
 
 

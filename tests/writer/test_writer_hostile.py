@@ -135,7 +135,7 @@ def test_subclass_values_go_to_the_python_twin(style: str) -> None:
         results = []
         for kind in KINDS:
             w = twin("writer", kind).StreamWriter(shape, id="i", model="m", created=1)
-            results.append(outcome(lambda w=w: call(w)))  # type: ignore[misc]
+            results.append(outcome(lambda w=w, call=call: call(w)))  # type: ignore[misc]
         assert results[0] == results[-1]
 
 
@@ -182,7 +182,7 @@ def test_two_bad_values_raise_the_first_in_the_documented_order(key: tuple[str, 
         results = []
         for kind in KINDS:
             w = twin("writer", kind).StreamWriter(shape, id="i", model="m", created=1)
-            results.append(outcome(lambda w=w: call(w)))  # type: ignore[misc]
+            results.append(outcome(lambda w=w, call=call: call(w)))  # type: ignore[misc]
         assert results[0] == results[-1], name
         assert results[0][0] == "raise", name
         surrogate = results[0][1] in ("UnicodeEncodeError", "TypeError")
