@@ -14,6 +14,12 @@ exception with its message), and:
   (``UnicodeEncodeError``, or ``TypeError`` in an orjson shape: "surrogates not allowed"),
   an index outside int64 (``OverflowError`` "is outside the int64 range"), a Responses
   event that would leave the next sequence number outside int64 (``OverflowError``).
+
+One input in four gives its values as hostile ones (:func:`hostile_values`): subclasses of
+str, int, float and list whose dunder methods empty the list they are in and call back
+into the writer (which must refuse: ``RuntimeError``). Such a call must write what its plain
+values write (the checks above hold against the plain values), and never crash: the
+compiled twin takes no subclass on its C path.
 """
 
 from __future__ import annotations
@@ -113,7 +119,79 @@ def draw_call(draw: Draw) -> tuple[tuple[str, str], str, list[dict[str, Any]]]:
         for step in steps:
             step["index"] = steps[0]["index"]
     steps[0]["seq"] = seq
+    steps[0]["hostile"] = draw.byte() >= 192  # (drawn last: the kept inputs keep their values)
     return key, call, steps
+
+
+# --- hostile values: subclasses whose dunder methods run Python code
+
+class Hook:
+    """What a hostile value's methods do, once: empty the list the value is in, and call
+    back into the writer (refused: it is busy)."""
+
+    def __init__(self, writer: Any, home: list[Any] | None) -> None:
+        self.writer, self.home, self.done = writer, home, False
+
+    def __call__(self) -> None:
+        if self.done:
+            return
+        self.done = True
+        if self.home is not None:
+            self.home.clear()
+        try:
+            self.writer.text("again")
+        except RuntimeError:
+            return
+        fail("a call back into the writer while it writes was not refused")
+
+
+def _hooked(base: type, names: tuple[str, ...]) -> type:
+    def make(name: str) -> Any:
+        def method(self: Any, *args: Any) -> Any:
+            self.hook()
+            return getattr(base, name)(self, *args)
+        return method
+    return type(f"Hostile{base.__name__}", (base,), {name: make(name) for name in names})
+
+
+_NUMBER = ("__index__", "__int__", "__float__", "__repr__", "__str__", "__format__", "__eq__",
+           "__lt__", "__le__", "__gt__", "__ge__", "__hash__", "__bool__")
+HOSTILE = {int: _hooked(int, _NUMBER), float: _hooked(float, _NUMBER[2:]),
+           str: _hooked(str, ("__eq__", "__hash__", "__str__", "__len__", "__iter__",
+                              "encode")),
+           list: _hooked(list, ("__len__", "__iter__", "__getitem__"))}
+
+
+def hostile(value: Any, hook: Hook) -> Any:
+    out = HOSTILE[type(value)](value)
+    out.hook = hook
+    return out
+
+
+def hostile_values(w: Any, steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The steps' values for one twin's writer as hostile ones (new objects each run: their
+    hooks change them), each worth its plain value."""
+    out = []
+    for step in steps:
+        step = dict(step)
+        step["text"] = hostile(step["text"], Hook(w, None))
+        step["index"] = hostile(step["index"], Hook(w, None))
+        if "token_ids" in step:
+            ids: list[Any] = []
+            ids += [hostile(i, Hook(w, ids)) for i in step["token_ids"]]
+            step["token_ids"] = hostile(ids, Hook(w, None))
+        if "logprobs" in step:
+            entries: list[Any] = []
+            for token, logprob, raw, tops, offset in step["logprobs"]:
+                top_list: list[Any] = []
+                top_list += [hostile([t, hostile(lp, Hook(w, top_list)), r], Hook(w, None))
+                             for t, lp, r in tops]
+                entries.append(hostile([hostile(token, Hook(w, entries)),
+                                        hostile(logprob, Hook(w, entries)), raw, top_list,
+                                        offset], Hook(w, entries)))
+            step["logprobs"] = entries
+        out.append(step)
+    return out
 
 
 def run(twin: Any, key: tuple[str, str], call: str, steps: list[dict[str, Any]]) -> bytes:
@@ -121,6 +199,8 @@ def run(twin: Any, key: tuple[str, str], call: str, steps: list[dict[str, Any]])
                           item_id="msg_fuzz" if key[0] == "responses" else None)
     if key[0] == "responses":
         w.sequence_number = steps[0]["seq"]
+    if steps[0]["hostile"]:
+        steps = hostile_values(w, steps)
     if call == "text":
         return w.text(steps[0]["text"], steps[0]["index"])  # type: ignore[no-any-return]
     if call == "texts":

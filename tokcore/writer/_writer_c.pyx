@@ -6,20 +6,25 @@ A shape's programs are turned once into C op arrays (``_Frame``, kept on the sha
 checks its values in C and runs its frame's ops into a byte buffer of the writer's, strings
 escaped by ``_escape.h`` (plain runs copied 16 or 32 bytes a step). ``text(s)`` of choice 0
 writes the frame's bytes before and after the text, made once per writer, around the copy.
-A value the C checks do not take (a wrong type, a lone surrogate, a slot the frame has not:
-every error, and the rare valid value of another type, a float subclass...) goes to the
-Python twin, on a writer of its own with this one's state: the same result, or the same
-exception with the same message.
+A value the C checks do not take (a wrong type, a lone surrogate, a slot the frame has not,
+an int too large for a double: every error, and any value that is not of an exact built-in
+type, a subclass whose methods could run Python code while C holds the lists' lengths and
+items) sends the whole call to the Python twin, on a writer of its own with this one's
+state: the same result, or the same exception with the same message, in the Python twin's
+order of checks (its StreamWriter docstring). The C path raises nothing of its own.
 """
 
+cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
-from cpython.object cimport PyObject
+from cpython.object cimport Py_TYPE, PyObject, PyTypeObject
+from cpython.ref cimport Py_DECREF
 from libc.stdint cimport INT64_MAX, INT64_MIN, uint64_t
 from libc.string cimport memcpy
 
 from tokcore._freethreading cimport tok_busy, tok_busy_enter, tok_busy_leave
 
+import sys
 import time
 
 from tokcore._args import in_use
@@ -36,14 +41,19 @@ cdef extern from "Python.h":
     void *PyUnicode_DATA(object o)
     Py_ssize_t PyUnicode_GET_LENGTH(object o)
     bint PyUnicode_IS_ASCII(object o)
-    bint PyUnicode_Check(object o)
-    bint PyLong_Check(object o)
-    bint PyBool_Check(object o)
-    bint PyFloat_Check(object o)
+    bint PyUnicode_CheckExact(object o)
+    bint PyLong_CheckExact(object o)
+    bint PyFloat_CheckExact(object o)
     bint PyTuple_Check(object o)
+    bint PyTuple_CheckExact(object o)
     bint PyList_Check(object o)
-    bint PyBytes_Check(object o)
+    bint PyList_CheckExact(object o)
+    bint PyBytes_CheckExact(object o)
     double PyFloat_AS_DOUBLE(object o)
+    double PyLong_AsDouble(object o)  # (its error checked and cleared by the caller)
+    tuple PyList_AsTuple(object o)
+    PyObject *PyErr_Occurred()
+    void PyErr_Clear()
     long long PyLong_AsLongLongAndOverflow(object o, int *overflow) except? -1
     Py_ssize_t PyTuple_GET_SIZE(object o)
     Py_ssize_t PyList_GET_SIZE(object o)
@@ -296,57 +306,112 @@ _USAGE_SLOT[0], _USAGE_SLOT[1], _USAGE_SLOT[2], _USAGE_SLOT[3] = (
     S_PROMPT, S_COMPLETION, S_CACHED, S_REASONING)
 
 
-cdef inline bint _is_int(object o):
-    return PyLong_Check(o) and not PyBool_Check(o)
+# The C path takes the built-in types alone (str, int, float, list, tuple, bytes, None; the
+# argument tuples of _writer_py, tuples with tuple's own methods), each checked by its exact
+# type: no method of a value runs Python code while a call holds its lists' lengths and
+# items. A value of another type (a subclass of one of those: an IntEnum, numpy.float64, a
+# list that overrides __len__...) is _Slow: the whole call goes to the Python twin. The
+# lists are read again where they are written (_item: a list shorter than when it was
+# checked is _Slow too; a logprob entry is made a tuple, _as_tuple, and each field's type
+# checked again where it is written), so that even code run by the garbage collector or
+# another thread cannot make the C path read past them.
+cdef PyTypeObject *_T_ENTRY = <PyTypeObject *>_py.TokenLogprob
+cdef PyTypeObject *_T_TOP = <PyTypeObject *>_py.TopLogprob
+cdef PyTypeObject *_T_USAGE = <PyTypeObject *>_py.Usage
+cdef PyTypeObject *_T_STEP = <PyTypeObject *>_py.Step
+
+
+cdef inline bint _is_tuple(object o) noexcept:
+    """A tuple, or one of the argument tuples (tuple's methods: their items as stored)."""
+    cdef PyTypeObject *t
+    if PyTuple_CheckExact(o):
+        return True
+    t = Py_TYPE(o)
+    return t == _T_ENTRY or t == _T_TOP or t == _T_USAGE or t == _T_STEP
+
+
+cdef inline bint _is_int(object o) noexcept:
+    return PyLong_CheckExact(o)  # (not bool, not a subclass)
 
 
 cdef inline bint _int64(object o, long long *out) except -1:
     cdef int overflow = 0
-    if not _is_int(o):
+    if not PyLong_CheckExact(o):
         return False
     out[0] = PyLong_AsLongLongAndOverflow(o, &overflow)
     return not overflow
 
 
-cdef inline Py_ssize_t _seq_len(object o):
-    """The length of a list or tuple, -1 for another type."""
-    if PyTuple_Check(o):
+cdef inline Py_ssize_t _seq_len(object o) noexcept:
+    """The length of a list or tuple (_is_tuple), -1 for another type."""
+    if _is_tuple(o):
         return PyTuple_GET_SIZE(o)
-    if PyList_Check(o):
+    if PyList_CheckExact(o):
         return PyList_GET_SIZE(o)
     return -1
 
 
 cdef extern from *:
     """
-    /* list[i] as a new reference: without the GIL another thread may change the list, so
-     * the item is taken under its lock (an index past a shrunk list: IndexError) */
+    /* list[i] as a new reference; past the list's end as it is now, NULL with the
+     * exception tok_list_short (_Slow) set. Without the GIL another thread may change the
+     * list, so the item is taken under its lock. */
+    static PyObject *tok_list_short = NULL;
     static inline PyObject *tok_list_item(PyObject *list, Py_ssize_t i) {
+        PyObject *item;
     #ifdef Py_GIL_DISABLED
-        return PySequence_GetItem(list, i);
+        item = PyList_GetItemRef(list, i);
+        if (item == NULL) {
+            PyErr_Clear();
+            PyErr_SetNone(tok_list_short);
+        }
     #else
-        PyObject *item = PyList_GET_ITEM(list, i);
+        if (i < 0 || i >= PyList_GET_SIZE(list)) {
+            PyErr_SetNone(tok_list_short);
+            return NULL;
+        }
+        item = PyList_GET_ITEM(list, i);
         Py_INCREF(item);
-        return item;
     #endif
+        return item;
     }
     """
+    PyObject *tok_list_short
     object tok_list_item(object lst, Py_ssize_t i)
 
 
+tok_list_short = <PyObject *>_Slow  # (the class lives as long as the module)
+
+
 cdef inline object _item(object seq, Py_ssize_t i):
-    """seq[i] of a list or tuple (a tuple's items cannot change; a list's are taken as
-    tok_list_item says)."""
+    """seq[i] of a list or tuple whose length was read (a tuple's items cannot change; a
+    list shorter than that now is _Slow)."""
     if PyTuple_Check(seq):
         return <object>PyTuple_GET_ITEM(seq, i)
     return tok_list_item(seq, i)
 
 
-cdef bint _ints_ok(object value):
+cdef inline tuple _as_tuple(object item):
+    """A logprob entry as a tuple: a list's items copied (PyList_AsTuple: no Python code),
+    so they cannot change while written; another type (a list changed since its check):
+    _Slow."""
+    if PyTuple_Check(item):  # (its items as stored, whatever its type)
+        return <tuple>item
+    if PyList_CheckExact(item):
+        return PyList_AsTuple(item)
+    raise _Slow()
+
+
+cdef inline PyObject *_at(tuple t, Py_ssize_t i) noexcept:
+    """Field i of a logprob entry (borrowed), NULL past its end."""
+    return PyTuple_GET_ITEM(t, i) if i < PyTuple_GET_SIZE(t) else NULL
+
+
+cdef bint _ints_ok(object value) except -1:
     """A list or tuple of int64s, or bytes."""
     cdef Py_ssize_t n, k
     cdef long long v = 0
-    if PyBytes_Check(value):
+    if PyBytes_CheckExact(value):
         return True
     n = _seq_len(value)
     if n < 0:
@@ -357,16 +422,27 @@ cdef bint _ints_ok(object value):
     return True
 
 
-cdef bint _float_ok(object value):
-    return PyFloat_Check(value) or _is_int(value)
+cdef inline bint _float_ok(object value) noexcept:
+    """A float, or an int a double holds (the conversion checked here, where an error can
+    still go to the Python twin)."""
+    cdef double v
+    if PyFloat_CheckExact(value):
+        return True
+    if not PyLong_CheckExact(value):
+        return False
+    v = PyLong_AsDouble(value)
+    if v == -1.0 and PyErr_Occurred() != NULL:
+        PyErr_Clear()
+        return False
+    return True
 
 
-cdef bint _entry_ok(object entry, bint top, bint offset_needed):
+cdef bint _entry_ok(object entry, bint top, bint offset_needed) except -1:
     cdef Py_ssize_t n = _seq_len(entry), k, nt
     cdef long long v = 0
     if n < 2 or n > (3 if top else 5):
         return False
-    if not PyUnicode_Check(_item(entry, 0)) or not _float_ok(_item(entry, 1)):
+    if not PyUnicode_CheckExact(_item(entry, 0)) or not _float_ok(_item(entry, 1)):
         return False
     if n > 2 and _item(entry, 2) is not None and not _ints_ok(_item(entry, 2)):
         return False
@@ -388,8 +464,12 @@ cdef bint _entry_ok(object entry, bint top, bint offset_needed):
     return True
 
 
+@cython.embedsignature(False)  # (the signature is the docstring's first line, as shown)
 cdef class StreamWriter:
-    """One stream's frames as the server's own serializer writes them (the Python twin's
+    """StreamWriter(shape, *, id, model, created=None, system_fingerprint=None, role='assistant', item_id=None)
+--
+
+One stream's frames as the server's own serializer writes them (the Python twin's
     docstring is the reference)."""
 
     cdef object _shape
@@ -413,14 +493,14 @@ cdef class StreamWriter:
 
     def __init__(self, shape, *, id, model, created=None, system_fingerprint=None,
                  role="assistant", item_id=None):
+        # (arguments that do not bind never get here: tok_writer_init below gives the Python
+        # twin's TypeError)
         cdef long long v = 0
         if not isinstance(shape, StreamShape):
             raise _py.bad_type("shape", "a StreamShape", shape)
         comp = _compiled(shape)
         if created is None:
             created = int(time.time())
-        elif not _int64(created, &v):
-            _py.check_int(created, "created")
         if not tok_busy_enter(self, &self._busy):
             raise in_use("StreamWriter")
         try:
@@ -428,8 +508,14 @@ cdef class StreamWriter:
             self._ascii, self._floats, self._literal = comp.ascii, comp.floats, comp.literal
             self._c_id = self._render(id, "id")
             self._c_model = self._render(model, "model")
-            self._c_created = _py.render_float(STYLES[shape.style], float(created)) \
-                if comp.created_float else str(created).encode("ascii")
+            if _int64(created, &v):
+                self._c_created = _py.render_float(STYLES[shape.style], float(created)) \
+                    if comp.created_float else str(created).encode("ascii")
+            else:  # (another type: the Python twin's error, or its rendering of the value)
+                self._c_created = _py.StreamWriter(
+                    shape, id=id, model=model, created=created,
+                    system_fingerprint=system_fingerprint, role=role,
+                    item_id=item_id)._consts[SLOT["created"]]
             self._c_fp = None if system_fingerprint is None else self._render(
                 system_fingerprint, "system_fingerprint")
             self._c_role = self._render(role, "role")
@@ -453,8 +539,8 @@ cdef class StreamWriter:
         is not a str, or holds a lone surrogate its style refuses)."""
         cdef Py_ssize_t n, w
         cdef int kind
-        if not PyUnicode_Check(value):
-            _py.check_str(value, what)
+        if not PyUnicode_CheckExact(value):  # (a subclass: the Python twin's rendering)
+            return _py.render_str(STYLES[self._shape.style], _py.check_str(value, what), what)
         n = PyUnicode_GET_LENGTH(value)
         kind = PyUnicode_KIND(value)
         self.len = 0
@@ -540,32 +626,53 @@ cdef class StreamWriter:
         self.len += w
         return 0
 
-    cdef int _put_float(self, object value) except -1:
+    cdef int _put_float(self, PyObject *p) except -1:
+        """A logprob entry's float (NULL: past the entry's end)."""
         cdef double v = 0.0
-        if PyFloat_Check(value):
-            v = PyFloat_AS_DOUBLE(value)
+        if p != NULL and PyFloat_CheckExact(<object>p):
+            v = PyFloat_AS_DOUBLE(<object>p)
+        elif p != NULL and PyLong_CheckExact(<object>p):  # an int: its double (_float_ok)
+            v = PyLong_AsDouble(<object>p)
+            if v == -1.0 and PyErr_Occurred() != NULL:
+                PyErr_Clear()
+                raise _Slow()
         else:
-            v = float(value)  # an int: the float it is (OverflowError past a double)
+            raise _Slow()  # (an item of a list changed since its check)
         self._room(40)
         self.len += tok_fmt_double(self.buf + self.len, v, self._floats, self._literal)
         return 0
+
+    cdef inline int _put_token(self, PyObject *p) except -1:
+        """A logprob entry's token (NULL: past the entry's end)."""
+        if p == NULL or not PyUnicode_CheckExact(<object>p):
+            raise _Slow()  # (an item of a list changed since its check)
+        return self._put_str(<object>p)
+
+    cdef inline int _put_entry_ints(self, PyObject *p, _Frame f) except -1:
+        """A logprob entry's bytes (NULL: past the entry's end), or null."""
+        if p == NULL or <object>p is None:
+            return self._put_null()
+        return self._put_ints(<object>p, f)
 
     cdef int _put_ints(self, object value, _Frame f) except -1:
         cdef Py_ssize_t n, k
         cdef long long v = 0
         cdef const unsigned char *p
-        if PyBytes_Check(value):
+        if PyBytes_CheckExact(value):
             n = PyBytes_GET_SIZE(value)
             p = <const unsigned char *>PyBytes_AS_STRING(value)
             self._room(2 + n * (3 + f.nsep))
             self.len += tok_fmt_byte_list(self.buf + self.len, p, n, f.sep, f.nsep)
             return 0
-        self._put("[", 1)
         n = _seq_len(value)
+        if n < 0:
+            raise _Slow()  # (an entry's list changed since its check)
+        self._put("[", 1)
         for k in range(n):
             if k:
                 self._put(f.sep, f.nsep)
-            _int64(_item(value, k), &v)
+            if not _int64(_item(value, k), &v):
+                raise _Slow()  # (the list changed since its check)
             self._put_int(v)
         self._put("]", 1)
         return 0
@@ -614,9 +721,9 @@ cdef class StreamWriter:
                 if not _ints_ok(value):
                     raise _Slow()
             elif s == S_STOP:
-                if not (PyUnicode_Check(value) or _int64(value, &v)):
+                if not (PyUnicode_CheckExact(value) or _int64(value, &v)):
                     raise _Slow()
-            elif not PyUnicode_Check(value):
+            elif not PyUnicode_CheckExact(value):
                 raise _Slow()
             if not (f.mask & bit):
                 raise _Slow()
@@ -660,8 +767,7 @@ cdef class StreamWriter:
 
     cdef bint _none(self, int slot, Args *a, tuple entry, tuple top):
         """Whether a guarded member's value is None (entry, top: the current logprob entry
-        and top logprob, tuples of their checked lengths)."""
-        cdef Py_ssize_t n
+        and top logprob as tuples: _at)."""
         if slot == G_TOP:
             return PyTuple_GET_SIZE(entry) > 3 and <object>PyTuple_GET_ITEM(entry, 3) is None
         elif slot == S_LP_BYTES:
@@ -691,27 +797,27 @@ cdef class StreamWriter:
         return self._put_int(a.i[slot])
 
     cdef int _slot(self, int slot, Args *a, tuple entry, tuple top, _Frame f) except -1:
-        """Write a slot's value (one switch: the logprobs' slots run per token and per top)."""
+        """Write a slot's value (one switch: the logprobs' slots run per token and per top;
+        an entry's fields have their types checked again here: _at)."""
         cdef object value
+        cdef PyObject *p
         cdef long long v = 0
         if slot == S_TOP_TOKEN:
-            return self._put_str(<object>PyTuple_GET_ITEM(top, 0))
+            return self._put_token(_at(top, 0))
         elif slot == S_TOP_LOGPROB:
-            return self._put_float(<object>PyTuple_GET_ITEM(top, 1))
+            return self._put_float(_at(top, 1))
         elif slot == S_TOP_BYTES:
-            if PyTuple_GET_SIZE(top) < 3 or <object>PyTuple_GET_ITEM(top, 2) is None:
-                return self._put_null()
-            return self._put_ints(<object>PyTuple_GET_ITEM(top, 2), f)
+            return self._put_entry_ints(_at(top, 2), f)
         elif slot == S_LP_TOKEN:
-            return self._put_str(<object>PyTuple_GET_ITEM(entry, 0))
+            return self._put_token(_at(entry, 0))
         elif slot == S_LP_LOGPROB:
-            return self._put_float(<object>PyTuple_GET_ITEM(entry, 1))
+            return self._put_float(_at(entry, 1))
         elif slot == S_LP_BYTES:
-            if PyTuple_GET_SIZE(entry) < 3 or <object>PyTuple_GET_ITEM(entry, 2) is None:
-                return self._put_null()
-            return self._put_ints(<object>PyTuple_GET_ITEM(entry, 2), f)
+            return self._put_entry_ints(_at(entry, 2), f)
         elif slot == S_LP_OFFSET:
-            _int64(<object>PyTuple_GET_ITEM(entry, 4), &v)
+            p = _at(entry, 4)
+            if p == NULL or not _int64(<object>p, &v):
+                raise _Slow()
             return self._put_int(v)
         elif slot == S_TEXT or slot == S_FINISH or slot == S_TOOL_ID or slot == S_TOOL_NAME:
             if a.v[slot] == NULL:
@@ -727,9 +833,10 @@ cdef class StreamWriter:
             if a.v[slot] == NULL:
                 return self._put_null()
             value = <object>a.v[slot]
-            if PyUnicode_Check(value):
+            if PyUnicode_CheckExact(value):
                 return self._put_str(value)
-            _int64(value, &v)
+            if not _int64(value, &v):
+                raise _Slow()
             return self._put_int(v)
         elif slot == S_ITEM_ID:
             if a.v[slot] != NULL:
@@ -759,7 +866,8 @@ cdef class StreamWriter:
         cdef Op *op
         cdef object entries = None, tops = None
         cdef tuple entry = _EMPTY, top = _EMPTY
-        cdef Py_ssize_t ei = 0, ti = 0, ne = 0, nt = 0
+        cdef dict by_token
+        cdef Py_ssize_t ei = 0, ti = 0, ne = 0, nt = 0, k
         while i < f.n:
             op = &f.ops[i]
             if op.code == OP_CONST:
@@ -789,10 +897,18 @@ cdef class StreamWriter:
                         continue
                     entry = _as_tuple(_item(entries, 0))
                 else:
-                    tops = <object>PyTuple_GET_ITEM(entry, 3) if PyTuple_GET_SIZE(entry) > 3 \
-                        else _EMPTY
+                    tops = <object>_at(entry, 3) if _at(entry, 3) != NULL else _EMPTY
+                    if tops is None:
+                        tops = _EMPTY
                     if op.b and _seq_len(tops) > 1:  # a dict by token: first place, last value
-                        tops = list({_item(t, 0): t for t in tops}.values())
+                        by_token = {}
+                        for k in range(_seq_len(tops)):
+                            t = _item(tops, k)
+                            key = _as_tuple(t)[0] if _seq_len(t) > 0 else None
+                            if not PyUnicode_CheckExact(key):
+                                raise _Slow()  # (changed since its check)
+                            by_token[key] = t
+                        tops = list(by_token.values())
                     nt = _seq_len(tops)
                     ti = 0
                     if nt <= 0:
@@ -972,7 +1088,7 @@ cdef class StreamWriter:
         hn, mn, tn = PyBytes_GET_SIZE(head), PyBytes_GET_SIZE(mid), PyBytes_GET_SIZE(tail)
         for k in range(n):
             text = <object>PyTuple_GET_ITEM(texts, k)
-            if not PyUnicode_Check(text) or not PyUnicode_IS_ASCII(text):
+            if not PyUnicode_CheckExact(text) or not PyUnicode_IS_ASCII(text):
                 return None
             m = PyUnicode_GET_LENGTH(text)
             if tok_esc_scan(<const unsigned char *>PyUnicode_DATA(text), m, self._ascii) != m:
@@ -1040,7 +1156,7 @@ cdef class StreamWriter:
             raise in_use("StreamWriter")
         try:
             if self._head0 is None and <PyObject *>index == <PyObject *>_ZERO and \
-                    PyUnicode_Check(text) and PyUnicode_IS_ASCII(text) and \
+                    PyUnicode_CheckExact(text) and PyUnicode_IS_ASCII(text) and \
                     self._comp.text is not None and self._comp.text.counts:
                 # a Responses delta: its number and the text between the split's three parts
                 n = PyUnicode_GET_LENGTH(text)
@@ -1056,7 +1172,7 @@ cdef class StreamWriter:
                                         <const char *>p, n)
                     self._seq += 1
                     return out
-            if self._head0 is not None and PyUnicode_Check(text) and (
+            if self._head0 is not None and PyUnicode_CheckExact(text) and (
                     <PyObject *>index == <PyObject *>_ZERO or _int64(index, &v)):
                 if <PyObject *>index == <PyObject *>_ZERO or v == 0:
                     head, tail = self._head0, self._tail0
@@ -1112,9 +1228,11 @@ cdef class StreamWriter:
         cdef _Frame f = self._comp.text
         cdef long long seq, v = 1
         cdef bytes head, tail, mid
-        if not PyTuple_Check(texts):
-            if not PyList_Check(texts):
-                texts = _py._items(texts, "texts")  # (its checks and list(): the rare input)
+        if not PyTuple_CheckExact(texts):
+            if not PyList_CheckExact(texts):
+                # (its checks, and a list of the items: the rare input; a list or tuple
+                # subclass's items as stored, as the Python twin reads them)
+                texts = _py._items(texts, "texts")
             texts = tuple(texts)  # (one copy of the item pointers: the fast path reads them twice)
         if not tok_busy_enter(self, &self._busy):
             raise in_use("StreamWriter")
@@ -1127,27 +1245,27 @@ cdef class StreamWriter:
                 if self._head0 is None and f.counts and <PyObject *>index == <PyObject *>_ZERO:
                     # Responses deltas: each one between its split's three parts
                     if self._counted_split() is not None:
-                        if PyTuple_Check(texts):  # (a tuple's items cannot change meanwhile)
+                        if PyTuple_CheckExact(texts):  # (its items cannot change meanwhile)
                             out = self._counted_frames(<tuple>texts)
                             if out is not None:
                                 return out
                         head, mid, tail = self._counted
                         for k in range(n):
                             text = _item(texts, k)
-                            if not PyUnicode_Check(text) or self._seq == INT64_MAX:
+                            if not PyUnicode_CheckExact(text) or self._seq == INT64_MAX:
                                 raise _Slow()  # (the Python twin's TypeError, OverflowError)
                             self._put_counted(head, mid, tail, text)
                         return self._take()
                 split = self._split_of(v) if _int64(index, &v) else None
                 if split is not None:  # each text between its choice's two parts
                     head, tail = split
-                    if PyTuple_Check(texts):  # (a tuple's items cannot change meanwhile)
+                    if PyTuple_CheckExact(texts):  # (its items cannot change meanwhile)
                         out = _plain_frames(head, tail, <tuple>texts, self._ascii)
                         if out is not None:
                             return out
                     for k in range(n):
                         text = _item(texts, k)
-                        if not PyUnicode_Check(text):
+                        if not PyUnicode_CheckExact(text):
                             raise _Slow()
                         self._put_around(head, tail, text)
                     return self._take()
@@ -1204,11 +1322,13 @@ cdef class StreamWriter:
     cdef _Frame _step_frame(self, kind, text, finish_reason):
         cdef _Compiled c = self._comp
         cdef _Frame f
-        if kind == "text" and PyUnicode_Check(kind):
+        if not PyUnicode_CheckExact(kind):
+            raise _Slow()  # (a str subclass's == is not run: the Python twin reads its text)
+        if kind == "text":
             f = c.text
-        elif kind == "reasoning" and PyUnicode_Check(kind):
+        elif kind == "reasoning":
             f = c.reasoning
-        elif kind == "tool_args" and PyUnicode_Check(kind):
+        elif kind == "tool_args":
             f = c.tool_args
         else:
             raise _Slow()
@@ -1230,8 +1350,8 @@ cdef class StreamWriter:
         cdef Py_ssize_t n, k, m
         cdef _Frame f
         cdef long long seq
-        if not (PyList_Check(steps) or PyTuple_Check(steps)):
-            steps = _py._items(steps, "steps")
+        if not (PyList_CheckExact(steps) or PyTuple_CheckExact(steps)):
+            steps = _py._items(steps, "steps")  # (a subclass's items as stored: a tuple)
         if not tok_busy_enter(self, &self._busy):
             raise in_use("StreamWriter")
         seq = self._seq
@@ -1286,8 +1406,8 @@ cdef class StreamWriter:
             raise in_use("StreamWriter")
         try:
             try:
-                found = PyDict_GetItem(self._comp.frames, frame) if PyUnicode_Check(frame) \
-                    else NULL
+                found = PyDict_GetItem(self._comp.frames, frame) \
+                    if PyUnicode_CheckExact(frame) else NULL
                 if found == NULL:
                     raise _Slow()
                 f = <_Frame>found
@@ -1363,15 +1483,10 @@ cdef class StreamWriter:
 
 
 cdef object _ZERO = 0
+
+
 cdef str _NO_TEXT = ""
 cdef tuple _EMPTY = ()
-
-
-cdef inline tuple _as_tuple(object item):
-    """A logprob entry as a tuple (a list's items copied: they cannot change meanwhile)."""
-    if PyTuple_Check(item):
-        return <tuple>item
-    return tuple(item)
 
 
 cdef inline void _clear(Args *a) noexcept:
@@ -1391,7 +1506,7 @@ cdef object _plain_frames(bytes head, bytes tail, tuple texts, int ascii):
     hn, tn = PyBytes_GET_SIZE(head), PyBytes_GET_SIZE(tail)
     for k in range(n):
         text = <object>PyTuple_GET_ITEM(texts, k)
-        if not PyUnicode_Check(text) or not PyUnicode_IS_ASCII(text):
+        if not PyUnicode_CheckExact(text) or not PyUnicode_IS_ASCII(text):
             return None
         m = PyUnicode_GET_LENGTH(text)
         if tok_esc_scan(<const unsigned char *>PyUnicode_DATA(text), m, ascii) != m:
@@ -1437,3 +1552,67 @@ cdef inline Py_ssize_t _ndigits(long long v) noexcept:
 
 cdef inline void _set(Args *a, int slot, object value) noexcept:
     a.v[slot] = NULL if value is None else <PyObject *>value
+
+
+# The constructor's TypeErrors for arguments that do not bind are the Python twin's, message
+# and all (Cython's own messages differ): when Cython's __init__ raises a TypeError, the
+# arguments are bound by _writer_py._bind (a function of the constructor's signature) and
+# its error replaces Cython's; when they bind, the error was the body's and is kept. The
+# class's vectorcall (a call of the class) and tp_init (a subclass's) are wrapped so, at no
+# cost to a call that succeeds (a signature of *args and **kwargs cost 2,600 instructions).
+cdef extern from *:
+    """
+    static vectorcallfunc tok_writer_parsed_call = NULL;
+    static initproc tok_writer_parsed_init = NULL;
+    static PyObject *tok_writer_bind = NULL;
+
+    /* after a TypeError of Cython's __init__: the arguments bound by _bind, whose error
+     * (the Python twin's) replaces it; when they bind, the error was the body's, kept */
+    static void tok_writer_rebind(PyObject *args, PyObject *const *vector, size_t nargsf,
+                                  PyObject *kw) {
+        PyObject *type, *value, *tb, *bound;
+        PyErr_Fetch(&type, &value, &tb);
+        bound = vector != NULL ? PyObject_Vectorcall(tok_writer_bind, vector, nargsf, kw)
+                               : PyObject_Call(tok_writer_bind, args, kw);
+        if (bound == NULL) {
+            Py_XDECREF(type);
+            Py_XDECREF(value);
+            Py_XDECREF(tb);
+            return;
+        }
+        Py_DECREF(bound);
+        PyErr_Restore(type, value, tb);
+    }
+
+    static PyObject *tok_writer_call(PyObject *type, PyObject *const *args, size_t nargsf,
+                                     PyObject *kwnames) {
+        PyObject *made = tok_writer_parsed_call(type, args, nargsf, kwnames);
+        if (made == NULL && PyErr_ExceptionMatches(PyExc_TypeError))
+            tok_writer_rebind(NULL, args, nargsf, kwnames);
+        return made;
+    }
+
+    static int tok_writer_init(PyObject *self, PyObject *args, PyObject *kw) {
+        int done = tok_writer_parsed_init(self, args, kw);
+        if (done < 0 && PyErr_ExceptionMatches(PyExc_TypeError))
+            tok_writer_rebind(args, NULL, 0, kw);
+        return done;
+    }
+
+    static int tok_writer_wrap_init(PyObject *type, PyObject *bind) {
+        PyTypeObject *t = (PyTypeObject *)type;
+        Py_INCREF(bind);
+        tok_writer_bind = bind;
+        tok_writer_parsed_init = t->tp_init;
+        t->tp_init = tok_writer_init;
+        tok_writer_parsed_call = t->tp_vectorcall;
+        if (tok_writer_parsed_call != NULL)
+            t->tp_vectorcall = tok_writer_call;
+        PyType_Modified(t);
+        return 0;
+    }
+    """
+    int tok_writer_wrap_init(object type, object bind) except -1
+
+
+tok_writer_wrap_init(StreamWriter, _py._bind)

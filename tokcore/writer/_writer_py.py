@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Sequence
+from types import MethodType
 from typing import NamedTuple
 
 from .._args import in_use
@@ -125,29 +126,54 @@ def check_float(value: object, what: str) -> float:
     raise bad_type(what, "a float", value)
 
 
-def check_ints(value: object, what: str) -> Sequence[int]:
-    """A list of ints: a list or tuple of ints, or (for bytes slots) a bytes object."""
-    if isinstance(value, (bytes, bytearray)):
+def stored(value: list[object] | tuple[object, ...]) -> tuple[object, ...]:
+    """A list's or tuple's items as it holds them now, as a tuple: what the writer checks
+    and writes (a subclass's ``__len__``, ``__iter__`` and ``__getitem__`` are not called, as
+    json's and orjson's encoders do not call them; an item's code that changes the list
+    later does not change what is written)."""
+    if type(value) is tuple:
         return value
+    if isinstance(value, list):
+        return tuple(list.__iter__(value))  # (list's iterator: the items held)
+    return tuple.__getitem__(value, slice(None))  # (a plain tuple of the items held)
+
+
+def stored_bytes(value: bytes | bytearray) -> bytes | bytearray:
+    """A bytes or bytearray object's bytes as it holds them now (a subclass's methods, its
+    ``__bytes__``, ``__iter__``..., not called)."""
+    if type(value) is bytes:
+        return value
+    if isinstance(value, bytes):
+        return bytes.__getitem__(value, slice(None))
+    return bytearray.copy(value)
+
+
+def check_ints(value: object, what: str) -> Sequence[int]:
+    """A list of ints: a list or tuple of ints, or (for bytes slots) a bytes object; its
+    items as stored (``stored``)."""
+    if isinstance(value, (bytes, bytearray)):
+        return stored_bytes(value)
     if not isinstance(value, (list, tuple)):
         raise bad_type(what, "a list or tuple of ints", value)
-    for i, item in enumerate(value):
+    items = stored(value)
+    for i, item in enumerate(items):
         check_int(item, f"{what}[{i}]")
-    return value
+    return items  # type: ignore[return-value]
 
 
 def check_tuple(value: object, what: str, low: int, high: int) -> tuple[object, ...]:
     if not isinstance(value, (tuple, list)):
         raise bad_type(what, "a tuple", value)
-    if not low <= len(value) <= high:
-        raise ValueError(f"{what} must have {low} to {high} items, not {len(value)}")
-    return tuple(value)
+    items = stored(value)
+    if not low <= len(items) <= high:
+        raise ValueError(f"{what} must have {low} to {high} items, not {len(items)}")
+    return items
 
 
 def check_seq(value: object, what: str) -> Sequence[object]:
     if not isinstance(value, (list, tuple)):
         raise bad_type(what, "a list or tuple", value)
-    return value
+    return stored(value)
 
 
 def no_slot(shape: StreamShape, frame: str, slot: str) -> ValueError:
@@ -232,7 +258,7 @@ class _Entry(NamedTuple):
 def check_entry(value: object, what: str, top: bool) -> _Entry:
     """One logprob entry (``top``: one of its top logprobs), checked."""
     item = check_tuple(value, what, 2, 3 if top else 5)
-    token = check_str(item[0], f"{what}.token")
+    token = str.__str__(check_str(item[0], f"{what}.token"))  # (a subclass: its text)
     logprob = check_float(item[1], f"{what}.logprob")
     raw = item[2] if len(item) > 2 else None
     byte_values = None if raw is None else check_ints(raw, f"{what}.bytes")
@@ -287,6 +313,22 @@ class StreamWriter:
 
     Raises, when made, ``TypeError`` for a constant of the wrong type (naming it) and
     ``OverflowError`` for a ``created`` outside int64.
+
+    A call checks its values in one order, and raises for the first bad one: the ``kind``
+    of each step (``step``, ``steps``: a step's items first); then frame by frame, the
+    frame's own arguments in the order of ``write``'s signature (``text``, ``index``,
+    ``token_ids``, ``prompt_token_ids``, ``finish_reason``, ``stop_reason``, ``tool_index``,
+    ``tool_id``, ``tool_name``, ``item_id``, ``content_index``: each one's type, range, lone
+    surrogates and place in the frame), then the ``logprobs`` entry by entry (each one's
+    length, token, logprob with its conversion to a double, bytes, top logprobs and their
+    fields, offset), then the ``usage``; a lone surrogate in a logprob's token is found as
+    the frame is written, after its checks. Each list or tuple is read once, when it is
+    checked: its items as it holds them then (a subclass's ``__len__``, ``__iter__`` and
+    ``__getitem__`` are not called, as json's and orjson's encoders do not call them), and
+    what a value's own methods change in it later is not written. The compiled twin takes
+    the built-in types on its C path and hands a call with a value of another type (a
+    subclass: an ``IntEnum``, ``numpy.float64``...) to this code: the same bytes, or the
+    same exception with the same message.
     """
 
     __slots__ = ("_shape", "_rules", "_consts", "_seq", "_item", "_token")
@@ -405,6 +447,8 @@ class StreamWriter:
         the arguments (``prompt_token_ids``: the prompt's ids, which vLLM's
         ``return_token_ids`` puts on a chat stream's ``start`` frame). A value for a slot
         the frame's probe has not is a ``ValueError``."""
+        if isinstance(frame, str):
+            frame = str.__str__(frame)  # (a subclass: its text; its hash and == are not run)
         return self._frames(((frame, {
             "text": text, "index": index, "token_ids": token_ids, "logprobs": logprobs,
             "finish_reason": finish_reason, "stop_reason": stop_reason, "usage": usage,
@@ -435,6 +479,7 @@ class StreamWriter:
         """The frame a step is written with: its kind's, or the finish frame."""
         if not isinstance(kind, str):
             raise bad_type("kind", "a str", kind)
+        kind = str.__str__(kind)  # (a subclass: its text; its == is not run)
         if kind not in ("text", "reasoning", "tool_args"):
             raise ValueError(f"kind must be 'text', 'reasoning' or 'tool_args', not {kind!r}")
         if finish_reason is None:
@@ -500,9 +545,10 @@ class StreamWriter:
             entries = []
             for i, item in enumerate(check_seq(logprobs, "logprobs")):
                 entry = check_entry(item, f"logprobs[{i}]", False)
-                if entry.top is not None:
-                    for j, top in enumerate(entry.top):
+                if entry.top is not None:  # (each top logprob checked: the one written)
+                    entry = entry._replace(top=[
                         check_entry(top, f"logprobs[{i}].top[{j}]", True)
+                        for j, top in enumerate(entry.top)])
                 if entry.offset is None and "lp_offset" in slots:
                     raise bad_type(f"logprobs[{i}].offset", "an int", None)
                 entries.append(entry)
@@ -579,7 +625,7 @@ class StreamWriter:
                     if not tops:
                         i = op[2]  # type: ignore[assignment]
                         continue
-                    top = check_entry(tops[0], "top", True)
+                    top = tops[0]  # type: ignore[assignment]
                 i += 1
             else:  # OP_NEXT
                 if op[1] == 1:
@@ -592,7 +638,7 @@ class StreamWriter:
                 else:
                     ti += 1
                     if ti < len(tops):
-                        top = check_entry(tops[ti], "top", True)
+                        top = tops[ti]  # type: ignore[assignment]
                         out.append(op[3])  # type: ignore[arg-type]
                         i = op[2]  # type: ignore[assignment]
                         continue
@@ -642,11 +688,22 @@ def _value(slot: int, values: list[object], entry: _Entry | None,
     return values[slot]
 
 
+def _bind_arguments(self: object, shape: StreamShape, *, id: str, model: str,
+                    created: int | None = None, system_fingerprint: str | None = None,
+                    role: str = "assistant", item_id: str | None = None) -> None:
+    """The constructor's arguments bound, and no more: the compiled twin calls it (as
+    ``_bind``, bound) when they may not bind, for this twin's TypeError, message and all."""
+
+
+_bind_arguments.__qualname__ = "StreamWriter.__init__"
+_bind = MethodType(_bind_arguments, object())
+
+
 def _items(values: object, what: str) -> Sequence[object]:
     if isinstance(values, (str, bytes)):
         raise bad_type(what, "an iterable of items", values)
     if isinstance(values, (list, tuple)):
-        return values
+        return stored(values)
     try:
         return list(values)  # type: ignore[call-overload, no-any-return]
     except TypeError:

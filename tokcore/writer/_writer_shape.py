@@ -624,6 +624,7 @@ class StreamShape:
         """One frame's compiled template (``ValueError`` when the shape has no such frame)."""
         if not isinstance(frame, str):
             raise TypeError(f"frame must be a str, not {type(frame).__name__}")
+        frame = str.__str__(frame)  # (a subclass: its text; its hash and == are not run)
         try:
             return self._programs[frame]
         except KeyError:
