@@ -6,8 +6,11 @@ and a 2048-token byte-level BPE tokenizer trained with ``tokenizers`` on text ma
 (words, punctuation, quotes, backslashes, control characters, accented letters, CJK and
 emoji, so that the tokens the model writes need JSON escapes and some decode to parts of a
 UTF-8 sequence), with a chat template and the ``<think>``/``</think>`` tokens a reasoning
-parser looks for. It is made once, under ``build/`` (a folder named by the recipe's hash),
-without a download.
+parser looks for. Random weights write no special token: ``</think>`` and the end of
+sequence are made to win where the model would write one word each (``RECIPE["aliases"]``:
+their output rows that word's, scaled), so that answers leave their reasoning and some end.
+It is made once, under ``build/`` (a folder named by the recipe's hash), without a
+download.
 
 The server (:class:`Server`): ``python _vllm_server.py <vLLM's server arguments>`` runs
 vLLM's own API server entry point (``vllm.entrypoints.launchers.api_server.entry.main``, what
@@ -40,7 +43,7 @@ BUILD = ROOT / "build"
 #: the model's recipe: a change makes a new folder under build/
 RECIPE = {"layers": 2, "hidden": 256, "heads": 4, "kv heads": 2, "intermediate": 512,
           "vocab": 2048, "positions": 512, "init": 0.5, "seed": 44, "text lines": 6000,
-          "version": 3}
+          "aliases": {"</think>": " the", "</s>": "ü"}, "version": 4}
 SPECIALS = ["<unk>", "<s>", "</s>", "<|system|>", "<|user|>", "<|assistant|>", "<think>",
             "</think>"]
 CHAT_TEMPLATE = (
@@ -110,7 +113,13 @@ def model() -> Path:
         max_position_embeddings=RECIPE["positions"], initializer_range=RECIPE["init"],
         bos_token_id=fast.bos_token_id, eos_token_id=fast.eos_token_id,
         pad_token_id=fast.pad_token_id, tie_word_embeddings=False, torch_dtype="float32")
-    LlamaForCausalLM(config).to(torch.float32).save_pretrained(work)
+    llama = LlamaForCausalLM(config).to(torch.float32)
+    with torch.no_grad():  # a special token written where the model would write a word
+        head = llama.lm_head.weight
+        for special, word in RECIPE["aliases"].items():
+            (word_id,) = fast.encode(word, add_special_tokens=False)
+            head[fast.convert_tokens_to_ids(special)] = head[word_id] * 1.25
+    llama.save_pretrained(work)
     (work / "done").write_text("\n")
     try:
         work.rename(path)
