@@ -174,6 +174,17 @@ def comm(pid: int) -> str:
         return ""
 
 
+def members(group: int) -> list[int]:
+    """The processes of a process group, from /proc."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            text = stat.read_text()
+            if int(text[text.rindex(")") + 2:].split()[2]) == group:
+                found.append(int(stat.parent.name))
+    return found
+
+
 def cpu_seconds(pid: int) -> float:
     """utime + stime of the process (all its threads), from /proc/<pid>/stat."""
     stat = Path(f"/proc/{pid}/stat").read_text()
@@ -276,31 +287,30 @@ class Server:
     def engine_pids(self) -> list[int]:
         """The engine's processes: the API server's descendants (the engine core first)."""
         pids = descendants(self.pid)
-        return sorted(pids, key=lambda pid: "EngineCore" not in comm(pid))
+        return sorted(pids, key=lambda pid: "EngineCor" not in comm(pid))  # (comm: 15 chars)
 
     def stop(self) -> None:
-        """SIGTERM to the server's process group (its leader is the process started here),
-        then SIGKILL to that group if it has not ended after a while."""
+        """SIGTERM to the server's process group (its leader is the process started here;
+        the engine's processes are in it), SIGKILL to that group if the leader has not ended
+        after a minute or members are left after another; nothing else is signalled."""
         process, self.process = self.process, None
         if process is None:
             return
-        pids = [process.pid, *descendants(process.pid)]
+        group = process.pid
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGTERM)
+            os.killpg(group, signal.SIGTERM)
         try:
             process.wait(timeout=60)
         except subprocess.TimeoutExpired:
             with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
+                os.killpg(group, signal.SIGKILL)
             process.wait()
-        for pid in pids[1:]:  # the engine's processes, if one left the group
-            for _ in range(120):
-                if not Path(f"/proc/{pid}").exists() or comm(pid) == "":
-                    break
-                time.sleep(0.5)
-            else:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
+        for _ in range(120):  # the group's id stays its own while a member lives
+            if not members(group):
+                return
+            time.sleep(0.5)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(group, signal.SIGKILL)
 
     def __enter__(self) -> Server:
         return self.start()
