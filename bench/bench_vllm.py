@@ -1,0 +1,344 @@
+"""A real vLLM API server's CPU per streamed token, with tokcore's vLLM plugin off and in
+each of its modes (``make bench-vllm``: vLLM's CPU wheel, .venv-vllm; not in ``make bench``).
+
+Three ``vllm serve`` of the tiny model of tests/integration/_vllm_server.py run side by
+side on loopback: the plugin off, ``TOKCORE_VLLM_PLUGIN=dump`` and
+``TOKCORE_VLLM_PLUGIN=generator``, each with ``--lockstep`` (``_vllm_server.lockstep``:
+every engine step one chunk of each stream, as an API server that keeps up with its engine
+writes them; vLLM itself merges the steps a lagging API server has not taken yet, and with
+a model this small the engine is as fast as the API server, so that a mode that keeps up
+better would write more chunks for the same tokens and be charged more per token). Once
+they answer, each API server's process (all its threads) and this load client are pinned
+to one core and the engine's processes (the engine core and its worker) to the other.
+Then, in each round, the three servers are driven in turn (the order rotated from round to
+round) with ``CONCURRENCY`` concurrent streams of ``TOKENS`` tokens each (``ignore_eos``
+and ``min_tokens``: every stream that long), ``--requests`` per case, for each case: plain
+chat streams, plain completions streams, completions with ``logprobs: 5`` (each asking
+``include_usage``: its tokens are counted from the final usage chunk). The API server's
+CPU is its utime + stime from ``/proc/<pid>/stat`` read before and after the load, divided
+by the streamed tokens; the engine's processes' CPU is reported apart. Printed per case and
+mode: the median of the rounds and their spread (lowest, highest), then each goal's line
+(the generator mode against the plugin off, same run; the ratio of the medians, and each
+round's ratio).
+
+``TOKCORE_VLLM_TREE`` names another source tree whose ``tokcore`` the servers import (its
+in-place build), default this one. ``--record PATH`` writes the run as JSON
+(``docs/_static/bench/vllm.json`` is the recorded run); ``--docs`` writes the section of
+docs/benchmarks.md from the recorded run (between its ``vllm-table`` markers) and
+``--check`` fails if the page is not what the record gives: both without vLLM
+(tests/test_docs.py imports this module).
+
+Usage: python bench/bench_vllm.py [--rounds N] [--requests N] [--record PATH]
+       python bench/bench_vllm.py --docs | --check
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+RUNNER = "plain"
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+RECORDED = ROOT / "docs" / "_static" / "bench" / "vllm.json"
+PAGE = ROOT / "docs" / "benchmarks.md"
+MARKERS = ("<!-- vllm-table: begin (bench/bench_vllm.py --docs) -->",
+           "<!-- vllm-table: end -->")
+MODES = {"off": None, "dump": "dump", "generator": "generator"}
+CONCURRENCY = 16
+TOKENS = 256
+CASES = {
+    "chat": ("/v1/chat/completions", {}),
+    "completions": ("/v1/completions", {}),
+    "completions logprobs 5": ("/v1/completions", {"logprobs": 5}),
+}
+#: the generator mode's API server CPU per streamed token against the plugin off's, at most
+GOALS = {"chat": 0.7, "completions": 0.75, "completions logprobs 5": 0.5}
+PROMPT = "the engine writes the token stream to the server and the server writes it out"
+
+
+def body(case: str) -> dict[str, Any]:
+    path, extra = CASES[case]
+    request: dict[str, Any] = {"model": "tiny", "max_tokens": TOKENS, "min_tokens": TOKENS,
+                               "ignore_eos": True, "temperature": 0, "stream": True,
+                               "stream_options": {"include_usage": True}, **extra}
+    if path.endswith("chat/completions"):
+        request["messages"] = [{"role": "user", "content": PROMPT}]
+    else:
+        request["prompt"] = PROMPT
+    return request
+
+
+async def one(client: Any, url: str, request: dict[str, Any]) -> tuple[int, int]:
+    """One stream read whole; its completion tokens (from the final usage chunk) and its
+    events."""
+    async with client.stream("POST", url, json=request) as response:
+        data = b"".join([part async for part in response.aiter_raw()])
+    if response.status_code != 200:
+        raise RuntimeError(f"{url}: {response.status_code} {data[:500]!r}")
+    usage = data[:data.rindex(b"\n\ndata: [DONE]")]
+    usage = usage[usage.rindex(b"data: ") + 6:]
+    tokens: int = json.loads(usage)["usage"]["completion_tokens"]
+    return tokens, data.count(b"\n\ndata: ") + 1
+
+
+async def load(url: str, case: str, requests: int) -> tuple[int, int]:
+    """``requests`` streams, ``CONCURRENCY`` at a time; the tokens and events streamed."""
+    import httpx
+
+    path, _ = CASES[case]
+    request = body(case)
+    gate = asyncio.Semaphore(CONCURRENCY)
+
+    async def gated(client: Any) -> tuple[int, int]:
+        async with gate:
+            return await one(client, url + path, request)
+
+    limits = httpx.Limits(max_connections=CONCURRENCY, max_keepalive_connections=CONCURRENCY)
+    async with httpx.AsyncClient(timeout=httpx.Timeout(600.0), limits=limits) as client:
+        counts = await asyncio.gather(*(gated(client) for _ in range(requests)))
+    if {tokens for tokens, _ in counts} != {TOKENS}:
+        raise RuntimeError(f"streams of {sorted({t for t, _ in counts})} tokens, not {TOKENS}")
+    return sum(tokens for tokens, _ in counts), sum(events for _, events in counts)
+
+
+def pin(pid: int, cpu: int) -> None:
+    """Every thread of the process on one CPU (threads made later inherit it)."""
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            os.sched_setaffinity(int(task.name), {cpu})
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def measure(servers: dict[str, Any], rounds: int, requests: int) -> dict[str, Any]:
+    from _vllm_server import cpu_seconds
+
+    figures: dict[str, dict[str, dict[str, list[float]]]] = {
+        case: {mode: {"api": [], "engine": [], "wall": [], "events": []} for mode in servers}
+        for case in CASES}
+    names = list(servers)
+    for server in servers.values():  # warm-up: a few streams of each case
+        for case in CASES:
+            asyncio.run(load(server.url, case, 4))
+    for round_ in range(rounds):
+        order = names[round_ % len(names):] + names[:round_ % len(names)]
+        for case in CASES:
+            for mode in order:
+                server = servers[mode]
+                engine = server.engine_pids()
+                api0 = cpu_seconds(server.pid)
+                engine0 = sum(map(cpu_seconds, engine))
+                wall0 = time.monotonic()
+                tokens, events = asyncio.run(load(server.url, case, requests))
+                wall = time.monotonic() - wall0
+                api = cpu_seconds(server.pid) - api0
+                engine_cpu = sum(map(cpu_seconds, engine)) - engine0
+                row = figures[case][mode]
+                row["api"].append(api / tokens * 1e3)
+                row["engine"].append(engine_cpu / tokens * 1e3)
+                row["wall"].append(tokens / wall)
+                row["events"].append(events / requests)
+                print(f"  round {round_ + 1} {case:<24} {mode:<10} API server "
+                      f"{api / tokens * 1e6:7.1f} ms/1k tokens, engine "
+                      f"{engine_cpu / tokens * 1e6:7.1f} ms/1k, {tokens / wall:7.0f} tokens/s, "
+                      f"{events / requests:.0f} events a stream",
+                      flush=True)
+    return figures
+
+
+def summary(figures: dict[str, Any]) -> dict[str, Any]:
+    """Medians, spreads and the goals' ratios of the measured rounds (seconds per token)."""
+    out: dict[str, Any] = {}
+    for case, modes in figures.items():
+        out[case] = {}
+        for mode, row in modes.items():
+            out[case][mode] = {
+                "api ms per 1k tokens": [v * 1e3 for v in row["api"]],
+                "api median": statistics.median(row["api"]) * 1e3,
+                "engine ms per 1k tokens": [v * 1e3 for v in row["engine"]],
+                "engine median": statistics.median(row["engine"]) * 1e3,
+                "tokens per second": row["wall"], "events per stream": row["events"]}
+    return out
+
+
+def goal_lines(record: dict[str, Any]) -> tuple[list[str], bool]:
+    lines, ok = [], True
+    for case, goal in GOALS.items():
+        modes = record["cases"][case]
+        if "generator" not in modes or "off" not in modes:
+            lines.append(f"  MISSING {case}: no generator or plugin-off figures")
+            ok = False
+            continue
+        ratio = modes["generator"]["api median"] / modes["off"]["api median"]
+        rounds = [g / o for g, o in zip(modes["generator"]["api ms per 1k tokens"],
+                                        modes["off"]["api ms per 1k tokens"])]
+        verdict = "ok  " if ratio <= goal else "MISS"
+        ok &= ratio <= goal
+        lines.append(f"  {verdict} API server CPU per streamed token, {case}, "
+                     f"generator/off: {ratio:.3f} (goal <= {goal}; rounds "
+                     f"{', '.join(f'{r:.2f}' for r in rounds)})")
+    return lines, ok
+
+
+def table(record: dict[str, Any]) -> list[str]:
+    lines = [f"  {'case':<24} {'mode':<10} {'API server ms/1k tokens':>24} "
+             f"{'(lowest-highest)':>18} {'engine ms/1k':>13} {'x off':>7}"]
+    for case, modes in record["cases"].items():
+        off = modes.get("off", {}).get("api median")
+        for mode, row in modes.items():
+            values = row["api ms per 1k tokens"]
+            ratio = f"{row['api median'] / off:.3f}" if off else ""
+            lines.append(f"  {case:<24} {mode:<10} {row['api median']:24.1f} "
+                         f"{f'({min(values):.1f}-{max(values):.1f})':>18} "
+                         f"{row['engine median']:13.1f} {ratio:>7}")
+    return lines
+
+
+def machine() -> dict[str, Any]:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"cpu": cpu, "cores": os.cpu_count(), "system": f"{platform.system()} "
+            f"{platform.release()}", "python": platform.python_version()}
+
+
+def run(args: argparse.Namespace) -> int:
+    sys.path.insert(0, str(ROOT / "tests" / "integration"))
+    from importlib.metadata import version
+
+    from _vllm_server import RECIPE, Server
+
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        raise SystemExit("bench_vllm needs two CPUs: the API servers and the engines apart")
+    api_cpu, engine_cpu = cpus[0], cpus[1]
+    env = {"VLLM_CPU_OMP_THREADS_BIND": str(engine_cpu)}
+    tree = os.environ.get("TOKCORE_VLLM_TREE") or None  # another tree's tokcore, if named
+    servers = {mode: Server(switch, env=env, pythonpath=tree, lockstep=True)
+               for mode, switch in MODES.items()}
+    try:
+        for server in servers.values():
+            server.spawn()
+        for server in servers.values():
+            server.wait()
+        os.sched_setaffinity(0, {api_cpu})
+        for mode, server in servers.items():
+            pin(server.pid, api_cpu)
+            engine = server.engine_pids()
+            for pid in engine:
+                pin(pid, engine_cpu)
+            print(f"  {mode}: API server pid {server.pid} on CPU {api_cpu}, engine pids "
+                  f"{engine} on CPU {engine_cpu}", flush=True)
+        figures = measure(servers, args.rounds, args.requests)
+    finally:
+        for server in servers.values():
+            server.stop()
+    record = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+              "tokcore": commit(Path(tree or ROOT)),
+              "vllm": version("vllm-cpu") if _has("vllm-cpu") else version("vllm"),
+              "torch": version("torch"), "machine": machine(), "model": RECIPE,
+              "concurrency": CONCURRENCY, "tokens per stream": TOKENS,
+              "requests per round": args.requests, "rounds": args.rounds,
+              "cases": summary(figures)}
+    print(f"vLLM {record['vllm']} (CPU wheel), {CONCURRENCY} concurrent streams of {TOKENS} "
+          f"tokens, {args.requests} a round, {args.rounds} rounds; CPU per 1k streamed "
+          f"tokens, median of the rounds:")
+    print("\n".join(table(record)))
+    lines, ok = goal_lines(record)
+    print("\n".join(lines))
+    record["goals"] = [line.strip() for line in lines]
+    if args.record:
+        Path(args.record).write_text(json.dumps(record, indent=1) + "\n")
+    return 0 if ok else 1
+
+
+def commit(tree: Path) -> str:
+    """The tree's commit (``+dirty`` when its tracked files differ from it)."""
+    import subprocess
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(tree), *args], capture_output=True, text=True,
+                              check=True).stdout.strip()
+
+    return git("rev-parse", "--short", "HEAD") + ("+dirty" if git("status", "--porcelain",
+                                                                  "-uno") else "")
+
+
+def _has(dist: str) -> bool:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        version(dist)
+    except PackageNotFoundError:
+        return False
+    return True
+
+
+def section(record: dict[str, Any]) -> str:
+    """The benchmarks page's vLLM section (between its markers), from a recorded run."""
+    m = record["machine"]
+    head = (f"Run of {record['date']} on {m['cpu']} ({m['cores']} cores, {m['system']}, "
+            f"Python {m['python']}), tokcore at commit {record['tokcore']}, vLLM "
+            f"{record['vllm']} (CPU wheel, torch "
+            f"{record['torch']}): {record['concurrency']} concurrent streams of "
+            f"{record['tokens per stream']} tokens, {record['requests per round']} streams a "
+            f"round, {record['rounds']} rounds; the API server's CPU (its utime + stime) per "
+            f"1k streamed tokens, median of the rounds and their range; the engine's "
+            f"processes apart.")
+    rows = ["| case | plugin | API server CPU per 1k tokens | rounds' range | x plugin off "
+            "| engine CPU per 1k tokens |", "| --- | --- | --- | --- | --- | --- |"]
+    for case, modes in record["cases"].items():
+        off = modes["off"]["api median"]
+        for mode, row in modes.items():
+            values = row["api ms per 1k tokens"]
+            name = "off" if mode == "off" else f"`TOKCORE_VLLM_PLUGIN={mode}`"
+            rows.append(f"| {case} | {name} | {row['api median']:.1f} ms | "
+                        f"{min(values):.1f}-{max(values):.1f} ms | "
+                        f"{row['api median'] / off:.2f} | {row['engine median']:.1f} ms |")
+    goals = [f"- {line}" for line in record["goals"]]
+    return "\n".join([MARKERS[0], head, "", *rows, "", "The goals (the generator mode "
+                      "against the plugin off, the same run):", "", *goals, MARKERS[1]])
+
+
+def page(record: dict[str, Any], text: str) -> str:
+    start, end = text.index(MARKERS[0]), text.index(MARKERS[1]) + len(MARKERS[1])
+    return text[:start] + section(record) + text[end:]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--requests", type=int, default=32, help="streams a round, per case")
+    parser.add_argument("--record", help="write the run as JSON here")
+    parser.add_argument("--docs", action="store_true",
+                        help="write the benchmarks page's section from the recorded run")
+    parser.add_argument("--check", action="store_true",
+                        help="fail if the benchmarks page is not the recorded run's")
+    args = parser.parse_args()
+    if args.docs or args.check:
+        record = json.loads(RECORDED.read_text())
+        text = PAGE.read_text()
+        if args.check:
+            return 0 if page(record, text) == text else 1
+        PAGE.write_text(page(record, text))
+        return 0
+    return run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
