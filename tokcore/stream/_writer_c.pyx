@@ -45,6 +45,7 @@ cdef extern from "Python.h":
     bint PyBytes_Check(object o)
     double PyFloat_AS_DOUBLE(object o)
     long long PyLong_AsLongLongAndOverflow(object o, int *overflow) except? -1
+    double PyLong_AsDouble(object o) except? -1.0
     Py_ssize_t PyTuple_GET_SIZE(object o)
     Py_ssize_t PyList_GET_SIZE(object o)
     PyObject *PyTuple_GET_ITEM(object o, Py_ssize_t i)
@@ -200,6 +201,7 @@ cdef class _Frame:
     cdef int n
     cdef bint counts
     cdef uint64_t mask  # the slots and groups it has
+    cdef uint64_t nullable  # the slots that may be None in it (NULLABLE, its omitted text)
     cdef const char *sep
     cdef Py_ssize_t nsep
     cdef object program
@@ -223,6 +225,9 @@ cdef _Frame _make_frame(program):
     f.mask = 0
     for name in program.slots:
         f.mask |= (<uint64_t>1) << (SLOT[name] if name in SLOT else GROUP[name])
+    f.nullable = NULLABLE_MASK
+    for name in program.omitted:
+        f.nullable |= (<uint64_t>1) << SLOT[name]
     for i, item in enumerate(program.ops):
         op = &f.ops[i]
         op.code = item[0]
@@ -251,6 +256,7 @@ cdef class _Compiled:
     the shape)."""
     cdef dict frames
     cdef _Frame text, reasoning, tool_args, finish, usage, done
+    cdef _Frame finish_reasoning, finish_tool_args  # (a finishing step of those kinds)
     cdef int ascii, floats, literal
     cdef bint created_float  # the probes write created as a float
     cdef bint zero_details  # a usage count not given is written 0 (ZERO_DETAILS)
@@ -269,6 +275,8 @@ cdef _Compiled _compiled(shape):
     c.reasoning = c.get("reasoning")
     c.tool_args = c.get("tool_args")
     c.finish = c.get("finish")
+    c.finish_reasoning = c.get("finish_reasoning")
+    c.finish_tool_args = c.get("finish_tool_args")
     c.usage = c.get("usage")
     frame = DONE_FRAMES.get(shape.api)
     c.done = None if frame is None else c.get(frame)
@@ -419,8 +427,8 @@ cdef class StreamWriter:
         comp = _compiled(shape)
         if created is None:
             created = int(time.time())
-        elif not _int64(created, &v):
-            _py.check_int(created, "created")
+        elif type(created) is not int or not _int64(created, &v):
+            created = _py.check_int(created, "created")  # (a subclass: its value, an int)
         if not tok_busy_enter(self, &self._busy):
             raise in_use("StreamWriter")
         try:
@@ -541,11 +549,16 @@ cdef class StreamWriter:
         return 0
 
     cdef int _put_float(self, object value) except -1:
+        """A float (a subclass: the double it holds), or an int as the float it is (no method
+        of a subclass run); an int past a double is _Slow (the Python twin names the slot)."""
         cdef double v = 0.0
         if PyFloat_Check(value):
             v = PyFloat_AS_DOUBLE(value)
         else:
-            v = float(value)  # an int: the float it is (OverflowError past a double)
+            try:
+                v = PyLong_AsDouble(value)
+            except OverflowError:
+                raise _Slow()
         self._room(40)
         self.len += tok_fmt_double(self.buf + self.len, v, self._floats, self._literal)
         return 0
@@ -599,7 +612,7 @@ cdef class StreamWriter:
                     continue
                 if s == S_ITEM_ID and self._c_item is not None:
                     continue
-                if f.mask & bit and not (NULLABLE_MASK & bit):
+                if f.mask & bit and not (f.nullable & bit):
                     raise _Slow()  # a value the frame needs
                 continue
             value = <object>a.v[s]
@@ -643,6 +656,8 @@ cdef class StreamWriter:
                     continue
                 if not _int64(item, &a.i[s]):
                     raise _Slow()
+                if j >= 2 and not (f.mask & ((<uint64_t>1) << s)):
+                    raise _Slow()  # a count the frame has no place for (the Python twin's error)
                 a.v[s] = <PyObject *>value  # (a marker: the count is in a.i)
             if self._comp.zero_details:  # (a count not given: 0, not null)
                 for j in range(2, 4):
@@ -1169,7 +1184,7 @@ cdef class StreamWriter:
         finally:
             tok_busy_leave(self, &self._busy)
 
-    def step(self, text=None, index=0, *, kind="text", token_ids=None, logprobs=None,
+    def step(self, text=None, index=0, kind="text", token_ids=None, logprobs=None,
              finish_reason=None, stop_reason=None, usage=None, prompt_token_ids=None):
         cdef Args a
         cdef _Frame f
@@ -1204,24 +1219,30 @@ cdef class StreamWriter:
     cdef _Frame _step_frame(self, kind, text, finish_reason):
         cdef _Compiled c = self._comp
         cdef _Frame f
+        cdef int k  # 0 text, 1 reasoning, 2 tool_args
         if kind == "text" and PyUnicode_Check(kind):
-            f = c.text
+            f, k = c.text, 0
         elif kind == "reasoning" and PyUnicode_Check(kind):
-            f = c.reasoning
+            f, k = c.reasoning, 1
         elif kind == "tool_args" and PyUnicode_Check(kind):
-            f = c.tool_args
+            f, k = c.tool_args, 2
         else:
             raise _Slow()
         if finish_reason is None:
             if f is None:
                 raise _Slow()
             return f
-        if c.finish is not None and f is c.text and (
-                text is None or c.finish.mask & ((<uint64_t>1) << S_TEXT)):
-            return c.finish
+        if k == 0:
+            if c.finish is not None and (
+                    text is None or c.finish.mask & ((<uint64_t>1) << S_TEXT)):
+                return c.finish
+        elif text is not None:
+            own = c.finish_reasoning if k == 1 else c.finish_tool_args
+            if own is not None:
+                return own
         if f is not None and f.mask & ((<uint64_t>1) << S_FINISH):
             return f
-        if c.finish is not None:
+        if c.finish is not None and (k == 0 or text is None):
             return c.finish
         raise _Slow()
 
