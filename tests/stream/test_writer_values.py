@@ -36,7 +36,9 @@ from pydantic import BaseModel
 from tokcore import PROBE, Step, StreamShape, TokenLogprob, TopLogprob
 
 
-class Reason(enum.IntEnum):
+class Reason(int, enum.Enum):
+    """An int-mixin Enum: its str() is ``Reason.EOS`` (IntEnum's, since 3.11, the number)."""
+
     EOS = 2
     CREATED = 1732000000
 
@@ -288,7 +290,7 @@ def test_a_finishing_step_of_each_kind(writer_twin: ModuleType, api: str, name: 
          "logprobs": logprobs, "finish_reason": "stop", "stop_reason": stop, "usage": None,
          "fingerprint": FINGERPRINT, "tool_index": 0}
     w = writer(writer_twin, api, name)
-    got = w.step(text, 1, kind, token_ids=s["token_ids"], logprobs=logprobs,
+    got = w.step(text, 1, kind=kind, token_ids=s["token_ids"], logprobs=logprobs,
                  finish_reason="stop", stop_reason=stop)
     assert got == oracle(api, name, kind, s)
 
