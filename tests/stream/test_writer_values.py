@@ -364,3 +364,17 @@ def test_a_step_tuple_is_steps_arguments(writer_twin: ModuleType, api: str,
     step = Step("a", 2, kind, finish_reason="stop")
     assert writer(writer_twin, api, name).step(*step) == \
         writer(writer_twin, api, name).steps([step])
+
+
+def test_vllm_with_a_usage_chunk_writes_the_fingerprint_on_it_alone(
+        writer_twin: ModuleType) -> None:
+    """The guide's way (vLLM with ``include_usage``): the steps from a writer made without
+    the fingerprint, the usage chunk from one made with it, each as vLLM writes it."""
+    steps = writer_twin.StreamWriter(StreamShape("chat", "vllm"), id=ID, model=MODEL,
+                                     created=CREATED)
+    last = writer(writer_twin)
+    s = {"text": "!", "index": 0, "token_ids": None, "logprobs": None, "finish_reason": "stop",
+         "stop_reason": None, "usage": None, "fingerprint": None}
+    assert steps.step("!", finish_reason="stop") == ORACLES["chat", "vllm"]("finish", s)
+    assert last.usage(12, 2, 3, 1) == ORACLES["chat", "vllm"]("usage", {
+        "usage": (12, 2, 3, 1), "fingerprint": FINGERPRINT})
