@@ -22,7 +22,7 @@ from typing import Any
 from _common import FAST, REFERENCE, Target, add, make_runner
 
 from tokcore import PROBE, StreamShape
-from tokcore.stream import _writer_c, _writer_py
+from tokcore.writer import _writer_c, _writer_py
 
 ID, MODEL = "chatcmpl-8f3c2a1b4d5e6f708192a3b4c5d6e7f8", "Qwen/Qwen2.5-7B-Instruct"
 CREATED = 1732000000

@@ -27,9 +27,9 @@ from typing import Any
 from _parity import Allow, Draw, agree, fail, fuzz_main, instrumented, load_twins, outcomes
 
 with instrumented(__name__ == "__main__" and "--random" not in sys.argv,
-                  own=["stream._writer_py", "stream._writer_shape"],
-                  native_skip=["stream._writer_py", "stream._writer_shape"]):
-    TWINS = load_twins("stream._writer")
+                  own=["writer._writer_py", "writer._writer_shape"],
+                  native_skip=["writer._writer_py", "writer._writer_shape"]):
+    TWINS = load_twins("writer._writer")
     from tokcore import StreamShape
 
 SHAPES = [("chat", "vllm"), ("chat", "trtllm"), ("chat", "sglang"), ("chat", "openai"),

@@ -45,7 +45,7 @@ HOT_PATHS = {
     "relay": "tokcore.stream._relay",
     "events": "tokcore.stream._events",
     "bigevent": "tokcore.stream._bigevent",
-    "writer": "tokcore.stream._writer",
+    "writer": "tokcore.writer._writer",
     "lazy": "tokcore.pickling._lazy",
 }
 #: the stream API of one kind is three hot paths: usage rewrite, relay, event decoder

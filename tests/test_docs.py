@@ -321,8 +321,8 @@ def test_the_api_reference_is_read_from_the_docstrings() -> None:
     # autodoc reads the typed twins (make docs: TOKCORE_NO_EXTENSIONS=1): so does this test
     typed = [importlib.import_module(f"tokcore.{m}") for m in (
         "ids._pack_py", "ids._b64_py", "ids._wire_py", "members._members_py", "stream._usage_py",
-        "stream._relay_py", "stream._events_py", "stream._relay_iter", "stream._writer_py",
-        "stream._writer_shape", "stream._writer_rules", "pickling")]
+        "stream._relay_py", "stream._events_py", "stream._relay_iter", "writer._writer_py",
+        "writer._writer_shape", "writer._writer_rules", "pickling")]
 
     def docstring(name: str) -> str:
         return next(getattr(m, name) for m in typed if hasattr(m, name)).__doc__ or ""

@@ -27,7 +27,7 @@ from .stream._events import Event, EventDecoder, EventTooLarge, iter_events
 from .stream._relay import RelayCounts, UsageRelay
 from .stream._relay_iter import arelay_usage, relay_usage
 from .stream._usage import find_usage, rewrite_usage
-from .stream._writer import (
+from .writer._writer import (
     PROBE,
     Probe,
     Step,

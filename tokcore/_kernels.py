@@ -26,7 +26,7 @@ def unknown_kernel(name: object, available: tuple[str, ...]) -> ValueError | Typ
 #: the hot paths whose compiled twin has kernels, by the name python -m tokcore gives them
 #: (the keys of ``_backend.MODULES``)
 WITH_KERNELS = {"b64": "ids._b64", "wire": "ids._wire", "object check": "members._members",
-                "byte scan": "stream._relay", "string escape": "stream._writer"}
+                "byte scan": "stream._relay", "string escape": "writer._writer"}
 
 
 def kernels_in_use() -> dict[str, tuple[str, tuple[str, ...]]]:

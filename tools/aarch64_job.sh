@@ -37,7 +37,7 @@ C_FILES=(
     tests/stream/test_scan.py tests/ids/test_b64.py tests/members/test_object_kernel.py tests/ids/test_pack.py
     tests/stream/test_relay.py tests/stream/test_events.py tests/pickling/test_compact.py tests/test_fuzz_corpus.py
     tests/ids/test_wire.py
-    tests/stream/test_writer.py::test_every_kernel_writes_the_same  # the writer's NEON text
+    tests/writer/test_writer.py::test_every_kernel_writes_the_same  # the writer's NEON text
 )
 # random streams through the relay against json: 2 minutes here, the Python oracle's time;
 # generated objects through the object check: 160 s for 20 drawn under emulation (the NEON

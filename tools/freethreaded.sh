@@ -95,8 +95,8 @@ print('freethreaded: every compiled twin loaded, the GIL stays off:', sorted(_ba
 # which have no free-threaded wheels: its own tests run here)
 PYTEST=("$venv/bin/python" -W error::RuntimeWarning -m pytest -q -rfE -p no:cacheprovider
         -p pytest_gil_off --ignore=tests/integration --ignore=tests/stream/test_stream_close.py
-        --ignore=tests/test_docs.py --ignore=tests/stream/test_writer_shapes.py
-        --ignore=tests/stream/test_writer_styles.py)
+        --ignore=tests/test_docs.py --ignore=tests/writer/test_writer_shapes.py
+        --ignore=tests/writer/test_writer_styles.py)
 export PYTHONPATH="$PWD/tools" TOKCORE_TEST_QUICK=1 TOKCORE_TEST_WITHOUT_MSGSPEC=1
 
 echo "freethreaded: the suite on the compiled twins, GIL off"

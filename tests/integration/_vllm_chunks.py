@@ -1,7 +1,7 @@
 """vLLM's stream chunks built as its stream generators build them (vLLM 0.32's
 ``chat_completion/serving.py`` and ``completion/serving.py``: which members each
 construction site sets), for the tests of tokcore.plugins.vllm: with vLLM's own protocol
-models (``make test-vllm``) or the vLLM-shaped stand-ins of tests/stream/_writer_oracles.py.
+models (``make test-vllm``) or the vLLM-shaped stand-ins of tests/writer/_writer_oracles.py.
 
 ``Models`` names the classes; ``chunks(models, draw)`` draws one stream's chunks and how vLLM
 dumps each: ``(chunk, dump options)``.

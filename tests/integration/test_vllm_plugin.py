@@ -1,5 +1,5 @@
 """tokcore.plugins.vllm: vLLM's chunks written by the stream writer, the same text as vLLM's
-pydantic dump, on the vLLM-shaped stand-ins of tests/stream/_writer_oracles.py (vLLM itself:
+pydantic dump, on the vLLM-shaped stand-ins of tests/writer/_writer_oracles.py (vLLM itself:
 tests/integration/test_vllm_real.py, make test-vllm), built as vLLM's generators build them
 (_vllm_chunks.py)."""
 
@@ -23,7 +23,7 @@ from tokcore.plugins import vllm as plugin
 
 
 def _oracles() -> Any:
-    path = Path(__file__).parent.parent / "stream" / "_writer_oracles.py"
+    path = Path(__file__).parent.parent / "writer" / "_writer_oracles.py"
     spec = importlib.util.spec_from_file_location("_writer_oracles_for_vllm", path)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)

@@ -30,7 +30,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from ..stream._writer import StreamShape, StreamWriter, Usage
+from ..writer._writer import StreamShape, StreamWriter, Usage
 
 __all__ = ["SWITCH", "install", "register", "uninstall"]
 

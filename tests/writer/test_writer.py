@@ -1,7 +1,7 @@
 """The stream writer's API on both twins: frames by name, batches, choices, sequence numbers;
 bad input (a wrong type is a TypeError naming the slot, a value with no place a ValueError
 naming the frame, a probe without its sentinels a ValueError naming them); every frame it
-writes is JSON, whatever the values (its bytes: tests/stream/test_writer_shapes.py)."""
+writes is JSON, whatever the values (its bytes: tests/writer/test_writer_shapes.py)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import tokcore
 from tokcore import PROBE, StreamShape
-from tokcore.stream import _writer_py
+from tokcore.writer import _writer_py
 
 VLLM = StreamShape("chat", "vllm")
 

@@ -24,11 +24,11 @@ import time
 
 from tokcore._args import in_use
 from tokcore._kernels import unknown_kernel
-from tokcore.stream import _writer_py as _py
-from tokcore.stream._writer_rules import (
+from tokcore.writer import _writer_py as _py
+from tokcore.writer._writer_rules import (
     DONE_FRAMES, GROUP, NULLABLE, SLOT, STYLES, ZERO_DETAILS,
 )
-from tokcore.stream._writer_shape import StreamShape
+from tokcore.writer._writer_shape import StreamShape
 
 cdef extern from "Python.h":
     const Py_ssize_t PY_SSIZE_T_MAX

@@ -2,7 +2,7 @@
 sentinels of ``PROBE``, in the server's member order), its serializer and its null rules.
 
 What each server writes was read from its sources (the member order of its models, which
-members its code sets, how it dumps them); tests/stream/test_writer_shapes.py holds each
+members its code sets, how it dumps them); tests/writer/test_writer_shapes.py holds each
 shape against models built the server's way and dumped by the server's serializer.
 
 - ``vllm``: pydantic ``model_dump_json(exclude_unset=True)`` of vLLM's OpenAI models

@@ -1,4 +1,4 @@
-"""Each built-in shape byte for byte as its stack writes it (tests/stream/_writer_oracles.py:
+"""Each built-in shape byte for byte as its stack writes it (tests/writer/_writer_oracles.py:
 models shaped like the stack's, built as its serving code builds them, dumped by its
 serializer), on hypothesis's frames; and shapes made from probes that the openai and
 anthropic packages' own models wrote, against those models."""
