@@ -287,7 +287,7 @@ POSITIONS = {
                      [(" a", -0.5), (" b", -1.5)]),
     "top entry": ("step", {"_args": ("x",), "logprobs": [entry_with(top=["TOP"])]},
                   [" c", -2.0, [99]]),
-    "usage": ("step", {"_args": ("x",), "usage": "VALUE"}, [10, 2, 1]),
+    "usage": ("step", {"_args": ("x",), "usage": "VALUE"}, [10, 2]),
     "texts": ("texts", {"_args": ("VALUE",)}, ["a", "b\n", "é"]),
     "steps": ("steps", {"_args": ("VALUE",)}, [("a",), ("b", 1)]),
     "a step": ("steps", {"_args": ([("a",), "STEP"],)}, ["b", 1, "reasoning"]),

@@ -76,6 +76,17 @@ def oracle_kind(api: str, name: str, kind: str, step: Step) -> str:
     return "finish"
 
 
+def fit_usage(api: str, name: str, usage: Any, frame: str = "text") -> Any:
+    """A usage tuple with only the counts the shape's frame (its step frames share one
+    usage) has a place for (another one is a ValueError, as any value a frame has no place
+    for)."""
+    if usage is None:
+        return None
+    slots = StreamShape(api, name)._programs[frame].slots
+    return (usage[0], usage[1], usage[2] if "cached_tokens" in slots else None,
+            usage[3] if "reasoning_tokens" in slots else None)
+
+
 @st.composite
 def steps(draw: st.DrawFn, api: str, name: str) -> tuple[str, Step]:
     kind = draw(st.sampled_from(STEP_KINDS[api, name]))
@@ -84,7 +95,8 @@ def steps(draw: st.DrawFn, api: str, name: str) -> tuple[str, Step]:
                   if (api, name) in TOKEN_IDS else None,
                   "logprobs": None if kind == "reasoning" and name == "sglang"
                   else draw(logprobs((api, name) in TOPS_NONE)),
-                  "usage": draw(USAGE), "stop_reason": None, "finish_reason": None}
+                  "usage": fit_usage(api, name, draw(USAGE)), "stop_reason": None,
+                  "finish_reason": None}
     step["text"] = draw(TEXT)
     if (api, name) == ("completions", "vllm"):  # return_token_ids: the prompt's, first chunk
         step["prompt_token_ids"] = draw(st.none() | st.lists(st.integers(0, 2**31 - 1),
@@ -161,6 +173,7 @@ def test_start_frame(writer_twin: ModuleType, name: str, index: int, usage: Any,
                      prompt_ids: Any) -> None:
     if name in ("sglang", "openai"):
         usage = None
+    usage = fit_usage("chat", name, usage, "start")
     w = writer(writer_twin, "chat", name)
     if name != "vllm":  # (only vLLM's first chunk carries the prompt's ids)
         got = w.write("start", index=index, usage=usage)
@@ -191,6 +204,7 @@ def test_tool_call_frames(writer_twin: ModuleType, name: str, index: int, tool_i
                           text: str, tool_id: str, tool_name: str, usage: Any) -> None:
     if name == "openai":
         usage = None
+    usage = fit_usage("chat", name, usage, "tool_start")
     w = writer(writer_twin, "chat", name)
     step = {"index": index, "tool_index": tool_index, "text": text, "tool_id": tool_id,
             "tool_name": tool_name, "usage": usage, "logprobs": None, "token_ids": None,
@@ -240,7 +254,8 @@ def test_messages_stream(writer_twin: ModuleType, text: str, index: int, usage: 
            w.write("reasoning", text, index),
            w.write("tool_start", index=index, tool_id=tool_id, tool_name=tool_name),
            w.write("tool_args", text, index), w.write("block_stop", index=index),
-           w.write("message_delta", finish_reason=stop, stop_reason=sequence, usage=usage),
+           w.write("message_delta", finish_reason=stop, stop_reason=sequence,
+                   usage=usage[:2]),  # (its usage: the output tokens alone)
            w.write("ping"), w.done()]
     kinds = ["message_start", "text_start", "text", "reasoning_start", "reasoning",
              "tool_start", "tool_args", "block_stop", "message_delta", "ping", "message_stop"]

@@ -91,10 +91,17 @@ _VLLM_CHAT = {
         {"index": P.tool_index, "function": {"arguments": P.text}}]})], usage=_VLLM_USAGE),
     "finish": _vllm_chunk([_vllm_choice({"content": P.text}, finish=True)], usage=_VLLM_USAGE,
                           last=True),
+    # the parser's reasoning or tool-call delta kept on the finish chunk
+    "finish_reasoning": _vllm_chunk([_vllm_choice({"reasoning": P.text}, finish=True)],
+                                    usage=_VLLM_USAGE, last=True),
+    "finish_tool_args": _vllm_chunk([_vllm_choice({"tool_calls": [
+        {"index": P.tool_index, "function": {"arguments": P.text}}]}, finish=True)],
+        usage=_VLLM_USAGE, last=True),
     "usage": _vllm_chunk([], usage=_VLLM_FINAL_USAGE, last=True),
 }
+#: (finish.text: a finish chunk whose parser gave no delta is DeltaMessage(): "delta":{})
 _VLLM_CHAT_OMIT = ("usage", "system_fingerprint", "usage.cached_tokens",
-                   "usage.reasoning_tokens")
+                   "usage.reasoning_tokens", "finish.text")
 
 _VLLM_COMPLETION_LOGPROBS = {"text_offset": [P.lp_offset], "token_logprobs": [P.lp_logprob],
                              "tokens": [P.lp_token],
@@ -388,7 +395,7 @@ _BUILTIN: dict[tuple[str, str], tuple[dict[str, Any], str, object]] = {
     ("chat", "trtllm"): (_TRT_CHAT, "pydantic", _TRT_CHAT_OMIT),
     ("chat", "sglang"): (_SGL_CHAT, "msgspec", _SGL_CHAT_OMIT),
     ("chat", "openai"): (_OAI_CHAT, "orjson", _OAI_OMIT),
-    ("completions", "vllm"): (_VLLM_COMPLETIONS, "pydantic", _VLLM_CHAT_OMIT),
+    ("completions", "vllm"): (_VLLM_COMPLETIONS, "pydantic", _VLLM_CHAT_OMIT[:-1]),
     ("completions", "trtllm"): (_TRT_COMPLETIONS, "pydantic", False),
     ("completions", "sglang"): (_SGL_COMPLETIONS, "pydantic", False),
     ("completions", "openai"): (_OAI_COMPLETIONS, "orjson", _OAI_OMIT),

@@ -210,6 +210,7 @@ cdef class _Frame:
     cdef int n
     cdef bint counts
     cdef uint64_t mask  # the slots and groups it has
+    cdef uint64_t nullable  # the slots that may be None in it (NULLABLE, its omitted text)
     cdef const char *sep
     cdef Py_ssize_t nsep
     cdef object program
@@ -233,6 +234,9 @@ cdef _Frame _make_frame(program):
     f.mask = 0
     for name in program.slots:
         f.mask |= (<uint64_t>1) << (SLOT[name] if name in SLOT else GROUP[name])
+    f.nullable = NULLABLE_MASK
+    for name in program.omitted:
+        f.nullable |= (<uint64_t>1) << SLOT[name]
     for i, item in enumerate(program.ops):
         op = &f.ops[i]
         op.code = item[0]
@@ -261,6 +265,7 @@ cdef class _Compiled:
     the shape)."""
     cdef dict frames
     cdef _Frame text, reasoning, tool_args, finish, usage, done
+    cdef _Frame finish_reasoning, finish_tool_args  # (a finishing step of those kinds)
     cdef int ascii, floats, literal
     cdef bint created_float  # the probes write created as a float
     cdef bint zero_details  # a usage count not given is written 0 (ZERO_DETAILS)
@@ -279,6 +284,8 @@ cdef _Compiled _compiled(shape):
     c.reasoning = c.get("reasoning")
     c.tool_args = c.get("tool_args")
     c.finish = c.get("finish")
+    c.finish_reasoning = c.get("finish_reasoning")
+    c.finish_tool_args = c.get("finish_tool_args")
     c.usage = c.get("usage")
     frame = DONE_FRAMES.get(shape.api)
     c.done = None if frame is None else c.get(frame)
@@ -508,14 +515,10 @@ One stream's frames as the server's own serializer writes them (the Python twin'
             self._ascii, self._floats, self._literal = comp.ascii, comp.floats, comp.literal
             self._c_id = self._render(id, "id")
             self._c_model = self._render(model, "model")
-            if _int64(created, &v):
-                self._c_created = _py.render_float(STYLES[shape.style], float(created)) \
-                    if comp.created_float else str(created).encode("ascii")
-            else:  # (another type: the Python twin's error, or its rendering of the value)
-                self._c_created = _py.StreamWriter(
-                    shape, id=id, model=model, created=created,
-                    system_fingerprint=system_fingerprint, role=role,
-                    item_id=item_id)._consts[SLOT["created"]]
+            if type(created) is not int or not _int64(created, &v):
+                created = _py.check_int(created, "created")  # (a subclass: its value)
+            self._c_created = _py.render_float(STYLES[shape.style], float(created)) \
+                if comp.created_float else str(created).encode("ascii")
             self._c_fp = None if system_fingerprint is None else self._render(
                 system_fingerprint, "system_fingerprint")
             self._c_role = self._render(role, "role")
@@ -706,7 +709,7 @@ One stream's frames as the server's own serializer writes them (the Python twin'
                     continue
                 if s == S_ITEM_ID and self._c_item is not None:
                     continue
-                if f.mask & bit and not (NULLABLE_MASK & bit):
+                if f.mask & bit and not (f.nullable & bit):
                     raise _Slow()  # a value the frame needs
                 continue
             value = <object>a.v[s]
@@ -750,6 +753,8 @@ One stream's frames as the server's own serializer writes them (the Python twin'
                     continue
                 if not _int64(item, &a.i[s]):
                     raise _Slow()
+                if j >= 2 and not (f.mask & ((<uint64_t>1) << s)):
+                    raise _Slow()  # a count the frame has no place for (the Python twin's error)
                 a.v[s] = <PyObject *>value  # (a marker: the count is in a.i)
             if self._comp.zero_details:  # (a count not given: 0, not null)
                 for j in range(2, 4):
@@ -1287,7 +1292,7 @@ One stream's frames as the server's own serializer writes them (the Python twin'
         finally:
             tok_busy_leave(self, &self._busy)
 
-    def step(self, text=None, index=0, *, kind="text", token_ids=None, logprobs=None,
+    def step(self, text=None, index=0, kind="text", token_ids=None, logprobs=None,
              finish_reason=None, stop_reason=None, usage=None, prompt_token_ids=None):
         cdef Args a
         cdef _Frame f
@@ -1322,26 +1327,32 @@ One stream's frames as the server's own serializer writes them (the Python twin'
     cdef _Frame _step_frame(self, kind, text, finish_reason):
         cdef _Compiled c = self._comp
         cdef _Frame f
+        cdef int k  # 0 text, 1 reasoning, 2 tool_args
         if not PyUnicode_CheckExact(kind):
             raise _Slow()  # (a str subclass's == is not run: the Python twin reads its text)
         if kind == "text":
-            f = c.text
+            f, k = c.text, 0
         elif kind == "reasoning":
-            f = c.reasoning
+            f, k = c.reasoning, 1
         elif kind == "tool_args":
-            f = c.tool_args
+            f, k = c.tool_args, 2
         else:
             raise _Slow()
         if finish_reason is None:
             if f is None:
                 raise _Slow()
             return f
-        if c.finish is not None and f is c.text and (
-                text is None or c.finish.mask & ((<uint64_t>1) << S_TEXT)):
-            return c.finish
+        if k == 0:
+            if c.finish is not None and (
+                    text is None or c.finish.mask & ((<uint64_t>1) << S_TEXT)):
+                return c.finish
+        elif text is not None:
+            own = c.finish_reasoning if k == 1 else c.finish_tool_args
+            if own is not None:
+                return own
         if f is not None and f.mask & ((<uint64_t>1) << S_FINISH):
             return f
-        if c.finish is not None:
+        if c.finish is not None and (k == 0 or text is None):
             return c.finish
         raise _Slow()
 

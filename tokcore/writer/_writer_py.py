@@ -43,7 +43,7 @@ from ._writer_rules import (
     ZERO_DETAILS,
     StyleRules,
 )
-from ._writer_shape import Program, StreamShape
+from ._writer_shape import Program, StreamShape, _no_frame
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
@@ -111,19 +111,41 @@ def check_str(value: object, what: str) -> str:
 
 
 def check_int(value: object, what: str) -> int:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise bad_type(what, "an int", value)
+    """An int (not a bool) in int64, as an exact int: a subclass (an ``int``-mixin ``Enum``,
+    numpy's ints are not one) is its value, as json.dumps and pydantic write it, read
+    without running its methods."""
+    if type(value) is not int:
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise bad_type(what, "an int", value)
+        value = int.__int__(value)  # (the value itself: no __int__ of the subclass runs)
     if not INT64_MIN <= value <= INT64_MAX:
-        raise OverflowError(f"{what} = {value} is outside the int64 range")
+        raise OverflowError(f"{what} = {_shown(value)} is outside the int64 range")
     return value
 
 
 def check_float(value: object, what: str) -> float:
-    if isinstance(value, float):
+    """A float, or an int (not a bool) as the float it is, as an exact float: a subclass
+    (numpy.float64, an ``int``-mixin ``Enum``) is its value, as the serializers write it,
+    read without running its methods; an int too large for a float is an ``OverflowError``
+    naming the slot."""
+    if type(value) is float:
         return value
+    if isinstance(value, float):
+        return float.__float__(value)  # (the double it holds)
     if isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
+        try:
+            return int.__float__(value)
+        except OverflowError:
+            raise OverflowError(f"{what} = {_shown(value)} is outside the float range"
+                                ) from None
     raise bad_type(what, "a float", value)
+
+
+def _shown(value: int) -> str:
+    """An int in a message: its digits, or its size when str() would refuse so many."""
+    if value.bit_length() > 4000:
+        return f"an int of {value.bit_length()} bits"
+    return str(int.__int__(value))
 
 
 def stored(value: list[object] | tuple[object, ...]) -> tuple[object, ...]:
@@ -242,7 +264,8 @@ def ryu_float(text: str, plus: bool) -> str:
 
 
 def render_ints(value: Sequence[int], sep: bytes) -> bytes:
-    return b"[" + sep.join(str(int(v)).encode("ascii") for v in value) + b"]"
+    """Checked ints (an int subclass written as its value, no method of it run)."""
+    return b"[" + sep.join(int.__repr__(v).encode("ascii") for v in value) + b"]"
 
 
 class _Entry(NamedTuple):
@@ -308,8 +331,16 @@ class StreamWriter:
     wherever the shape's frames hold them. Each method returns the complete frames as
     ``bytes`` (``data: {...}\\n\\n``, with ``event:`` lines for Responses and Messages), ready
     for the response body. ``item_id`` is the Responses output item of the deltas that name
-    none (a property: set it when another item begins). One writer is one stream's: a call
-    made while another call on it runs (another thread) raises ``RuntimeError``.
+    none (a property: set it when another item begins). One writer is one stream's: a call,
+    or a set of ``item_id`` or ``sequence_number``, made while another call on it runs
+    (another thread's, or a callback's from a value being written) raises ``RuntimeError``.
+
+    Values are written as the server's serializer writes them: an ``int`` or ``float``
+    subclass (an ``int``-mixin ``Enum``, ``numpy.float64``) as its value, never through its
+    own ``__repr__``, ``__int__`` or ``__float__``; a ``bool`` is no int (``TypeError``); an
+    int outside int64 (in a float slot: outside a double's range) is an ``OverflowError``
+    naming its slot (``logprobs[0].logprob``). The frames, their slots and which argument
+    fills which field are tabled per built-in shape in the stream writer's guide.
 
     Raises, when made, ``TypeError`` for a constant of the wrong type (naming it) and
     ``OverflowError`` for a ``created`` outside int64.
@@ -382,8 +413,10 @@ class StreamWriter:
 
     @item_id.setter
     def item_id(self, value: str | None) -> None:
-        self._item = None if value is None else render_str(
+        rendered = None if value is None else render_str(
             self._rules, check_str(value, "item_id"), "item_id")
+        with _Held(self._token):
+            self._item = rendered
 
     @property
     def sequence_number(self) -> int:
@@ -393,7 +426,9 @@ class StreamWriter:
 
     @sequence_number.setter
     def sequence_number(self, value: int) -> None:
-        self._seq = check_int(value, "sequence_number")
+        value = check_int(value, "sequence_number")
+        with _Held(self._token):
+            self._seq = value
 
     # --- the frames
 
@@ -406,7 +441,7 @@ class StreamWriter:
         return self._frames([("text", {"text": text, "index": index})
                              for text in _items(texts, "texts")])
 
-    def step(self, text: str | None = None, index: int = 0, *, kind: str = "text",
+    def step(self, text: str | None = None, index: int = 0, kind: str = "text",
              token_ids: Sequence[int] | None = None,
              logprobs: Sequence[TokenLogprob | tuple[object, ...]] | None = None,
              finish_reason: str | None = None, stop_reason: str | int | None = None,
@@ -415,9 +450,17 @@ class StreamWriter:
         """One step of choice ``index``: its ``text`` (the delta of ``kind``: ``"text"``,
         ``"reasoning"``, ``"tool_args"``), the step's ``token_ids`` and ``logprobs``, the
         continuous ``usage``, the prompt's ids (``prompt_token_ids``: vLLM's
-        ``return_token_ids`` puts them on a completion's first chunk); with a
-        ``finish_reason``, the shape's ``finish`` frame (the ``kind`` frame when it has none,
-        or when it has no text and ``text`` is given)."""
+        ``return_token_ids`` puts them on a completion's first chunk). The arguments are
+        ``Step``'s fields in order: ``step(*Step(...))`` writes what ``steps([Step(...)])``
+        does.
+
+        With a ``finish_reason``: a text step, the shape's ``finish`` frame (the ``text``
+        frame when the shape has none, or when it has no text and ``text`` is given); a
+        ``reasoning`` or ``tool_args`` step with its text, the shape's ``finish_reasoning``
+        or ``finish_tool_args`` frame (vLLM keeps the step's delta on its finish chunk), else
+        its kind's frame when that holds the finish reason; a step without text, the
+        ``finish`` frame (vLLM's ``"delta":{}``). A ``kind`` the shape has no frame for is a
+        ``ValueError``, finishing or not."""
         return self._frames(((self._step_frame(kind, text, finish_reason), {
             "text": text, "index": index, "token_ids": token_ids, "logprobs": logprobs,
             "finish_reason": finish_reason, "stop_reason": stop_reason, "usage": usage,
@@ -446,7 +489,10 @@ class StreamWriter:
         """Any frame of the shape by name (``StreamShape.frames``), its slots filled from
         the arguments (``prompt_token_ids``: the prompt's ids, which vLLM's
         ``return_token_ids`` puts on a chat stream's ``start`` frame). A value for a slot
-        the frame's probe has not is a ``ValueError``."""
+        the frame's probe has not is a ``ValueError`` naming the frame and the slot: a usage
+        tuple's ``cached_tokens`` or ``reasoning_tokens`` too, where the frame's usage has no
+        such field (an ``index``, ``tool_index`` or ``content_index`` of 0 is their
+        default, written nowhere)."""
         if isinstance(frame, str):
             frame = str.__str__(frame)  # (a subclass: its text; its hash and == are not run)
         return self._frames(((frame, {
@@ -486,14 +532,18 @@ class StreamWriter:
             return kind
         programs = self._shape._programs
         finish = programs.get("finish")
-        if finish is not None and kind == "text" and (
-                text is None or "text" in finish.slots):
-            return "finish"
+        if kind == "text":
+            if finish is not None and (text is None or "text" in finish.slots):
+                return "finish"
+        elif text is not None and f"finish_{kind}" in programs:
+            return f"finish_{kind}"  # (the delta of its kind kept on the finish chunk)
         program = programs.get(kind)
         if program is not None and "finish_reason" in program.slots:
             return kind
-        if finish is not None:
+        if finish is not None and (kind == "text" or text is None):
             return "finish"
+        if program is None:  # (no frame of the kind: not the finish frame's text)
+            raise ValueError(_no_frame(self._shape, kind))
         raise no_slot(self._shape, kind, "finish_reason")
 
     def _frames(self, frames: Sequence[tuple[str, dict[str, object]]]) -> bytes:
@@ -530,12 +580,12 @@ class StreamWriter:
                 values[SLOT[name]] = self._item if name in slots else None
                 continue
             if value is None:
-                if name in slots and name not in NULLABLE:
+                if name in slots and name not in NULLABLE and name not in program.omitted:
                     raise bad_type(name, _WANTED[KIND[name]], None)
                 continue
             rendered = self._render(name, value, program.sep)
             if name not in slots:
-                if name in _DEFAULT_ZERO and value == 0:
+                if name in _DEFAULT_ZERO and rendered == b"0":
                     continue  # the default, where the frame has no such place
                 raise no_slot(self._shape, frame, name)
             values[SLOT[name]] = rendered
@@ -557,9 +607,15 @@ class StreamWriter:
             values[G_LOGPROBS] = entries
         usage = args.get("usage")
         if usage is not None:
-            values[G_USAGE] = check_usage(usage, self._shape.api in ZERO_DETAILS)
+            counts = check_usage(usage)
             if "usage" not in slots:
                 raise no_slot(self._shape, frame, "usage")
+            for name, count in zip(("cached_tokens", "reasoning_tokens"), counts[2:]):
+                if count is not None and name not in slots:
+                    raise no_slot(self._shape, frame, name)  # (not left out unwritten)
+            if self._shape.api in ZERO_DETAILS:
+                counts = counts[0], counts[1], counts[2] or 0, counts[3] or 0
+            values[G_USAGE] = counts
         elif frame == "usage":
             raise bad_type("usage", "a tuple of counts", None)
         for slot, value in self._consts.items():
@@ -697,6 +753,26 @@ def _bind_arguments(self: object, shape: StreamShape, *, id: str, model: str,
 
 _bind_arguments.__qualname__ = "StreamWriter.__init__"
 _bind = MethodType(_bind_arguments, object())
+
+
+class _Held:
+    """A writer's token held while a setter sets: a set made while a call runs (another
+    thread's, or a callback's from inside the call) is refused as the call is, rather than
+    lost when the call stores its own state."""
+
+    __slots__ = ("token",)
+
+    def __init__(self, token: list[bool]) -> None:
+        self.token = token
+
+    def __enter__(self) -> None:
+        try:
+            self.token.pop()
+        except IndexError:
+            raise in_use("StreamWriter") from None
+
+    def __exit__(self, *exc: object) -> None:
+        self.token.append(True)
 
 
 def _items(values: object, what: str) -> Sequence[object]:

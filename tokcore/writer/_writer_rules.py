@@ -155,6 +155,10 @@ FRAMES: dict[str, dict[str, FrameSpec]] = {
         "tool_start": _spec("tool_index tool_id tool_name", f"text {_STEP}"),
         "tool_args": _spec("tool_index text", _STEP),
         "finish": _spec("finish_reason", f"text {_STEP}"),
+        # the finishing step of a reasoning or tool-call delta, where the server keeps that
+        # delta on its finish chunk (vLLM): step(text, kind=..., finish_reason=...)
+        "finish_reasoning": _spec("finish_reason text", _STEP),
+        "finish_tool_args": _spec("finish_reason tool_index text", _STEP),
         "usage": _spec("prompt_tokens completion_tokens", _USAGE),
         "done": _spec(""),
     },

@@ -69,6 +69,9 @@ class Program(NamedTuple):
     counts: bool
     #: its probe wrote the stream's ``created`` as a float (``1732000000.0``)
     float_created: bool = False
+    #: the slots not ``NULLABLE`` that may be None here: their member is left out (the
+    #: ``text`` of a finish frame named in ``omit_none``: vLLM's ``"delta":{}``)
+    omitted: frozenset[str] = frozenset()
 
 
 class _Node:
@@ -244,10 +247,13 @@ def _separator(root: _Node, text: str) -> str:
 
 
 class _Compiler:
-    def __init__(self, text: str, where: str, omit: Callable[[str], bool]) -> None:
+    def __init__(self, text: str, where: str, omit: Callable[[str], bool],
+                 omit_text: bool = False) -> None:
         self.t = text
         self.where = where
         self.omit = omit
+        self.omit_text = omit_text  # the text's member is left out when None
+        self.omitted: set[str] = set()
         self.ops: list[list[object]] = []
         self.pos = 0
         self.barrier = 0  # ops before this index are closed: no constant joins them
@@ -274,6 +280,9 @@ class _Compiler:
             return "top_logprobs"
         if value.sentinel in NULLABLE and id(value) not in self.lifted:
             return value.sentinel
+        if value.sentinel == "text" and self.omit_text:
+            self.omitted.add("text")
+            return "text"
         if len(value.members) == 1:
             inner = value.members[0][1]
             if inner.sentinel in NULLABLE and inner.sentinel in USAGE_SLOTS \
@@ -302,8 +311,8 @@ class _Compiler:
             if name is None:
                 self.emit(value)
                 continue
-            omit = self.omit(name)
-            if i == 0 and omit:
+            omit = name in self.omitted or self.omit(name)
+            if i == 0 and omit and len(node.members) > 1:
                 raise ValueError(f"{self.where}: the member {key.value!r} cannot be left "
                                  f"out (omit_none): it is its object's first member")
             start = node.members[i - 1][1].end if i else key.start
@@ -414,9 +423,11 @@ def _split_frame(api: str, text: str, where: str) -> tuple[str, str, str]:
     return "data: ", text, "\n\n"
 
 
-def compile_frame(api: str, frame: str, probe: str | bytes, omit: Callable[[str], bool]) -> Program:
+def compile_frame(api: str, frame: str, probe: str | bytes, omit: Callable[[str], bool],
+                  omit_text: bool = False) -> Program:
     """The program of one frame from its probe (``ValueError`` naming the frame when the
-    probe is not one frame of JSON with its sentinels)."""
+    probe is not one frame of JSON with its sentinels); ``omit_text``: the text's member is
+    left out when None (a frame whose text is optional)."""
     where = f"the {frame!r} probe"
     if isinstance(probe, (bytes, bytearray, memoryview)):
         try:
@@ -458,7 +469,10 @@ def compile_frame(api: str, frame: str, probe: str | bytes, omit: Callable[[str]
                          f" (it may hold {', '.join(sorted(spec.required | spec.optional))})")
     if _levels(root, where):
         raise ValueError(f"{where}: a logprob sentinel outside a list")
-    compiler = _Compiler(body, where, omit)
+    if omit_text and "text" not in spec.optional:
+        raise ValueError(f"omit_none: the text of a {frame} frame cannot be left out: it is "
+                         f"what the frame writes")
+    compiler = _Compiler(body, where, omit, omit_text)
     compiler.sep = _separator(root, body)
     sentinel_nodes = [n for n in nodes if n.sentinel is not None]
     for group, members in (("logprobs", LEVEL), ("usage", USAGE_SLOTS)):
@@ -475,7 +489,8 @@ def compile_frame(api: str, frame: str, probe: str | bytes, omit: Callable[[str]
     ops = _relocate(compiler.ops, head.encode("utf-8"), tail.encode("utf-8"))
     groups = {name for name in GROUP if _has_group(ops, name)}
     return Program(tuple(ops), compiler.sep.encode("utf-8"), frozenset(found) | frozenset(groups),
-                   "sequence_number" in found, "created" in found and found["created"].as_float)
+                   "sequence_number" in found, "created" in found and found["created"].as_float,
+                   frozenset(compiler.omitted))
 
 
 def _relocate(body_ops: list[list[object]], head: bytes, tail: bytes) -> list[Op]:
@@ -514,7 +529,9 @@ def _omit_rule(api: str, omit_none: object) -> tuple[bool, frozenset[str]]:
     """``omit_none``: True (every None member left out, as ``exclude_none``), False (every
     one written ``null``) or the names of the slots and groups (``"usage"``,
     ``"cached_tokens"``) whose member is left out when None, each for every frame or for one
-    (``"finish.stop_reason"``)."""
+    (``"finish.stop_reason"``); ``"<frame>.text"`` of a frame whose text is optional
+    (``"finish.text"``; True does not include it) makes that frame's text optional, its
+    member left out when None (vLLM's empty ``"delta":{}``)."""
     if isinstance(omit_none, bool):
         return omit_none, frozenset()
     if isinstance(omit_none, str) or not isinstance(omit_none, Collection):
@@ -525,10 +542,14 @@ def _omit_rule(api: str, omit_none: object) -> tuple[bool, frozenset[str]]:
         if not isinstance(item, str):
             raise TypeError(f"omit_none holds a {type(item).__name__}, not a slot name")
         frame, _, name = item.rpartition(".")
+        if name == "text" and frame in FRAMES[api] and "text" in FRAMES[api][frame].optional:
+            names.add(item)
+            continue
         if (name not in NULLABLE and name not in GROUP) or (frame and frame not in FRAMES[api]):
             raise ValueError(f"omit_none: {item!r} is not a slot that may be None ("
                              f"{', '.join(sorted(NULLABLE | GROUP.keys()))}), optionally "
-                             f"after a frame name of {api} and a dot")
+                             f"after a frame name of {api} and a dot; or the text of a frame "
+                             f"whose text is optional ('finish.text')")
         names.add(item)
     return False, frozenset(names)
 
@@ -538,14 +559,20 @@ class StreamShape:
     probe, and the serializer style its strings and floats are written in.
 
     ``StreamShape(api, name)`` is a built-in shape: ``"vllm"``, ``"trtllm"``, ``"sglang"`` and
-    ``"openai"`` for ``"chat"`` and ``"completions"``, ``"openai"`` and ``"vllm"`` for
-    ``"responses"``, ``"anthropic"`` and ``"vllm"`` for ``"messages"`` (docs: the stream
-    writer). ``StreamShape(api, probes, style=..., omit_none=...)`` is a server's own:
+    ``"openai"`` for ``"chat"`` and ``"completions"``, ``"openai"`` for ``"responses"``,
+    ``"anthropic"`` for ``"messages"`` (the stream writer's guide has a table of each one's
+    frames and the slots each frame writes; ``frames`` lists them).
+    ``StreamShape(api, probes, style=..., omit_none=...)`` is a server's own:
     ``probes`` maps frame names (``FRAMES``: ``"text"`` is required) to that server's
     serialized frame made with the sentinels of ``PROBE``, as bytes or str, the whole SSE
     frame (its framing kept) or its JSON alone. ``style`` is the serializer it was written
     with (``"pydantic"`` by default); ``omit_none`` says which members the server leaves out
-    when their value is None rather than write ``null`` (True: all, as ``exclude_none``).
+    when their value is None rather than write ``null``: True (all, as ``exclude_none``), or
+    the names of the slots that may be None (``system_fingerprint``, ``finish_reason``,
+    ``stop_reason``, ``token_ids``, ``prompt_token_ids``, ``cached_tokens``,
+    ``reasoning_tokens``, ``lp_bytes``, ``top_bytes``) and groups (``usage``, ``logprobs``,
+    ``top_logprobs``), each for every frame or one (``"finish.stop_reason"``), and
+    ``"finish.text"`` (a finish frame's text left out when None: vLLM's ``"delta":{}``).
 
     Raises ``ValueError`` for an unknown API, name, frame or style, and for a probe that is
     not one frame of JSON with its sentinels (the message names the frame and the sentinel);
@@ -600,7 +627,7 @@ class StreamShape:
             def omit(slot: str, frame: str = frame) -> bool:
                 return every or slot in named or f"{frame}.{slot}" in named
 
-            programs[frame] = compile_frame(api, frame, probe, omit)
+            programs[frame] = compile_frame(api, frame, probe, omit, f"{frame}.text" in named)
         if "text" not in programs:
             raise ValueError("the probes have no 'text' frame (a text delta): every shape has one")
         if api in ("chat", "completions") and "done" not in programs:
