@@ -72,7 +72,9 @@ class TokenLogprob(NamedTuple):
 
 class Usage(NamedTuple):
     """A usage object's counts: ``total_tokens`` is written as their sum. A plain tuple of
-    two to four ints is one too."""
+    two to four ints is one too. A count of None is written ``null`` or left out, as the
+    shape says; in Responses it is written 0 (OpenAI's ``ResponseUsage`` has no null
+    count). A count given to a frame whose usage has no such field is a ``ValueError``."""
 
     prompt_tokens: int
     completion_tokens: int
@@ -343,7 +345,13 @@ class StreamWriter:
     fills which field are tabled per built-in shape in the stream writer's guide.
 
     Raises, when made, ``TypeError`` for a constant of the wrong type (naming it) and
-    ``OverflowError`` for a ``created`` outside int64.
+    ``OverflowError`` for a ``created`` outside int64. A method raises ``TypeError`` for a
+    value of the wrong type naming its slot (``logprobs[2].top[0].logprob must be a float,
+    not str``), ``OverflowError`` for a number outside its range, and ``ValueError`` naming
+    the frame and the slot for a value the frame has no slot for, or a frame the shape has
+    not. Every value of a call is checked before anything is written: a call that raises
+    changes nothing (the ``sequence_number`` included), and no frame written is invalid
+    JSON.
 
     A call checks its values in one order, and raises for the first bad one: the ``kind``
     of each step (``step``, ``steps``: a step's items first); then frame by frame, the
@@ -421,7 +429,8 @@ class StreamWriter:
     @property
     def sequence_number(self) -> int:
         """The ``sequence_number`` the next Responses event gets (each one written counts);
-        set it to go on from events written elsewhere."""
+        set it to go on from events written elsewhere. An event numbered ``2**63 - 1`` is an
+        ``OverflowError`` (the next number would be outside int64), the writer unchanged."""
         return self._seq
 
     @sequence_number.setter

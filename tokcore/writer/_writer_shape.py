@@ -574,6 +574,14 @@ class StreamShape:
     ``top_logprobs``), each for every frame or one (``"finish.stop_reason"``), and
     ``"finish.text"`` (a finish frame's text left out when None: vLLM's ``"delta":{}``).
 
+    A probe's sentinels are checked against its frame: each one the frame requires exactly
+    once, the others at most once, none of another frame's. A probe that writes ``created``
+    as a float makes the stream's ``created`` a float (an int in one frame and a float in
+    another is a ``ValueError``). A top-logprobs object keyed by token (a dict in the
+    server's model) writes a token given twice once, where it first came, with its last
+    value, as a dict does. Chat Completions and Completions get ``data: [DONE]`` as their
+    ``done`` frame unless a probe gives one.
+
     Raises ``ValueError`` for an unknown API, name, frame or style, and for a probe that is
     not one frame of JSON with its sentinels (the message names the frame and the sentinel);
     ``TypeError`` for arguments of the wrong type.
