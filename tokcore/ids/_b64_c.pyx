@@ -19,7 +19,9 @@ from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport free, malloc
 
 from tokcore._freethreading cimport tok_cs, tok_cs_begin, tok_cs_end
-from tokcore.ids._pack_c cimport _slow_value, shared_id_objects, width_bits
+from tokcore.ids._pack_c cimport (
+    TOK_MAX_IDS, _slow_value, shared_id_objects, too_many, width_bits,
+)
 
 from binascii import a2b_base64 as _a2b_base64
 from operator import index as _index
@@ -193,7 +195,7 @@ cdef unsigned char *_decode_exact(const unsigned char *src, Py_ssize_t n, bint s
     """The exact path into a new malloc'ed buffer (the caller frees it), or the error."""
     cdef int status
     cdef int mode = _STRICT_RULES if strict else _NONSTRICT_RULES
-    cdef unsigned char *out = <unsigned char *>malloc(<size_t>((n + 3) // 4 * 3) + 1)
+    cdef unsigned char *out = <unsigned char *>malloc(<size_t>(n // 4 * 3 + 3) + 1)
     if out is NULL:
         raise MemoryError()
     if n >= NOGIL_MIN_BYTES:
@@ -387,6 +389,8 @@ cdef str _encode_sequence(object seq):
     tok_cs_begin(&cs, seq)
     cdef Py_ssize_t size = PySequence_Fast_GET_SIZE(seq)
     tok_cs_end(&cs)
+    if size > TOK_MAX_IDS:
+        too_many(size)
     cdef Py_ssize_t start = 0, i, count, now
     cdef long value
     cdef object item = None
@@ -427,6 +431,8 @@ cdef str _encode_sequence64(object seq):
     tok_cs_begin(&cs, seq)
     cdef Py_ssize_t size = PySequence_Fast_GET_SIZE(seq)
     tok_cs_end(&cs)
+    if size > TOK_MAX_IDS:
+        too_many(size)
     cdef Py_ssize_t start = 0, i, count, now
     cdef int64_t value
     cdef object item = None
@@ -481,6 +487,8 @@ def ids_to_b64(ids, *, width=32):
         signed, itemsize, little = buffer_layout(seq)
         if signed and itemsize == (ID64_BYTES if wide else ID_BYTES) and little \
                 and seq.c_contiguous:
+            if len(seq) > TOK_MAX_IDS:
+                too_many(len(seq))
             return _encode_bytes_like(seq)  # already the wire format: encode it in place
         return _encode_bytes_like(pack_ids(seq, width=width))  # other int types: converted
     return _encode_sequence64(seq) if wide else _encode_sequence(seq)

@@ -40,6 +40,11 @@ static inline int tok_compact_value(PyObject *o, long *out) {
 static inline int tok_compact_value(PyObject *o, long *out) { (void)o; (void)out; return 0; }
 #endif
 
+/* The most ids one call takes (_pack_py.MAX_IDS, which _pack_c checks it against): with
+ * 32 bytes an id, no output's size (21 bytes an int64 id in JSON, and 18 around the ids at
+ * most) overflows a Py_ssize_t. */
+#define TOK_MAX_IDS (PY_SSIZE_T_MAX / 32)
+
 /* unpack_ids shares one int object per id below this limit, made on first use. With the
  * GIL a slot is filled by a plain store; without it (free-threaded builds) by a compare and
  * swap, read with acquire loads, so two threads filling one slot agree on one int (the

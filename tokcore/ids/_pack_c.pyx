@@ -21,8 +21,8 @@ from libc.string cimport memcpy
 from tokcore._freethreading cimport tok_cs, tok_cs_begin, tok_cs_end
 
 from tokcore.ids._pack_py import (
-    LITTLE_ENDIAN_HOST, _buffer_values, buffer_layout, coerce_ids, length_error,
-    overflow_error, resized_error, type_error, unexportable_error,
+    LITTLE_ENDIAN_HOST, MAX_IDS, _buffer_values, buffer_layout, coerce_ids, length_error,
+    overflow_error, resized_error, too_many_error, type_error, unexportable_error,
 )
 from tokcore.ids._width import INT32, INT64, check_width
 
@@ -69,6 +69,16 @@ cdef int width_bits(object width) except -1:
             return 64
     return check_width(width).bits
 
+if <Py_ssize_t>TOK_MAX_IDS != MAX_IDS:
+    raise ImportError(f"_intfast.h's TOK_MAX_IDS is not _pack_py.MAX_IDS ({MAX_IDS})")
+
+
+cdef int too_many(Py_ssize_t count) except -1:
+    """``_pack_py.too_many_error`` for ``count`` ids (more than ``TOK_MAX_IDS``): every
+    codec that takes ids checks their count against it before it sizes an output."""
+    raise too_many_error(count)
+
+
 BUILD_INFO = {
     "int read": TOK_INTFAST_KIND.decode(),
     "id cache": (f"ints 0..{TOK_ID_CACHE_LIMIT - 1}" if TOK_ID_CACHE_ENABLED else "off"),
@@ -113,6 +123,8 @@ cdef bytes _pack_sequence(object seq):
     tok_cs_begin(&cs, seq)
     cdef Py_ssize_t size = PySequence_Fast_GET_SIZE(seq)
     tok_cs_end(&cs)
+    if size > TOK_MAX_IDS:
+        too_many(size)
     cdef bytes result = PyBytes_FromStringAndSize(NULL, size * ID_BYTES)
     cdef unsigned char *out = <unsigned char *>PyBytes_AS_STRING(result)
     while True:
@@ -230,6 +242,8 @@ cdef bytes _pack_sequence64(object seq):
     tok_cs_begin(&cs, seq)
     cdef Py_ssize_t size = PySequence_Fast_GET_SIZE(seq)
     tok_cs_end(&cs)
+    if size > TOK_MAX_IDS:
+        too_many(size)
     cdef bytes result = PyBytes_FromStringAndSize(NULL, size * ID64_BYTES)
     pack_block64(seq, size, 0, size, <unsigned char *>PyBytes_AS_STRING(result))
     return result
@@ -309,6 +323,8 @@ cdef bytes _pack_buffer(object view, bint wide=False):
     """``view`` is a one-dimensional integer memoryview (checked by ``coerce_ids``): its ids
     as int32 bytes, or int64 where ``wide``."""
     signed, itemsize, little = buffer_layout(view)
+    if len(view) > TOK_MAX_IDS:  # before anything is asked for (a broadcast numpy array)
+        too_many(len(view))
     if little != LITTLE_ENDIAN_HOST:
         view = memoryview(_buffer_values(view))  # rare: swap into native order first
     cdef Py_buffer buf

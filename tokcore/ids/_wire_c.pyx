@@ -23,7 +23,9 @@ from libc.stdlib cimport free, realloc
 from libc.string cimport memcpy, memmove, memset
 
 from tokcore._freethreading cimport tok_cs, tok_cs_begin, tok_cs_end
-from tokcore.ids._pack_c cimport pack_block, pack_block_wide, shared_id_objects, width_bits
+from tokcore.ids._pack_c cimport (
+    TOK_MAX_IDS, pack_block, pack_block_wide, shared_id_objects, too_many, width_bits,
+)
 
 from tokcore._kernels import unknown_kernel
 from tokcore.ids._b64_c import b64decode as _b64decode
@@ -43,6 +45,7 @@ cdef extern from "Python.h":
     bint PyUnicode_IS_ASCII(object o)
     void *PyUnicode_DATA(object o)
     Py_ssize_t PyUnicode_GET_LENGTH(object o)
+    Py_ssize_t PY_SSIZE_T_MAX
 
 cdef extern from *:
     """
@@ -334,6 +337,16 @@ cdef unsigned char *_new_out(_Call call, size_t size) except NULL:
     return <unsigned char *>PyBytes_AS_STRING(<object>call.out)
 
 
+cdef size_t _out_size(size_t count, size_t most, size_t extra) except? 0:
+    """``extra + count * most`` bytes: an output's bound, ``count`` ids of ``most`` bytes at
+    most and ``extra`` besides; ``MemoryError`` where it is more than a bytes object holds
+    (ids taken from a caller are fewer than ``TOK_MAX_IDS``, checked first with its error:
+    this is for the ids of a source, whose bytes bound their count)."""
+    if count > (<size_t>PY_SSIZE_T_MAX - extra) // most:
+        raise MemoryError()
+    return extra + count * most
+
+
 cdef object _take(_Call call, size_t size):
     """The call's output, cut to ``size`` bytes in place (it was never shared)."""
     cdef PyObject *out = call.out
@@ -382,7 +395,7 @@ cdef object _json_int32(object data, int kernel, Reader *wide=NULL):
     keep = _open(&call.r.data, data, JSON_WHAT, True)
     d = call.r.data
     cap = d.n // 2 + 1
-    out = _new_out(call, cap * ID_BYTES)
+    out = _new_out(call, _out_size(cap, ID_BYTES, 0))
     tok_ij_init(&r)
     if d.n >= NOGIL_MIN_BYTES:
         with nogil:
@@ -763,8 +776,8 @@ cdef object _write(_Call call, Format dst, bint wide):
     cdef size_t k = 0
     cdef bint narrow = r.wide and not wide
     cdef bint given64 = r.wide and wide  # the bodies may get int64 ids
-    cdef unsigned char *out = _new_out(call, row.extra + r.total * (row.most64 if given64
-                                                                    else row.most32))
+    cdef unsigned char *out = _new_out(call, _out_size(r.total, row.most64 if given64
+                                                       else row.most32, row.extra))
     cdef unsigned char *at = row.head(out, r.total)
     at += _run(r, row.body32, row.body64, narrow, at, &k)
     _raise_read(r)
@@ -780,8 +793,8 @@ cdef object _from_packed(bytes packed, FormatRow *row, bint wide):
     cdef _Call call = _Call.__new__(_Call)
     cdef size_t size = <size_t>len(packed) // (ID64_BYTES if wide else ID_BYTES)
     cdef const unsigned char *src = <const unsigned char *>PyBytes_AS_STRING(packed)
-    cdef unsigned char *out = _new_out(call, row.extra + size * (row.most64 if wide
-                                                                 else row.most32))
+    cdef unsigned char *out = _new_out(call, _out_size(size, row.most64 if wide
+                                                       else row.most32, row.extra))
     cdef unsigned char *at = row.head(out, size)
     at = (row.body64 if wide else row.body32)(src, size, at, 0, _json_kernel)
     return _take(call, <size_t>(row.tail(at) - out))
@@ -806,7 +819,9 @@ cdef object _from_ids(object ids, Format dst):
     tok_cs_begin(&cs, ids)
     size = PySequence_Fast_GET_SIZE(ids)
     tok_cs_end(&cs)
-    out = _new_out(call, row.extra + <size_t>size * row.most32)
+    if size > TOK_MAX_IDS:
+        too_many(size)
+    out = _new_out(call, _out_size(<size_t>size, row.most32, row.extra))
     at = row.head(out, <size_t>size)
     while start < size:
         count = min(<Py_ssize_t>BLOCK_IDS, size - start)
@@ -838,7 +853,9 @@ cdef object _from_ids64(object ids, Format dst):
     tok_cs_begin(&cs, ids)
     size = PySequence_Fast_GET_SIZE(ids)
     tok_cs_end(&cs)
-    out = _new_out(call, row.extra + <size_t>size * row.most64)
+    if size > TOK_MAX_IDS:
+        too_many(size)
+    out = _new_out(call, _out_size(<size_t>size, row.most64, row.extra))
     at = row.head(out, <size_t>size)
     while start < size:
         count = min(<Py_ssize_t>BLOCK_IDS, size - start)
