@@ -364,6 +364,22 @@ enum {
     TOK_B64_GH145264 = 4,
 };
 
+/* The exact paths' step: a data character's 6 bits `v` into the quad at *quad_pos (0 to
+ * 3), the bits not yet written kept in *left; a byte out after its second, third and fourth
+ * character. Returns where the next byte goes. */
+static inline unsigned char *tok_b64_put(unsigned char *out, uint32_t v, int *quad_pos,
+                                         unsigned *left) {
+    switch (*quad_pos) {
+    case 0: *left = v; *quad_pos = 1; break;
+    case 1: *out++ = (unsigned char)((*left << 2) | (v >> 4)); *left = v & 0x0f; *quad_pos = 2;
+            break;
+    case 2: *out++ = (unsigned char)((*left << 4) | (v >> 2)); *left = v & 0x03; *quad_pos = 3;
+            break;
+    default: *out++ = (unsigned char)((*left << 6) | v); *left = 0; *quad_pos = 0; break;
+    }
+    return out;
+}
+
 /* The exact path under the rules before gh-145264: the first pad sequence that completes a
  * quad ends the text (the rest is ignored, or in strict mode an error). */
 static int tok_b64_decode_exact_stop(const unsigned char *src, size_t n, int mode,
@@ -395,14 +411,7 @@ static int tok_b64_decode_exact_stop(const unsigned char *src, size_t n, int mod
         }
         if (strict && padding_started) return TOK_B64_DISCONTINUOUS;
         pads = 0;
-        switch (quad_pos) {
-        case 0: left = v; quad_pos = 1; break;
-        case 1: *out++ = (unsigned char)((left << 2) | (v >> 4)); left = v & 0x0f; quad_pos = 2;
-                break;
-        case 2: *out++ = (unsigned char)((left << 4) | (v >> 2)); left = v & 0x03; quad_pos = 3;
-                break;
-        default: *out++ = (unsigned char)((left << 6) | v); left = 0; quad_pos = 0; break;
-        }
+        out = tok_b64_put(out, v, &quad_pos, &left);
     }
     if (quad_pos == 1) {
         *outlen = (size_t)(out - start) / 3 * 4 + 1;
@@ -451,14 +460,7 @@ static int tok_b64_decode_exact_gh145264(const unsigned char *src, size_t n, int
         if (strict && padding_started)
             return quad_pos >= 2 && quad_pos + pads >= 4 ? TOK_B64_EXCESS : TOK_B64_DISCONTINUOUS;
         pads = 0;
-        switch (quad_pos) {
-        case 0: left = v; quad_pos = 1; break;
-        case 1: *out++ = (unsigned char)((left << 2) | (v >> 4)); left = v & 0x0f; quad_pos = 2;
-                break;
-        case 2: *out++ = (unsigned char)((left << 4) | (v >> 2)); left = v & 0x03; quad_pos = 3;
-                break;
-        default: *out++ = (unsigned char)((left << 6) | v); left = 0; quad_pos = 0; break;
-        }
+        out = tok_b64_put(out, v, &quad_pos, &left);
     }
     if (quad_pos == 1) {
         *outlen = (size_t)(out - start) / 3 * 4 + 1;

@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_byteorder.h"
+
 #if defined(PYPY_VERSION) || defined(Py_LIMITED_API)
 #  define TOK_INTFAST_KIND "portable"
 static inline int tok_compact_value(PyObject *o, long *out) { (void)o; (void)out; return 0; }
@@ -39,6 +41,11 @@ static inline int tok_compact_value(PyObject *o, long *out) {
 #  define TOK_INTFAST_KIND "portable"
 static inline int tok_compact_value(PyObject *o, long *out) { (void)o; (void)out; return 0; }
 #endif
+
+/* The most ids one call takes (_pack_py.MAX_IDS, which _pack_c checks it against): with
+ * 32 bytes an id, no output's size (21 bytes an int64 id in JSON, and 18 around the ids at
+ * most) overflows a Py_ssize_t. */
+#define TOK_MAX_IDS (PY_SSIZE_T_MAX / 32)
 
 /* unpack_ids shares one int object per id below this limit, made on first use. With the
  * GIL a slot is filled by a plain store; without it (free-threaded builds) by a compare and
@@ -90,119 +97,53 @@ static inline PyObject *tok_id_object(PyObject **table, int32_t value) {
 #  define TOK_PREFETCH_WRITE(p) ((void)(p))
 #endif
 
-/* Little-endian int32 load and store on any host; compilers turn these into one move. */
-static inline void tok_store_le32(unsigned char *p, int32_t v) {
-    uint32_t u = (uint32_t)v;
-    p[0] = (unsigned char)u; p[1] = (unsigned char)(u >> 8);
-    p[2] = (unsigned char)(u >> 16); p[3] = (unsigned char)(u >> 24);
-}
-
-static inline int32_t tok_load_le32(const unsigned char *p) {
-    uint32_t u = (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16)
-                 | ((uint32_t)p[3] << 24);
-    return (int32_t)u;
-}
-
 /* The int object for an int64 id: the shared table's below its limit, as tok_id_object. */
 static inline PyObject *tok_id_object64(PyObject **table, int64_t value) {
     if ((uint64_t)value < (uint64_t)TOK_ID_CACHE_LIMIT) return tok_id_object(table, (int32_t)value);
     return PyLong_FromLongLong(value);
 }
 
-/* Little-endian int64 load and store on any host: one move (and a swap on a big-endian
- * one; a loop of byte shifts, as the int32 ones are written, is not folded into a move at
- * 8 bytes: it cost 70 instructions an id in unpack_ids(width=64)). */
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-#  define TOK_INTFAST_LE64(u) __builtin_bswap64(u)
-#else
-#  define TOK_INTFAST_LE64(u) (u)
-#endif
-static inline void tok_store_le64(unsigned char *p, int64_t v) {
-    uint64_t u = TOK_INTFAST_LE64((uint64_t)v);
-    memcpy(p, &u, 8);
-}
-
-static inline int64_t tok_load_le64(const unsigned char *p) {
-    uint64_t u;
-    memcpy(&u, p, 8);
-    return (int64_t)TOK_INTFAST_LE64(u);
-}
-
-/* Pack items[start:n] while each is an exact int of one digit (always inside int32);
- * return the index of the first item that needs the slow path, or n. */
-static inline Py_ssize_t tok_pack_compact(PyObject *const *items, Py_ssize_t start,
-                                          Py_ssize_t n, unsigned char *out) {
+/* Pack items[start:n] while each is an exact int of one digit (always inside int32), as
+ * ids of `width` bytes (4 or 8: tok_store_id); return the index of the first item that
+ * needs the slow path, or n. */
+TOK_WIDTH_INLINE Py_ssize_t tok_pack_compact(PyObject *const *items, Py_ssize_t start,
+                                            Py_ssize_t n, unsigned char *out, int width) {
     Py_ssize_t i;
     long v;
     for (i = start; i < n; i++) {
         PyObject *o = items[i];
         if (Py_TYPE(o) != &PyLong_Type || !tok_compact_value(o, &v)) break;
-        tok_store_le32(out + 4 * i, (int32_t)v);
+        tok_store_id(out + (Py_ssize_t)width * i, (int64_t)v, width);
     }
     return i;
 }
 
-/* items[i] = the int object for the i-th little-endian int32 at src, for i < n; 0, or -1
- * with an exception set (the items made so far are set, the rest left as they were).
+/* items[i] = the int object for the i-th little-endian id of `width` bytes (4 or 8) at
+ * src, for i < n; 0, or -1 with an exception set (the items made so far are set, the rest
+ * left as they were).
  * Random ids make this loop wait on memory twice per id: for the table slot and for the
  * int's refcount. Both are asked for ahead (the slot TOK_AHEAD_SLOT ids ahead, the int
  * TOK_AHEAD_INT ids ahead, once its slot has arrived) so that the misses overlap. */
 #define TOK_AHEAD_SLOT 64
 #define TOK_AHEAD_INT 32
-static inline int tok_fill_ids(PyObject **table, const unsigned char *src, Py_ssize_t n,
-                               PyObject **items) {
+TOK_WIDTH_INLINE int tok_fill_ids(PyObject **table, const unsigned char *src, Py_ssize_t n,
+                                 PyObject **items, int width) {
     Py_ssize_t i;
     for (i = 0; i < n; i++) {
         if (TOK_ID_CACHE_ENABLED) {
             if (i + TOK_AHEAD_SLOT < n) {
-                uint32_t ahead = (uint32_t)tok_load_le32(src + 4 * (i + TOK_AHEAD_SLOT));
-                if (ahead < (uint32_t)TOK_ID_CACHE_LIMIT) TOK_PREFETCH_READ(table + ahead);
-            }
-            if (i + TOK_AHEAD_INT < n) {
-                uint32_t ahead = (uint32_t)tok_load_le32(src + 4 * (i + TOK_AHEAD_INT));
-                PyObject *next = ahead < (uint32_t)TOK_ID_CACHE_LIMIT
-                                 ? TOK_ID_SLOT(&table[ahead]) : NULL;
-                if (next != NULL) TOK_PREFETCH_WRITE(next);
-            }
-        }
-        PyObject *obj = tok_id_object(table, tok_load_le32(src + 4 * i));
-        if (obj == NULL) return -1;
-        items[i] = obj;
-    }
-    return 0;
-}
-
-/* tok_pack_compact for int64 output: 8 little-endian bytes an item. */
-static inline Py_ssize_t tok_pack_compact64(PyObject *const *items, Py_ssize_t start,
-                                            Py_ssize_t n, unsigned char *out) {
-    Py_ssize_t i;
-    long v;
-    for (i = start; i < n; i++) {
-        PyObject *o = items[i];
-        if (Py_TYPE(o) != &PyLong_Type || !tok_compact_value(o, &v)) break;
-        tok_store_le64(out + 8 * i, (int64_t)v);
-    }
-    return i;
-}
-
-/* tok_fill_ids for little-endian int64 ids: the same table and look-ahead, 8 bytes an id. */
-static inline int tok_fill_ids64(PyObject **table, const unsigned char *src, Py_ssize_t n,
-                                 PyObject **items) {
-    Py_ssize_t i;
-    for (i = 0; i < n; i++) {
-        if (TOK_ID_CACHE_ENABLED) {
-            if (i + TOK_AHEAD_SLOT < n) {
-                uint64_t ahead = (uint64_t)tok_load_le64(src + 8 * (i + TOK_AHEAD_SLOT));
+                uint64_t ahead = (uint64_t)tok_load_id(src + width * (i + TOK_AHEAD_SLOT), width);
                 if (ahead < (uint64_t)TOK_ID_CACHE_LIMIT) TOK_PREFETCH_READ(table + ahead);
             }
             if (i + TOK_AHEAD_INT < n) {
-                uint64_t ahead = (uint64_t)tok_load_le64(src + 8 * (i + TOK_AHEAD_INT));
+                uint64_t ahead = (uint64_t)tok_load_id(src + width * (i + TOK_AHEAD_INT), width);
                 PyObject *next = ahead < (uint64_t)TOK_ID_CACHE_LIMIT
                                  ? TOK_ID_SLOT(&table[ahead]) : NULL;
                 if (next != NULL) TOK_PREFETCH_WRITE(next);
             }
         }
-        PyObject *obj = tok_id_object64(table, tok_load_le64(src + 8 * i));
+        PyObject *obj = width == 8 ? tok_id_object64(table, tok_load_le64(src + 8 * i))
+                                   : tok_id_object(table, tok_load_le32(src + 4 * i));
         if (obj == NULL) return -1;
         items[i] = obj;
     }

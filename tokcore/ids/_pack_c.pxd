@@ -3,12 +3,13 @@ from cpython.object cimport PyObject
 from libc.stdint cimport int64_t
 
 
+cdef extern from "_intfast.h":
+    const Py_ssize_t TOK_MAX_IDS
+
 cdef int width_bits(object width) except -1
+cdef int too_many(Py_ssize_t count) except -1
 cdef int64_t _slow_value(object seq, Py_ssize_t size, Py_ssize_t i, object item,
                          bint wide) except? -1
-cdef int pack_block(object seq, Py_ssize_t size, Py_ssize_t start, Py_ssize_t count,
-                    unsigned char *block) except -1
-cdef Py_ssize_t pack_block_wide(object seq, Py_ssize_t size, Py_ssize_t start,
-                                Py_ssize_t count, unsigned char *block,
-                                int64_t *wide) except -1
+cdef Py_ssize_t pack_block(object seq, Py_ssize_t size, Py_ssize_t start, Py_ssize_t count,
+                           unsigned char *block, int width, int64_t *wide) except -1
 cdef PyObject **shared_id_objects() noexcept

@@ -22,6 +22,12 @@ ID_BYTES = INT32.size  # an id is one little-endian int32 on the wire (int64: wi
 
 LITTLE_ENDIAN_HOST = sys.byteorder == "little"
 
+#: the most ids one call of a codec takes, at either width: 32 bytes an id bound the size of
+#: every output of the wing (an int64 id takes 21 in JSON, 12 in base64 text) with what
+#: surrounds the ids (JSON's brackets and the C writers' slack: 18), so no size the C twin
+#: computes overflows a Py_ssize_t; more is ``too_many_error`` in both twins
+MAX_IDS = sys.maxsize // 32
+
 #: what ``pack_ids`` refuses outright: text and raw bytes are not id sequences
 NOT_ID_SEQUENCES = (str, bytes, bytearray)
 
@@ -56,6 +62,12 @@ def overflow_error(position: int, value: int | str, width: IdWidth = INT32) -> O
 
 def resized_error(before: int, after: int) -> RuntimeError:
     return RuntimeError(f"ids changed size during pack_ids (from {before} to {after})")
+
+
+def too_many_error(count: int) -> MemoryError:
+    """The error for more ids than a call takes (``MAX_IDS``): raised before any memory for
+    them is asked for, by both twins, whatever the output's format and width."""
+    return MemoryError(f"ids has {count} items, more than the {MAX_IDS} a call takes")
 
 
 def _dtype_note(obj: object) -> str:
@@ -170,11 +182,14 @@ def pack_ids(ids: IdsArg, *, width: Width = 32) -> bytes:
     for ``str``, ``bytes`` and ``bytearray`` (not id sequences) and for a buffer that is not
     of integers (naming its dtype); ``OverflowError`` for a value outside the width's range
     (naming its index and value); ``ValueError`` for a buffer of more than one dimension;
-    ``RuntimeError`` for a list that an element's ``__index__`` resizes; ``TypeError`` or
-    ``ValueError`` for a ``width`` other than 32 and 64.
+    ``RuntimeError`` for a list that an element's ``__index__`` resizes; ``MemoryError``
+    for more than ``sys.maxsize // 32`` ids (a numpy array broadcast to that many: no output
+    could hold them); ``TypeError`` or ``ValueError`` for a ``width`` other than 32 and 64.
     """
     spec = check_width(width)
     seq = coerce_ids(ids)
+    if len(seq) > MAX_IDS:  # before a byte is asked for (as the Cython twin checks it)
+        raise too_many_error(len(seq))
     if isinstance(seq, memoryview):
         signed, itemsize, little = buffer_layout(seq)
         if signed and itemsize == spec.size and little:

@@ -23,7 +23,9 @@ from libc.stdlib cimport free, realloc
 from libc.string cimport memcpy, memmove, memset
 
 from tokcore._freethreading cimport tok_cs, tok_cs_begin, tok_cs_end
-from tokcore.ids._pack_c cimport pack_block, pack_block_wide, shared_id_objects, width_bits
+from tokcore.ids._pack_c cimport (
+    TOK_MAX_IDS, pack_block, shared_id_objects, too_many, width_bits,
+)
 
 from tokcore._kernels import unknown_kernel
 from tokcore.ids._b64_c import b64decode as _b64decode
@@ -43,6 +45,7 @@ cdef extern from "Python.h":
     bint PyUnicode_IS_ASCII(object o)
     void *PyUnicode_DATA(object o)
     Py_ssize_t PyUnicode_GET_LENGTH(object o)
+    Py_ssize_t PY_SSIZE_T_MAX
 
 cdef extern from *:
     """
@@ -62,16 +65,16 @@ cdef extern from *:
 
 cdef extern from "_intfast.h":
     int tok_fill_ids(PyObject **table, const unsigned char *src, Py_ssize_t n,
-                     PyObject **items) except -1
-    int tok_fill_ids64(PyObject **table, const unsigned char *src, Py_ssize_t n,
-                       PyObject **items) except -1
+                     PyObject **items, int width) except -1
     PyObject *tok_id_object64(PyObject **table, int64_t value) except NULL
+
+cdef extern from "_byteorder.h" nogil:
+    int64_t tok_load_le64(const unsigned char *p)
+    void tok_store_le64(unsigned char *p, int64_t v)
 
 cdef extern from "_wire_width.h" nogil:
     void tok_widen_ids(const unsigned char *src, size_t n, unsigned char *out)
     size_t tok_narrow_ids(const unsigned char *src, size_t n, unsigned char *out)
-    int64_t tok_w_load64(const unsigned char *p)
-    void tok_w_store64(unsigned char *p, int64_t v)
 
 cdef extern from "_wire_json.h" nogil:
     ctypedef struct tok_ij_reader:
@@ -334,6 +337,16 @@ cdef unsigned char *_new_out(_Call call, size_t size) except NULL:
     return <unsigned char *>PyBytes_AS_STRING(<object>call.out)
 
 
+cdef size_t _out_size(size_t count, size_t most, size_t extra) except? 0:
+    """``extra + count * most`` bytes: an output's bound, ``count`` ids of ``most`` bytes at
+    most and ``extra`` besides; ``MemoryError`` where it is more than a bytes object holds
+    (ids taken from a caller are fewer than ``TOK_MAX_IDS``, checked first with its error:
+    this is for the ids of a source, whose bytes bound their count)."""
+    if count > (<size_t>PY_SSIZE_T_MAX - extra) // most:
+        raise MemoryError()
+    return extra + count * most
+
+
 cdef object _take(_Call call, size_t size):
     """The call's output, cut to ``size`` bytes in place (it was never shared)."""
     cdef PyObject *out = call.out
@@ -382,7 +395,7 @@ cdef object _json_int32(object data, int kernel, Reader *wide=NULL):
     keep = _open(&call.r.data, data, JSON_WHAT, True)
     d = call.r.data
     cap = d.n // 2 + 1
-    out = _new_out(call, cap * ID_BYTES)
+    out = _new_out(call, _out_size(cap, ID_BYTES, 0))
     tok_ij_init(&r)
     if d.n >= NOGIL_MIN_BYTES:
         with nogil:
@@ -469,10 +482,12 @@ cdef list _list_of(const unsigned char *raw, size_t count, bint wide):
     """``count`` int32 (int64 where ``wide``) ids as a list, of the shared int cache's ints
     (as unpack_ids)."""
     cdef list result = PyList_New(<Py_ssize_t>count)
-    if wide:
-        tok_fill_ids64(_id_objects, raw, <Py_ssize_t>count, PySequence_Fast_ITEMS_PTR(result))
+    if wide:  # each width a constant (tok_fill_ids is inlined, one loop a width)
+        tok_fill_ids(_id_objects, raw, <Py_ssize_t>count, PySequence_Fast_ITEMS_PTR(result),
+                     ID64_BYTES)
     else:
-        tok_fill_ids(_id_objects, raw, <Py_ssize_t>count, PySequence_Fast_ITEMS_PTR(result))
+        tok_fill_ids(_id_objects, raw, <Py_ssize_t>count, PySequence_Fast_ITEMS_PTR(result),
+                     ID_BYTES)
     return result
 
 
@@ -696,7 +711,7 @@ cdef size_t _pump(Reader *r, body_fn body32, body_fn body64, bint narrow,
                         r.bad_index = k[0]
                         r.bad_value = value
                 elif not r.bad:
-                    tok_w_store64(one, value)
+                    tok_store_le64(one, value)
                     at = body64(one, 1, at, k[0], r.kernel)
                 k[0] += 1
             elif got == 0:
@@ -712,7 +727,7 @@ cdef size_t _pump(Reader *r, body_fn body32, body_fn body64, bint narrow,
                     r.bad_index = fit
                     r.bad_value = r.wides[got].value
                     return <size_t>(at - out)
-                tok_w_store64(one, r.wides[got].value)
+                tok_store_le64(one, r.wides[got].value)
                 at = body64(one, 1, at, k[0], r.kernel)
                 k[0] += 1
             at = body32(r.raw + k[0] * ID_BYTES, r.total - k[0], at, k[0], r.kernel)
@@ -735,7 +750,7 @@ cdef size_t _pump(Reader *r, body_fn body32, body_fn body64, bint narrow,
         if fit < got:  # raw ids: nothing after it can be in error
             r.bad = True
             r.bad_index = k[0] + fit
-            r.bad_value = tok_w_load64(ids + fit * ID64_BYTES)
+            r.bad_value = tok_load_le64(ids + fit * ID64_BYTES)
             break
         at = body32(block, got, at, k[0], r.kernel)
         k[0] += got
@@ -763,8 +778,8 @@ cdef object _write(_Call call, Format dst, bint wide):
     cdef size_t k = 0
     cdef bint narrow = r.wide and not wide
     cdef bint given64 = r.wide and wide  # the bodies may get int64 ids
-    cdef unsigned char *out = _new_out(call, row.extra + r.total * (row.most64 if given64
-                                                                    else row.most32))
+    cdef unsigned char *out = _new_out(call, _out_size(r.total, row.most64 if given64
+                                                       else row.most32, row.extra))
     cdef unsigned char *at = row.head(out, r.total)
     at += _run(r, row.body32, row.body64, narrow, at, &k)
     _raise_read(r)
@@ -780,50 +795,22 @@ cdef object _from_packed(bytes packed, FormatRow *row, bint wide):
     cdef _Call call = _Call.__new__(_Call)
     cdef size_t size = <size_t>len(packed) // (ID64_BYTES if wide else ID_BYTES)
     cdef const unsigned char *src = <const unsigned char *>PyBytes_AS_STRING(packed)
-    cdef unsigned char *out = _new_out(call, row.extra + size * (row.most64 if wide
-                                                                 else row.most32))
+    cdef unsigned char *out = _new_out(call, _out_size(size, row.most64 if wide
+                                                       else row.most32, row.extra))
     cdef unsigned char *at = row.head(out, size)
     at = (row.body64 if wide else row.body32)(src, size, at, 0, _json_kernel)
     return _take(call, <size_t>(row.tail(at) - out))
 
 
-cdef object _from_ids(object ids, Format dst):
-    """Token ids in format ``dst``: a list or a tuple packed a block at a time (pack_ids'
-    reading of each int), any other argument through pack_ids."""
-    cdef FormatRow *row = &_FORMATS[<int>dst]
-    cdef tok_cs cs
-    cdef Py_ssize_t size, start = 0, count
-    cdef unsigned char block[BLOCK_IDS * ID_BYTES]
-    cdef unsigned char *out
-    cdef unsigned char *at
-    cdef _Call call
-    if type(ids) is not list and type(ids) is not tuple:
-        seq = coerce_ids(ids)
-        if isinstance(seq, memoryview):  # a buffer of any integer type: packed (checked) first
-            return _from_packed(pack_ids(seq), row, False)
-        ids = seq
-    call = _Call.__new__(_Call)
-    tok_cs_begin(&cs, ids)
-    size = PySequence_Fast_GET_SIZE(ids)
-    tok_cs_end(&cs)
-    out = _new_out(call, row.extra + <size_t>size * row.most32)
-    at = row.head(out, <size_t>size)
-    while start < size:
-        count = min(<Py_ssize_t>BLOCK_IDS, size - start)
-        pack_block(ids, size, start, count, block)
-        at = row.body32(block, <size_t>count, at, <size_t>start, _json_kernel)
-        start += count
-    return _take(call, <size_t>(row.tail(at) - out))
-
-
-cdef object _from_ids64(object ids, Format dst):
-    """``_from_ids`` for ids within int64 (``width=64``): a list's ids within int32 written
-    by the format's int32 body, a run at a time, each other one by itself; a buffer packed
-    as int64 first."""
+cdef object _from_ids(object ids, Format dst, bint wide):
+    """Token ids in format ``dst``, each within int64 where ``wide``, else int32: a list or
+    a tuple packed a block at a time (pack_ids' reading of each int), its ids within int32
+    written by the format's int32 body, a run at a time, and (``wide``) each other one by
+    itself by its int64 body; any other argument packed by pack_ids first."""
     cdef FormatRow *row = &_FORMATS[<int>dst]
     cdef tok_cs cs
     cdef Py_ssize_t size, start = 0, count, got
-    cdef int64_t wide = 0
+    cdef int64_t value = 0
     cdef unsigned char block[BLOCK_IDS * ID_BYTES]
     cdef unsigned char one[ID64_BYTES]
     cdef unsigned char *out
@@ -831,23 +818,26 @@ cdef object _from_ids64(object ids, Format dst):
     cdef _Call call
     if type(ids) is not list and type(ids) is not tuple:
         seq = coerce_ids(ids)
-        if isinstance(seq, memoryview):
-            return _from_packed(pack_ids(seq, width=64), row, True)
+        if isinstance(seq, memoryview):  # a buffer of any integer type: packed (checked) first
+            return _from_packed(pack_ids(seq, width=64 if wide else 32), row, wide)
         ids = seq
     call = _Call.__new__(_Call)
     tok_cs_begin(&cs, ids)
     size = PySequence_Fast_GET_SIZE(ids)
     tok_cs_end(&cs)
-    out = _new_out(call, row.extra + <size_t>size * row.most64)
+    if size > TOK_MAX_IDS:
+        too_many(size)
+    out = _new_out(call, _out_size(<size_t>size, row.most64 if wide else row.most32,
+                                   row.extra))
     at = row.head(out, <size_t>size)
     while start < size:
         count = min(<Py_ssize_t>BLOCK_IDS, size - start)
-        got = pack_block_wide(ids, size, start, count, block, &wide)
+        got = pack_block(ids, size, start, count, block, ID_BYTES, &value if wide else NULL)
         if got:
             at = row.body32(block, <size_t>got, at, <size_t>start, _json_kernel)
         start += got
-        if got < count:  # the id at start is outside int32
-            tok_w_store64(one, wide)
+        if got < count:  # (wide) the id at start is outside int32
+            tok_store_le64(one, value)
             at = row.body64(one, 1, at, <size_t>start, _json_kernel)
             start += 1
     return _take(call, <size_t>(row.tail(at) - out))
@@ -857,9 +847,7 @@ cdef object _from_ids64(object ids, Format dst):
 
 def ids_to_json(ids, *, width=32):
     """Token ids -> the compact JSON array, ``json.dumps(ids, separators=(",", ":"))``."""
-    if width_bits(width) == 64:
-        return _from_ids64(ids, F_JSON)
-    return _from_ids(ids, F_JSON)
+    return _from_ids(ids, F_JSON, width_bits(width) == 64)
 
 
 def json_to_ids(data, *, width=32):
@@ -887,9 +875,7 @@ def json_to_ids(data, *, width=32):
 
 def ids_to_msgpack(ids, *, width=32):
     """Token ids -> a MessagePack array, each int in its smallest encoding."""
-    if width_bits(width) == 64:
-        return _from_ids64(ids, F_MSGPACK)
-    return _from_ids(ids, F_MSGPACK)
+    return _from_ids(ids, F_MSGPACK, width_bits(width) == 64)
 
 
 def msgpack_to_ids(data, *, width=32):

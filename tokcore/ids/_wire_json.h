@@ -32,6 +32,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_byteorder.h"
 #include "_cpu.h"
 #include "_wire_width.h"
 
@@ -84,35 +85,26 @@ static inline int tok_ij_ws(unsigned char c) {
 
 static inline int tok_ij_digit(unsigned char c) { return (unsigned char)(c - '0') < 10; }
 
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-#  define TOK_IJ_LE32(u) __builtin_bswap32(u)
-#  define TOK_IJ_LE64(u) __builtin_bswap64(u)
-#else
-#  define TOK_IJ_LE32(u) (u)
-#  define TOK_IJ_LE64(u) (u)
-#endif
-
-/* a little-endian int32 stored and loaded (one move on a little-endian host) */
-static inline void tok_ij_store(unsigned char *out, int32_t v) {
-    uint32_t u = TOK_IJ_LE32((uint32_t)v);
-    memcpy(out, &u, 4);
-}
-
-static inline uint32_t tok_ij_load(const unsigned char *p) {
-    uint32_t u;
-    memcpy(&u, p, 4);
-    return TOK_IJ_LE32(u);
-}
-
-/* 8 bytes as a little-endian word: the first byte the lowest */
-static inline uint64_t tok_ij_load64(const unsigned char *p) {
-    uint64_t u;
-    memcpy(&u, p, 8);
-    return TOK_IJ_LE64(u);
-}
-
 static inline size_t tok_ij_skip_ws(const unsigned char *s, size_t n, size_t pos) {
     while (pos < n && tok_ij_ws(s[pos])) pos++;
+    return pos;
+}
+
+/* After an id (r->error TOK_IJ_OK): its separator, past any whitespace: ',' (the next id;
+ * the state TOK_IJ_AT_NEXT) or ']' (TOK_IJ_AFTER); returns the position after it, or where
+ * it is not one with r->error TOK_IJ_SEP. */
+static inline size_t tok_ij_separator(tok_ij_reader *r, const unsigned char *s, size_t n,
+                                      size_t pos) {
+    pos = tok_ij_skip_ws(s, n, pos);
+    if (pos < n && s[pos] == ',') {
+        r->state = TOK_IJ_AT_NEXT;
+        return pos + 1;
+    }
+    if (pos < n && s[pos] == ']') {
+        r->state = TOK_IJ_AFTER;
+        return pos + 1;
+    }
+    r->error = TOK_IJ_SEP;
     return pos;
 }
 
@@ -169,20 +161,11 @@ static size_t tok_ij_scalar(tok_ij_reader *r, const unsigned char *s, size_t n,
                 r->pos = pos;
                 return k;
             }
-            tok_ij_store(out + 4 * k, (int32_t)(neg ? (uint32_t)0 - (uint32_t)value
+            tok_store_le32(out + 4 * k, (int32_t)(neg ? (uint32_t)0 - (uint32_t)value
                                                     : (uint32_t)value));
             k++;
-            pos = tok_ij_skip_ws(s, n, pos);
-            if (pos < n && s[pos] == ',') {
-                pos++;
-                r->state = TOK_IJ_AT_NEXT;
-            } else if (pos < n && s[pos] == ']') {
-                pos++;
-                r->state = TOK_IJ_AFTER;
-            } else {
-                r->error = TOK_IJ_SEP;
-                goto fail;
-            }
+            pos = tok_ij_separator(r, s, n, pos);
+            if (r->error != TOK_IJ_OK) goto fail;
             break;
         }
         case TOK_IJ_AFTER:
@@ -231,7 +214,7 @@ static size_t tok_ij_swar(tok_ij_reader *r, const unsigned char *s, size_t n,
                 const unsigned char *q = s + pos;
                 unsigned neg = q[0] == '-';
                 q += neg;
-                uint64_t d = tok_ij_load64(q) - 0x3030303030303030ull;
+                uint64_t d = tok_load_u64le(q) - 0x3030303030303030ull;
                 /* a byte's top bit: not a digit (below '0' wraps to 0x80 and up; above '9'
                  * reaches 0x80 with 0x76 added); borrows and carries run only towards later
                  * bytes, so the first flagged byte is the first that is not a digit */
@@ -242,7 +225,7 @@ static size_t tok_ij_swar(tok_ij_reader *r, const unsigned char *s, size_t n,
                 unsigned char c = q[len];
                 if (c != ',' && c != ']') break;  /* whitespace, '.', 'e', anything else */
                 uint32_t value = tok_ij_swar_value(d, len);
-                tok_ij_store(out + 4 * k, (int32_t)(neg ? 0u - value : value));
+                tok_store_le32(out + 4 * k, (int32_t)(neg ? 0u - value : value));
                 k++;
                 pos = (size_t)(q - s) + len + 1;
                 if (c == ']') {
@@ -397,7 +380,7 @@ static inline __m256i tok_ij_halves_avx2(__m256i x) {
 /* the 8 bytes that end at p + e and those that end at p + f (e, f: positions of ',') */
 #define TOK_IJ_ENDING2(p, e, f) \
     _mm_insert_epi64(_mm_loadl_epi64((const __m128i *)((p) + (e) - 8)), \
-                     (long long)tok_ij_load64((p) + (f) - 8), 1)
+                     (long long)tok_load_u64le((p) + (f) - 8), 1)
 
 /* The AVX2 kernel's windows, from s + pos while a whole one fits (80 bytes left, 32 ids of
  * room at out + 4 * k) and the window reads as ids: returns the position reached (the ids
@@ -549,7 +532,7 @@ static inline size_t tok_ij_window_body(const unsigned char *p, tok_ij_masks m,
                 unsigned len = (unsigned)__builtin_ctzll(comma) - start;
                 starts &= starts - 1;
                 comma &= comma - 1;
-                w[j] = (tok_ij_load64(p + start) - 0x3030303030303030ull) << (64 - 8 * len);
+                w[j] = (tok_load_u64le(p + start) - 0x3030303030303030ull) << (64 - 8 * len);
             }
             __m128i a = _mm_set_epi64x((long long)w[1], (long long)w[0]);
             __m128i b = _mm_set_epi64x((long long)w[3], (long long)w[2]);
@@ -566,8 +549,8 @@ static inline size_t tok_ij_window_body(const unsigned char *p, tok_ij_masks m,
             unsigned len = (unsigned)__builtin_ctzll(comma) - start;
             starts &= starts - 1;
             comma &= comma - 1;
-            uint64_t d = tok_ij_load64(p + start) - 0x3030303030303030ull;
-            tok_ij_store(out + 4 * k, (int32_t)tok_ij_swar_value(d, len));
+            uint64_t d = tok_load_u64le(p + start) - 0x3030303030303030ull;
+            tok_store_le32(out + 4 * k, (int32_t)tok_ij_swar_value(d, len));
             k++;
         }
     } else {
@@ -577,9 +560,9 @@ static inline size_t tok_ij_window_body(const unsigned char *p, tok_ij_masks m,
             unsigned len = (unsigned)__builtin_ctzll(comma) - start - neg;
             starts &= starts - 1;
             comma &= comma - 1;
-            uint64_t d = tok_ij_load64(p + start + neg) - 0x3030303030303030ull;
+            uint64_t d = tok_load_u64le(p + start + neg) - 0x3030303030303030ull;
             uint32_t value = tok_ij_swar_value(d, len);
-            tok_ij_store(out + 4 * k, (int32_t)(neg ? 0u - value : value));
+            tok_store_le32(out + 4 * k, (int32_t)(neg ? 0u - value : value));
             k++;
         }
     }
@@ -646,17 +629,8 @@ static int tok_ij_resume64(tok_ij_reader *r, const unsigned char *s, size_t n,
     *value = (int64_t)(neg ? (uint64_t)0 - v : v);
     r->count++;
     r->error = TOK_IJ_OK;
-    pos = tok_ij_skip_ws(s, n, r->end);
-    if (pos < n && s[pos] == ',') {
-        pos++;
-        r->state = TOK_IJ_AT_NEXT;
-    } else if (pos < n && s[pos] == ']') {
-        pos++;
-        r->state = TOK_IJ_AFTER;
-    } else {
-        r->error = TOK_IJ_SEP;
-        r->offset = pos;
-    }
+    pos = tok_ij_separator(r, s, n, r->end);
+    if (r->error != TOK_IJ_OK) r->offset = pos;
     r->pos = pos;
     return 0;
 }
@@ -686,13 +660,13 @@ static inline unsigned char *tok_ij_put_uint(unsigned char *out, uint32_t v) {
         uint64_t digits = tok_ij_eight_digits(v);
         /* the leading zeros are the low zero bytes (at least one digit stays) */
         unsigned zeros = (unsigned)__builtin_ctzll(digits | (1ull << 56)) >> 3;
-        uint64_t text = TOK_IJ_LE64((digits + 0x3030303030303030ull) >> (8 * zeros));
+        uint64_t text = TOK_LE64((digits + 0x3030303030303030ull) >> (8 * zeros));
         memcpy(out, &text, 8);
         return out + 8 - zeros;
     }
     /* 9 or 10 digits: the first one or two, then eight */
     uint32_t high = v / 100000000u;
-    uint64_t text = TOK_IJ_LE64(tok_ij_eight_digits(v - high * 100000000u)
+    uint64_t text = TOK_LE64(tok_ij_eight_digits(v - high * 100000000u)
                                 + 0x3030303030303030ull);
     if (high >= 10) {
         out[0] = (unsigned char)('0' + high / 10);
@@ -773,7 +747,7 @@ TOK_IJ_NOINLINE static unsigned char *tok_ij_write(const unsigned char *ids, siz
                                         _mm_cmplt_epi32(mag, _mm_setzero_si128()));
             if (_mm_movemask_epi8(wide)) {  /* 9 or 10 digits: these four one by one */
                 for (size_t j = i; j < i + 4; j++)
-                    out = tok_ij_put_id(out, tok_ij_load(ids + 4 * j), first && j == 0);
+                    out = tok_ij_put_id(out, tok_load_u32le(ids + 4 * j), first && j == 0);
                 continue;
             }
             __m128i ab, cd;
@@ -800,7 +774,7 @@ TOK_IJ_NOINLINE static unsigned char *tok_ij_write(const unsigned char *ids, siz
 #else
     (void)kernel;
 #endif
-    for (; i < n; i++) out = tok_ij_put_id(out, tok_ij_load(ids + 4 * i), first && i == 0);
+    for (; i < n; i++) out = tok_ij_put_id(out, tok_load_u32le(ids + 4 * i), first && i == 0);
     return out;
 }
 
@@ -842,7 +816,7 @@ static unsigned char *tok_ij_write64(const unsigned char *ids, size_t n, unsigne
             out = tok_ij_write(run, m, out, first && i == 0, kernel);
             i += m;
         } else {  /* the id at i is outside int32 */
-            out = tok_ij_put_id64(out, tok_w_load64(ids + 8 * i), first && i == 0);
+            out = tok_ij_put_id64(out, tok_load_le64(ids + 8 * i), first && i == 0);
             i++;
         }
     }

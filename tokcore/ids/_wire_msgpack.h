@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_byteorder.h"
 #include "_cpu.h"
 #include "_wire_width.h"
 
@@ -50,33 +51,6 @@ static inline uint64_t tok_mp_be(const unsigned char *p, unsigned size) {
     uint64_t v = 0;
     for (unsigned i = 0; i < size; i++) v = (v << 8) | p[i];
     return v;
-}
-
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-#  define TOK_MP_LE32(u) __builtin_bswap32(u)
-#  define TOK_MP_LE64(u) __builtin_bswap64(u)
-#else
-#  define TOK_MP_LE32(u) (u)
-#  define TOK_MP_LE64(u) (u)
-#endif
-
-/* a little-endian int32 stored and loaded (one move on a little-endian host) */
-static inline void tok_mp_store(unsigned char *out, int32_t v) {
-    uint32_t u = TOK_MP_LE32((uint32_t)v);
-    memcpy(out, &u, 4);
-}
-
-/* 8 bytes as they are in memory */
-static inline uint64_t tok_mp_word(const unsigned char *p) {
-    uint64_t u;
-    memcpy(&u, p, 8);
-    return u;
-}
-
-static inline uint32_t tok_mp_load(const unsigned char *p) {
-    uint32_t u;
-    memcpy(&u, p, 4);
-    return TOK_MP_LE32(u);
 }
 
 /* Reads the array's header; returns TOK_MP_OK or the error (also in r). */
@@ -147,19 +121,19 @@ static TOK_MP_INLINE size_t tok_mp_read_fast(const unsigned char *s, size_t n, s
                                              tok_mp_each each, void *ctx) {
     size_t pos = *at;
     if (k == left || n - pos < 8) return k;
-    uint64_t word = TOK_MP_LE64(tok_mp_word(s + pos));
+    uint64_t word = tok_load_u64le(s + pos);
     unsigned tag = (unsigned)word & 0xFF;
     for (;;) {
         unsigned bits = tok_mp_fast_bits[tag];
         uint64_t value = (__builtin_bswap64(word) >> ((0u - bits) & 63u)) & tok_mp_fast_mask[tag];
         if (bits == 0 || value > (uint64_t)INT32_MAX) break;
-        tok_mp_store(out + 4 * k, (int32_t)value);
+        tok_store_le32(out + 4 * k, (int32_t)value);
         if (each) each(ctx, out, k);
         k++;
         pos += bits >> 3;
         if (k == left || n - pos < 8) break;
         tag = (unsigned)(word >> bits) & 0xFF;  /* the next item's tag, from this word */
-        word = TOK_MP_LE64(tok_mp_word(s + pos));
+        word = tok_load_u64le(s + pos);
     }
     *at = pos;
     return k;
@@ -216,7 +190,7 @@ static TOK_MP_INLINE size_t tok_mp_read_with(tok_mp_reader *r, const unsigned ch
             v = (int32_t)value;
             pos += 1 + (size_t)size;
         }
-        tok_mp_store(out + 4 * k, v);
+        tok_store_le32(out + 4 * k, v);
         k++;
         if (done) done(ctx, out, k);
     }
@@ -315,7 +289,7 @@ static inline unsigned tok_mp_put(unsigned char *out, int32_t v) {
     unsigned tag = (neg ? 0xD0u : 0xCCu) + (size >> 1);
     /* the payload's bytes, most significant first: the low `size` bytes of u, swapped */
     uint64_t be = (uint64_t)__builtin_bswap32(u) >> (8 * (4 - size));
-    uint64_t word = TOK_MP_LE64(fix ? (uint64_t)(u & 0xFFu) : ((uint64_t)tag | (be << 8)));
+    uint64_t word = TOK_LE64(fix ? (uint64_t)(u & 0xFFu) : ((uint64_t)tag | (be << 8)));
     memcpy(out, &word, 8);
     return fix ? 1u : 1u + size;
 }
@@ -446,7 +420,7 @@ static unsigned char *tok_mp_write(const unsigned char *ids, size_t n, unsigned 
 #else
     (void)simd;
 #endif
-    for (; i < n; i++) out += tok_mp_put(out, (int32_t)tok_mp_load(ids + 4 * i));
+    for (; i < n; i++) out += tok_mp_put(out, (int32_t)tok_load_u32le(ids + 4 * i));
     return out;
 }
 
@@ -478,7 +452,7 @@ static unsigned char *tok_mp_write64(const unsigned char *ids, size_t n, unsigne
             out = tok_mp_write(run, m, out, simd);
             i += m;
         } else {  /* the id at i is outside int32 */
-            out += tok_mp_put64(out, tok_w_load64(ids + 8 * i));
+            out += tok_mp_put64(out, tok_load_le64(ids + 8 * i));
             i++;
         }
     }

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_byteorder.h"
 #include "_cpu.h"
 
 #if TOK_CPU_SSE2 && (defined(__x86_64__) || defined(_M_X64))
@@ -19,32 +20,9 @@
 #  define TOK_W_SSE2 0
 #endif
 
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-#  define TOK_W_LE32(u) __builtin_bswap32(u)
-#  define TOK_W_LE64(u) __builtin_bswap64(u)
-#else
-#  define TOK_W_LE32(u) (u)
-#  define TOK_W_LE64(u) (u)
-#endif
-
-static inline int64_t tok_w_load64(const unsigned char *p) {
-    uint64_t u;
-    memcpy(&u, p, 8);
-    return (int64_t)TOK_W_LE64(u);
-}
-
-static inline void tok_w_store64(unsigned char *p, int64_t v) {
-    uint64_t u = TOK_W_LE64((uint64_t)v);
-    memcpy(p, &u, 8);
-}
-
 /* n int32 ids at in -> n int64 ids at out (sign-extended) */
 static inline void tok_widen_ids(const unsigned char *in, size_t n, unsigned char *out) {
-    for (size_t i = 0; i < n; i++) {
-        uint32_t u;
-        memcpy(&u, in + 4 * i, 4);
-        tok_w_store64(out + 8 * i, (int64_t)(int32_t)TOK_W_LE32(u));
-    }
+    for (size_t i = 0; i < n; i++) tok_store_le64(out + 8 * i, tok_load_le32(in + 4 * i));
 }
 
 /* n int64 ids at in -> int32 ids at out while they fit; returns how many did (n: all).
@@ -77,19 +55,18 @@ static inline size_t tok_narrow_ids(const unsigned char *in, size_t n, unsigned 
         uint32_t w[8];
         uint64_t wide = 0;
         for (int j = 0; j < 8; j++) {
-            v[j] = tok_w_load64(in + 8 * (i + (size_t)j));
+            v[j] = tok_load_le64(in + 8 * (i + (size_t)j));
             wide |= ((uint64_t)v[j] + 0x80000000u) >> 32;
         }
         if (wide) break;
-        for (int j = 0; j < 8; j++) w[j] = TOK_W_LE32((uint32_t)(int32_t)v[j]);
+        for (int j = 0; j < 8; j++) w[j] = TOK_LE32((uint32_t)(int32_t)v[j]);
         memcpy(out + 4 * i, w, sizeof w);
     }
 #endif
     for (; i < n; i++) {
-        int64_t v = tok_w_load64(in + 8 * i);
+        int64_t v = tok_load_le64(in + 8 * i);
         if (v != (int64_t)(int32_t)v) break;
-        uint32_t u = TOK_W_LE32((uint32_t)(int32_t)v);
-        memcpy(out + 4 * i, &u, 4);
+        tok_store_le32(out + 4 * i, (int32_t)v);
     }
     return i;
 }
