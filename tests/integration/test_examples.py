@@ -544,11 +544,18 @@ def test_loopback_only() -> None:
         example.make_proxy_app("http://127.0.0.1:1", "http://192.168.1.1:2")
 
 
+#: how long an example's process may run before the test calls it hung: only a hang reaches
+#: it (a demo starts three Python processes, each importing aiohttp or FastAPI and the
+#: clients, and talks to them: on a loaded 2-core machine that took over 60 s)
+HUNG = 600
+
+
 def run_example(*args: str, script: Path = EXAMPLE) -> str:
     # the package is built in place, not installed: the example finds it through PYTHONPATH
     path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     done = subprocess.run([sys.executable, str(script), *args], capture_output=True,
-                          text=True, timeout=60, cwd=ROOT, env={**os.environ, "PYTHONPATH": path})
+                          text=True, timeout=HUNG, cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": path})
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -575,7 +582,7 @@ def test_demo_starts_workers_and_proxy(script: Path, mode: str, convention: str)
 def test_a_mode_the_convention_has_not_is_a_usage_error() -> None:
     path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     done = subprocess.run([sys.executable, str(EXAMPLE), "--convention", "vllm", "--plain"],
-                          capture_output=True, text=True, timeout=60, cwd=ROOT,
+                          capture_output=True, text=True, timeout=HUNG, cwd=ROOT,
                           env={**os.environ, "PYTHONPATH": path})
     assert done.returncode == 2
     assert "the vllm convention's modes are ('tokcore', 'stack'), not 'plain'" in done.stderr
