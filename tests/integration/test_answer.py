@@ -29,7 +29,7 @@ import openai
 import pytest
 import uvicorn
 from _clients import kept
-from _upstream import CACHED, ERROR_MESSAGES, PROMPT, TOKENS, Server, served
+from _upstream import CACHED, ERROR_MESSAGES, PROMPT, TOKENS, Server, released, served
 from aiohttp import web
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -395,8 +395,14 @@ def test_an_upstream_that_gives_no_answer_is_a_502_or_504(
     assert failed.value.status_code == status
     assert failed.value.body["error"]["type"] == (  # type: ignore[index]
         "api_error" if how == "down" else "timeout_error")
-    if how == "hang":  # the upstream saw its client go when the time was up
-        assert stack.server.requests[query["id"]].released.wait(20)
+    if how == "hang":
+        # The time may be up before the request reached the upstream (on a loaded machine
+        # the proxy can still be connecting: the connect is cancelled, nothing is sent, and
+        # the upstream never sees it); a request that reached it sees its client go. Either
+        # way no request is left hanging there; one that arrives after this look is let go
+        # the same way (its connection is already closed).
+        upstream = stack.server.requests[query["id"]]
+        assert not upstream.started.is_set() or released(upstream)
     assert [r.levelname for r in quiet_logs.records if "gave no answer" in r.getMessage()] == \
         ["WARNING"] * 2
 
