@@ -600,6 +600,19 @@ def spawn(script: Path | str, *args: str) -> tuple[subprocess.Popen[str], str]:
     return process, line.split()[1]
 
 
+def stop_workers(workers: list[subprocess.Popen[str]]) -> None:
+    """End the workers' processes: asked to, and killed if one is still running after 10 s
+    (a loaded machine), so the demo never exits with a worker left behind or an error."""
+    for worker in workers:
+        worker.terminate()
+    for worker in workers:
+        try:
+            worker.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            worker.wait()
+
+
 async def start_workers() -> tuple[list[subprocess.Popen[str]], str, str]:
     """Both fake workers, each in its own process: the processes and the two URLs."""
     (context, context_url), (generation, generation_url) = await asyncio.gather(

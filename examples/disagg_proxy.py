@@ -108,6 +108,7 @@ from disagg_core import (  # noqa: E402
     proxy_arguments,
     read_request,
     start_workers,
+    stop_workers,
     too_large,
     whole_answer,
 )
@@ -301,9 +302,7 @@ async def serve_forever(role: str, port: int, args: argparse.Namespace) -> None:
             await until_signalled()
         await runner.cleanup()
     finally:
-        for worker in workers:
-            worker.terminate()
-            worker.wait(timeout=10)
+        stop_workers(workers)
 
 
 def main(argv: list[str] | None = None) -> None:

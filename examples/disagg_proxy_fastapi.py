@@ -65,6 +65,7 @@ from disagg_core import (  # noqa: E402
     proxy_arguments,
     read_request,
     start_workers,
+    stop_workers,
     too_large,
 )
 from fake_workers import ENDPOINTS, LOOPBACK, until_signalled  # noqa: E402
@@ -198,9 +199,7 @@ async def serve_forever(args: argparse.Namespace) -> None:
         server.should_exit = True
         await task
     finally:
-        for worker in workers:
-            worker.terminate()
-            worker.wait(timeout=10)
+        stop_workers(workers)
 
 
 def main(argv: list[str] | None = None) -> None:
