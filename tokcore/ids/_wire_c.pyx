@@ -18,7 +18,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cpython.list cimport PyList_New
 from cpython.object cimport PyObject
 from cpython.ref cimport Py_XDECREF
-from libc.stdint cimport int64_t, uint64_t
+from libc.stdint cimport SIZE_MAX, int64_t, uint64_t
 from libc.stdlib cimport free, realloc
 from libc.string cimport memcpy, memmove, memset
 
@@ -33,8 +33,8 @@ from tokcore.ids._b64_c import b64encode as _b64encode
 from tokcore.ids._pack_c import pack_ids
 from tokcore.ids._pack_py import coerce_ids, length_error, overflow_error, unexportable_error
 from tokcore.ids._wire_py import (
-    FORMATS, JSON_WHAT, MSGPACK_WHAT, check_format, found, json_error_found, json_overflow,
-    msgpack_error_found, text_bytes,
+    FORMATS, JSON_WHAT, MSGPACK_WHAT, check_format, count_error, found, json_error_found,
+    json_overflow, msgpack_error_found, text_bytes,
 )
 from tokcore.ids._width import INT32, INT64
 
@@ -125,6 +125,7 @@ cdef extern from "_wire_msgpack.h" nogil:
         TOK_MP_MAX_ID
         TOK_MP_MAX_HEADER
         TOK_MP_SLACK
+    const size_t TOK_MP_MOST
     int tok_mp_header(tok_mp_reader *r, const unsigned char *s, size_t n)
     size_t tok_mp_read(tok_mp_reader *r, const unsigned char *s, size_t n, unsigned char *out,
                        size_t cap)
@@ -615,6 +616,8 @@ cdef struct FormatRow:
     size_t most32     # output bytes an id takes at most, given as int32
     size_t most64     # ... given as int64
     size_t extra      # output bytes besides the ids' (a header, brackets, the stores' slack)
+    size_t most_ids   # the most ids it holds (_wire_py's Format.most), or SIZE_MAX: as many
+                      # as a call takes (TOK_MAX_IDS)
     head_fn head
     body_fn body32    # the ids given as int32
     body_fn body64    # the ids given as int64 (None for a format of int32 bytes: an int64
@@ -626,26 +629,26 @@ cdef FormatRow _FORMATS[<int>F_COUNT]
 
 
 cdef void _row(Format number, open_fn open, int bits, size_t most32, size_t most64,
-               size_t extra, head_fn head, body_fn body32, body_fn body64, tail_fn tail,
-               finish_fn finish) noexcept:
-    _FORMATS[<int>number] = FormatRow(open, bits, most32, most64, extra, head, body32, body64,
-                                      tail, finish)
+               size_t extra, size_t most_ids, head_fn head, body_fn body32, body_fn body64,
+               tail_fn tail, finish_fn finish) noexcept:
+    _FORMATS[<int>number] = FormatRow(open, bits, most32, most64, extra, most_ids, head,
+                                      body32, body64, tail, finish)
 
 
-_row(F_INT32, _open_raw, 32, ID_BYTES, ID_BYTES, 0, _no_head, _body_int32, NULL, _no_tail,
-     NULL)
-_row(F_B64, _open_b64, 32, ID_BYTES, ID_BYTES, 0, _no_head, _body_int32, NULL, _no_tail,
-     _finish_b64)
-_row(F_JSON, _open_json, 0, TOK_IJ_MAX_ID, TOK_IJ_MAX_ID64, 2 + TOK_IJ_SLACK, _head_json,
-     _body_json, _body_json64, _tail_json, NULL)
-_row(F_MSGPACK, _open_msgpack, 0, TOK_MP_MAX_ID, TOK_MP_MAX_ID64,
-     TOK_MP_MAX_HEADER + TOK_MP_SLACK, _head_msgpack, _body_msgpack, _body_msgpack64, _no_tail,
-     NULL)
-_row(F_MSGPACK_BIN, _open_msgpack_bin, 32, ID_BYTES, ID_BYTES, TOK_MP_MAX_HEADER,
-     _head_msgpack_bin, _body_int32, NULL, _no_tail, NULL)
-_row(F_INT64, _open_raw, 64, ID64_BYTES, ID64_BYTES, 0, _no_head, _body_widen, _body_int64,
+_row(F_INT32, _open_raw, 32, ID_BYTES, ID_BYTES, 0, SIZE_MAX, _no_head, _body_int32, NULL,
      _no_tail, NULL)
-_row(F_B64_INT64, _open_b64, 64, ID64_BYTES, ID64_BYTES, 0, _no_head, _body_widen,
+_row(F_B64, _open_b64, 32, ID_BYTES, ID_BYTES, 0, SIZE_MAX, _no_head, _body_int32, NULL,
+     _no_tail, _finish_b64)
+_row(F_JSON, _open_json, 0, TOK_IJ_MAX_ID, TOK_IJ_MAX_ID64, 2 + TOK_IJ_SLACK, SIZE_MAX,
+     _head_json, _body_json, _body_json64, _tail_json, NULL)
+_row(F_MSGPACK, _open_msgpack, 0, TOK_MP_MAX_ID, TOK_MP_MAX_ID64,
+     TOK_MP_MAX_HEADER + TOK_MP_SLACK, TOK_MP_MOST, _head_msgpack, _body_msgpack,
+     _body_msgpack64, _no_tail, NULL)
+_row(F_MSGPACK_BIN, _open_msgpack_bin, 32, ID_BYTES, ID_BYTES, TOK_MP_MAX_HEADER,
+     TOK_MP_MOST // ID_BYTES, _head_msgpack_bin, _body_int32, NULL, _no_tail, NULL)
+_row(F_INT64, _open_raw, 64, ID64_BYTES, ID64_BYTES, 0, SIZE_MAX, _no_head, _body_widen,
+     _body_int64, _no_tail, NULL)
+_row(F_B64_INT64, _open_b64, 64, ID64_BYTES, ID64_BYTES, 0, SIZE_MAX, _no_head, _body_widen,
      _body_int64, _no_tail, _finish_b64)
 
 #: a format's public name -> its number (its row)
@@ -655,6 +658,10 @@ if len(_FORMAT_NUMBERS) != F_COUNT:
 for _number, _spec in enumerate(FORMATS.values()):
     if _FORMATS[_number].bits != (_spec.width.bits if _spec.width is not None else 0):
         raise ImportError(f"_wire_c's format {_number} is not _wire_py's width")
+    if _FORMATS[_number].most_ids != (_spec.most if _spec.most is not None else SIZE_MAX):
+        raise ImportError(f"_wire_c's format {_number} is not _wire_py's most ids")
+#: a format's public name by its number (for its errors)
+cdef tuple FORMATS_NAMES = tuple(FORMATS)
 
 
 cdef Format _format(object value, object name) except F_COUNT:
@@ -665,6 +672,45 @@ cdef Format _format(object value, object name) except F_COUNT:
             return <Format><int>number
     check_format(value, name)  # raises
     return F_COUNT
+
+
+# --- the count a format holds --------------------------------------------------------------
+
+cdef unsigned char *_body_none(const unsigned char *ids, size_t n, unsigned char *at,
+                               size_t k, int kernel) noexcept nogil:
+    return at
+
+
+cdef int _read_through(Reader *r) except -1:
+    """Reads a MessagePack reader's ids to the end, writing them nowhere, and raises its
+    error, if it has one: before a count of more ids than a format holds is refused, for a
+    MessagePack array's count is a bound until it is read (its header's, at most its
+    bytes'), and ``_wire_py`` reads a source whole before it writes it."""
+    cdef unsigned char sink[1]
+    cdef size_t k = 0
+    _run(r, _body_none, _body_none, False, sink, &k)
+    return _raise_read(r)
+
+
+cdef int _check_count(Format dst, size_t count) except -1:
+    """``_wire_py.check_count``: its error for more ids than format ``dst``'s output holds
+    (the table's ``most_ids``; more than ``TOK_MAX_IDS``, checked first, is ``too_many``)."""
+    if count > _FORMATS[<int>dst].most_ids:
+        raise count_error(count, FORMATS_NAMES[<int>dst])
+    return 0
+
+
+def check_count(count, dst):
+    """``_wire_py.check_count`` (for the tests: the count each caller checks)."""
+    _check_count(_format(dst, "dst"), count)
+
+
+cdef unsigned char *_out_for(_Call call, Format dst, size_t count, bint wide) except NULL:
+    """The call's output for ``count`` ids (int64 where ``wide``, else int32) in format
+    ``dst``, sized at its bound: ``_check_count``'s error first."""
+    cdef FormatRow *row = &_FORMATS[<int>dst]
+    _check_count(dst, count)
+    return _new_out(call, _out_size(count, row.most64 if wide else row.most32, row.extra))
 
 
 # --- a reader's ids through a format's writer ----------------------------------------------
@@ -778,9 +824,12 @@ cdef object _write(_Call call, Format dst, bint wide):
     cdef size_t k = 0
     cdef bint narrow = r.wide and not wide
     cdef bint given64 = r.wide and wide  # the bodies may get int64 ids
-    cdef unsigned char *out = _new_out(call, _out_size(r.total, row.most64 if given64
-                                                       else row.most32, row.extra))
-    cdef unsigned char *at = row.head(out, r.total)
+    cdef unsigned char *out
+    cdef unsigned char *at
+    if r.kind == K_MSGPACK and r.total > row.most_ids:  # its count is exact once read
+        _read_through(r)
+    out = _out_for(call, dst, r.total, given64)
+    at = row.head(out, r.total)
     at += _run(r, row.body32, row.body64, narrow, at, &k)
     _raise_read(r)
     at = row.tail(at)
@@ -790,13 +839,13 @@ cdef object _write(_Call call, Format dst, bint wide):
 
 # --- ids in (a list or a buffer: pack_ids' rules and errors) -------------------------------
 
-cdef object _from_packed(bytes packed, FormatRow *row, bint wide):
-    """Ids packed by pack_ids (int64 bytes where ``wide``, else int32) in the row's format."""
+cdef object _from_packed(bytes packed, Format dst, bint wide):
+    """Ids packed by pack_ids (int64 bytes where ``wide``, else int32) in format ``dst``."""
+    cdef FormatRow *row = &_FORMATS[<int>dst]
     cdef _Call call = _Call.__new__(_Call)
     cdef size_t size = <size_t>len(packed) // (ID64_BYTES if wide else ID_BYTES)
     cdef const unsigned char *src = <const unsigned char *>PyBytes_AS_STRING(packed)
-    cdef unsigned char *out = _new_out(call, _out_size(size, row.most64 if wide
-                                                       else row.most32, row.extra))
+    cdef unsigned char *out = _out_for(call, dst, size, wide)
     cdef unsigned char *at = row.head(out, size)
     at = (row.body64 if wide else row.body32)(src, size, at, 0, _json_kernel)
     return _take(call, <size_t>(row.tail(at) - out))
@@ -819,7 +868,9 @@ cdef object _from_ids(object ids, Format dst, bint wide):
     if type(ids) is not list and type(ids) is not tuple:
         seq = coerce_ids(ids)
         if isinstance(seq, memoryview):  # a buffer of any integer type: packed (checked) first
-            return _from_packed(pack_ids(seq, width=64 if wide else 32), row, wide)
+            if len(seq) <= TOK_MAX_IDS:  # (more: pack_ids' MemoryError, every codec's)
+                _check_count(dst, <size_t>len(seq))  # before its ids are packed
+            return _from_packed(pack_ids(seq, width=64 if wide else 32), dst, wide)
         ids = seq
     call = _Call.__new__(_Call)
     tok_cs_begin(&cs, ids)
@@ -827,8 +878,7 @@ cdef object _from_ids(object ids, Format dst, bint wide):
     tok_cs_end(&cs)
     if size > TOK_MAX_IDS:
         too_many(size)
-    out = _new_out(call, _out_size(<size_t>size, row.most64 if wide else row.most32,
-                                   row.extra))
+    out = _out_for(call, dst, <size_t>size, wide)
     at = row.head(out, <size_t>size)
     while start < size:
         count = min(<Py_ssize_t>BLOCK_IDS, size - start)

@@ -242,8 +242,11 @@ static int tok_mp_bin(const unsigned char *s, size_t n, size_t *start, size_t *l
 #define TOK_MP_MAX_ID 5   /* 0xd2 and four bytes */
 #define TOK_MP_MAX_HEADER 5
 #define TOK_MP_SLACK 8
+/* the most items an array holds and the most bytes a bin holds: array32's count and bin32's
+ * length are four bytes (the writers' callers refuse more: _wire_c's table of formats) */
+#define TOK_MP_MOST 0xFFFFFFFFu
 
-/* the smallest array header for count items; returns the end */
+/* the smallest array header for count items (count <= TOK_MP_MOST); returns the end */
 static unsigned char *tok_mp_write_header(unsigned char *out, size_t count) {
     if (count <= 15) {
         *out++ = (unsigned char)(0x90 | count);
@@ -260,7 +263,7 @@ static unsigned char *tok_mp_write_header(unsigned char *out, size_t count) {
     return out;
 }
 
-/* the smallest bin header for length bytes; returns the end */
+/* the smallest bin header for length bytes (length <= TOK_MP_MOST); returns the end */
 static unsigned char *tok_mp_write_bin_header(unsigned char *out, size_t length) {
     uint32_t len = (uint32_t)length;
     if (length <= 0xFF) {

@@ -26,7 +26,9 @@ from .._args import BytesLike, TextOrBytes
 from . import _b64_py
 from ._pack_py import (
     LITTLE_ENDIAN_HOST,
+    MAX_IDS,
     IdsArg,
+    coerce_ids,
     length_error,
     overflow_error,
     pack_ids,
@@ -246,6 +248,9 @@ def json_text(values: list[int]) -> bytes:
 
 MSGPACK_WHAT = "MessagePack data"
 BIN_PREFIX = "not a MessagePack bin of int32 ids"
+#: the most items a MessagePack array holds and the most bytes a bin holds: array32's count
+#: and bin32's length are four bytes (a bin of int32 ids holds a quarter as many ids)
+MSGPACK_MOST = 2**32 - 1
 
 
 def msgpack_prefix(width: IdWidth) -> str:
@@ -354,8 +359,10 @@ def _msgpack_int(value: int) -> bytes:
 
 def msgpack_text(values: list[int]) -> bytes:
     """The MessagePack array of ``values`` (the smallest header: fixarray, array16, array32),
-    each int in its smallest encoding."""
+    each int in its smallest encoding; :func:`count_error` for more than an array holds."""
     count = len(values)
+    if count > MSGPACK_MOST:
+        raise count_error(count, "msgpack")
     if count <= 15:
         header = bytes((0x90 | count,))
     elif count <= 0xFFFF:
@@ -383,8 +390,11 @@ def bin_payload(data: memoryview | bytes) -> memoryview | bytes:
 
 
 def bin_text(raw: bytes) -> bytes:
-    """A MessagePack bin of ``raw`` (msgpack.packb's, msgspec's encoding of bytes)."""
+    """A MessagePack bin of ``raw``, int32 ids (msgpack.packb's, msgspec's encoding of
+    bytes); :func:`count_error` for more ids than a bin holds."""
     size = len(raw)
+    if size > MSGPACK_MOST:
+        raise count_error(size // INT32.size, "msgpack_bin")
     if size <= 0xFF:
         return b"\xc4" + size.to_bytes(1, "big") + raw
     if size <= 0xFFFF:
@@ -439,6 +449,10 @@ class Format(NamedTuple):
     read: Callable[[object, IdWidth], list[int]]
     #: ids (within the width given already) in this format
     write: Callable[[list[int], IdWidth], bytes]
+    #: the most ids its output holds (None: as many as a call takes, ``MAX_IDS``) and what
+    #: holds them, for :func:`count_error`
+    most: int | None = None
+    holder: str = ""
 
 
 def _read_raw(data: object, width: IdWidth) -> list[int]:
@@ -484,11 +498,29 @@ FORMATS: dict[str, Format] = {
     "int32": Format(INT32, _read_raw, raw_bytes),
     "b64": Format(INT32, _read_b64, _write_b64),
     "json": Format(None, _read_json, _write_json),
-    "msgpack": Format(None, _read_msgpack, _write_msgpack),
-    "msgpack_bin": Format(INT32, _read_msgpack_bin, _write_msgpack_bin),
+    "msgpack": Format(None, _read_msgpack, _write_msgpack, MSGPACK_MOST, "a MessagePack array"),
+    "msgpack_bin": Format(INT32, _read_msgpack_bin, _write_msgpack_bin,
+                          MSGPACK_MOST // INT32.size, f"a MessagePack bin of {INT32.name} ids"),
     "int64": Format(INT64, _read_raw, raw_bytes),
     "b64_int64": Format(INT64, _read_b64, _write_b64),
 }
+
+
+def count_error(count: int, dst: str) -> ValueError:
+    """The error for ``count`` ids, more than the format ``dst``'s output holds (the Cython
+    twin compares the count with its own table's, checked against this one's at import)."""
+    spec = FORMATS[dst]
+    return ValueError(f"ids has {count} items, more than the {spec.most} {spec.holder} holds")
+
+
+def check_count(count: int, dst: str) -> None:
+    """:func:`count_error` where ``count`` ids are more than the format ``dst``'s output
+    holds (a MessagePack array 2**32 - 1, a bin 2**32 - 1 bytes): before anything is packed
+    or written. More than ``MAX_IDS`` ids is ``too_many_error``, which the callers check
+    first."""
+    most = FORMATS[check_format(dst, "dst")].most
+    if most is not None and count > most:
+        raise count_error(count, dst)
 
 
 def convert_widths(src: Format, dst: Format, width: object) -> tuple[IdWidth, IdWidth]:
@@ -542,10 +574,17 @@ def ids_to_msgpack(ids: IdsArg, *, width: Width = 32) -> bytes:
     ``msgpack.packb(ids)`` and of ``msgspec.msgpack.encode(ids)``. ``ids`` is what
     :func:`pack_ids` takes, within int32 (int64 with ``width=64``).
 
-    Raises what :func:`pack_ids` raises.
+    Raises what :func:`pack_ids` raises; ``ValueError`` (``ids has N items, more than the
+    4294967295 a MessagePack array holds``) for more than 2**32 - 1 ids, the most an
+    array32's four-byte count says, before any is packed (after :func:`pack_ids`'
+    ``MemoryError`` for more than ``sys.maxsize // 32`` and its ``TypeError`` for a buffer
+    not of integers).
     """
     spec = check_width(width)
-    return msgpack_text(raw_values(pack_ids(ids, width=width), spec))
+    seq = coerce_ids(ids)
+    if len(seq) <= MAX_IDS:  # more: pack_ids' MemoryError, every codec's, comes first
+        check_count(len(seq), "msgpack")
+    return msgpack_text(raw_values(pack_ids(seq, width=width), spec))
 
 
 def msgpack_to_ids(data: BytesLike, *, width: Width = 32) -> list[int]:
@@ -592,12 +631,18 @@ def convert_ids(data: TextOrBytes, src: IdFormat, dst: IdFormat, *,
     naming the index and value of an id outside the destination's range; ``ValueError`` for
     an unknown format name; ``TypeError`` for a format that is not a ``str``, and for a
     ``str`` given for ``"int32"``, ``"int64"``, ``"msgpack"`` or ``"msgpack_bin"``;
-    ``TypeError`` or ``ValueError`` for a ``width`` other than None, 32 and 64.
+    ``TypeError`` or ``ValueError`` for a ``width`` other than None, 32 and 64;
+    ``ValueError`` for more ids than ``dst`` holds (``ids has N items, more than the
+    4294967295 a MessagePack array holds`` for ``"msgpack"``, whose array32 count is four
+    bytes; ``... more than the 1073741823 a MessagePack bin of int32 ids holds`` for
+    ``"msgpack_bin"``, whose bin32 length is four bytes, 4 bytes an id), after what reading
+    the source raises and before an id outside the destination's range is looked for.
     """
     reader = FORMATS[check_format(src, "src")]
     writer = FORMATS[check_format(dst, "dst")]
     read_width, write_width = convert_widths(reader, writer, width)
     values = reader.read(data, read_width)
+    check_count(len(values), dst)
     if read_width.bits > write_width.bits:
         fit(values, write_width)
     return writer.write(values, write_width)
