@@ -417,7 +417,9 @@ async def _chat(serving: Any, request: Any, result_generator: AsyncIterator[Any]
                 i = output.index
                 if finish_sent[i]:
                     continue
-                serving._raise_if_error(output.finish_reason, request_id)
+                finish = output.finish_reason
+                if finish is not None:  # (vLLM's check raises for "error" alone)
+                    serving._raise_if_error(finish, request_id)
                 token_ids = output.token_ids
                 logprobs = None
                 odd = False
@@ -435,7 +437,6 @@ async def _chat(serving: Any, request: Any, result_generator: AsyncIterator[Any]
                 ids = (token_ids if type(token_ids) is list else list(token_ids)) \
                     if return_ids else None
                 usage = (num_prompt_tokens, previous_num_tokens[i]) if continuous else None
-                finish = output.finish_reason
                 if finish is not None:
                     finish = finish or "stop"
                     finish_sent[i] = True
@@ -450,9 +451,8 @@ async def _chat(serving: Any, request: Any, result_generator: AsyncIterator[Any]
                     out.append(last.step(text, i, token_ids=ids, logprobs=logprobs,
                                          finish_reason=finish, stop_reason=output.stop_reason,
                                          usage=usage))
-            if out:
-                for chunk in out:
-                    yield chunk
+            if out:  # (a step's chunks in one write: one send through the app, not one each)
+                yield out[0] if len(out) == 1 else b"".join(out)
         completion_tokens = sum(previous_num_tokens)
         if include_usage:
             metrics = _V["base"].build_spec_decoding_metrics(last_res) if n == 1 else None
@@ -520,7 +520,8 @@ async def _completion(serving: Any, request: Any, engine_inputs: Any,
             for output in res.outputs:
                 i = output.index + prompt_idx * n
                 finish = output.finish_reason
-                serving._raise_if_error(finish, request_id)
+                if finish is not None:  # (vLLM's check raises for "error" alone)
+                    serving._raise_if_error(finish, request_id)
                 prompt_ids = None
                 assert request.max_tokens is not None
                 if echo and not echoed[i]:
@@ -569,9 +570,8 @@ async def _completion(serving: Any, request: Any, engine_inputs: Any,
                         text, i, token_ids=ids, logprobs=logprobs, finish_reason=finish,
                         stop_reason=output.stop_reason, usage=usage,
                         prompt_token_ids=prompt_ids))
-            if out:
-                for chunk in out:
-                    yield chunk
+            if out:  # (a step's chunks in one write: one send through the app, not one each)
+                yield out[0] if len(out) == 1 else b"".join(out)
         total_prompt = sum(num_prompt_tokens)
         total_completion = sum(previous_num_tokens)
         details = serving.enable_prompt_tokens_details and num_cached_tokens is not None
