@@ -8,15 +8,19 @@ every engine step one chunk of each stream, as an API server that keeps up with 
 writes them; vLLM itself merges the steps a lagging API server has not taken yet, and with
 a model this small the engine is as fast as the API server, so that a mode that keeps up
 better would write more chunks for the same tokens and be charged more per token). Once
-they answer, each API server's process (all its threads) and this load client are pinned
-to one core and the engine's processes (the engine core and its worker) to the other.
-Then, in each round, the three servers are driven in turn (the order rotated from round to
-round) with ``CONCURRENCY`` concurrent streams of ``TOKENS`` tokens each (``ignore_eos``
-and ``min_tokens``: every stream that long), ``--requests`` per case, for each case: plain
-chat streams, plain completions streams, completions with ``logprobs: 5`` (each asking
-``include_usage``: its tokens are counted from the final usage chunk). The API server's
-CPU is its utime + stime from ``/proc/<pid>/stat`` read before and after the load, divided
-by the streamed tokens; the engine's processes' CPU is reported apart. Printed per case and
+they answer, every thread of each API server's process and of this load client is pinned
+to one core and every thread of the engine's processes (the engine core and its worker) to
+the other, again before each measured load (threads made since are pinned too). Then, in
+each round, the three servers are driven in turn (the order rotated from round to round)
+with ``CONCURRENCY`` concurrent streams of ``TOKENS`` tokens each (``ignore_eos`` and
+``min_tokens``: every stream that long), ``--requests`` per case, for each case: plain chat
+streams, plain completions streams, completions with ``logprobs: 5`` (each asking
+``include_usage``: its tokens are counted from the final usage chunk). A first round, the
+same load, warms every server and case up and is not counted. The API server's CPU is its
+utime + stime from ``/proc/<pid>/stat`` (all its threads, in clock ticks: the default 64
+streams a load make about 100 ticks) read right before the load and ``SETTLE`` seconds
+after its last byte (the server's work on the requests after that), divided by the
+streamed tokens; the engine's processes' CPU is reported apart. Printed per case and
 mode: the median of the rounds and their spread (lowest, highest), then each goal's line
 (the generator mode against the plugin off, same run; the ratio of the medians, and each
 round's ratio).
@@ -56,6 +60,8 @@ MARKERS = ("<!-- vllm-table: begin (bench/bench_vllm.py --docs) -->",
 MODES = {"off": None, "dump": "dump", "generator": "generator"}
 CONCURRENCY = 16
 TOKENS = 256
+#: seconds waited after a load's last byte before the API server's CPU is read
+SETTLE = 0.25
 CASES = {
     "chat": ("/v1/chat/completions", {}),
     "completions": ("/v1/completions", {}),
@@ -120,37 +126,51 @@ def pin(pid: int, cpu: int) -> None:
             pass
 
 
-def measure(servers: dict[str, Any], rounds: int, requests: int) -> dict[str, Any]:
+def pin_all(servers: dict[str, Any], api_cpu: int, engine_cpu: int) -> None:
+    """Every thread of every API server and of this process on ``api_cpu``, every thread of
+    every engine process on ``engine_cpu``."""
+    pin(os.getpid(), api_cpu)
+    for server in servers.values():
+        pin(server.pid, api_cpu)
+        for pid in server.engine_pids():
+            pin(pid, engine_cpu)
+
+
+def measure(servers: dict[str, Any], rounds: int, requests: int, api_cpu: int,
+            engine_cpu: int) -> dict[str, Any]:
     from _vllm_server import cpu_seconds
 
     figures: dict[str, dict[str, dict[str, list[float]]]] = {
         case: {mode: {"api": [], "engine": [], "wall": [], "events": []} for mode in servers}
         for case in CASES}
     names = list(servers)
-    for server in servers.values():  # warm-up: a few streams of each case
-        for case in CASES:
-            asyncio.run(load(server.url, case, 4))
-    for round_ in range(rounds):
+    for round_ in range(-1, rounds):  # round 0: the warm-up, the same load, not counted
         order = names[round_ % len(names):] + names[:round_ % len(names)]
         for case in CASES:
             for mode in order:
                 server = servers[mode]
                 engine = server.engine_pids()
+                pin_all(servers, api_cpu, engine_cpu)  # (threads made since: pinned too)
                 api0 = cpu_seconds(server.pid)
                 engine0 = sum(map(cpu_seconds, engine))
                 wall0 = time.monotonic()
                 tokens, events = asyncio.run(load(server.url, case, requests))
                 wall = time.monotonic() - wall0
+                time.sleep(SETTLE)  # the server's work after the last byte: its requests'
                 api = cpu_seconds(server.pid) - api0
-                engine_cpu = sum(map(cpu_seconds, engine)) - engine0
+                engine_cpu_s = sum(map(cpu_seconds, engine)) - engine0
+                if round_ < 0:
+                    print(f"  warm-up {case:<24} {mode:<10} API server "
+                          f"{api / tokens * 1e6:7.1f} ms/1k tokens (not counted)", flush=True)
+                    continue
                 row = figures[case][mode]
                 row["api"].append(api / tokens * 1e3)
-                row["engine"].append(engine_cpu / tokens * 1e3)
+                row["engine"].append(engine_cpu_s / tokens * 1e3)
                 row["wall"].append(tokens / wall)
                 row["events"].append(events / requests)
                 print(f"  round {round_ + 1} {case:<24} {mode:<10} API server "
                       f"{api / tokens * 1e6:7.1f} ms/1k tokens, engine "
-                      f"{engine_cpu / tokens * 1e6:7.1f} ms/1k, {tokens / wall:7.0f} tokens/s, "
+                      f"{engine_cpu_s / tokens * 1e6:7.1f} ms/1k, {tokens / wall:7.0f} tokens/s, "
                       f"{events / requests:.0f} events a stream",
                       flush=True)
     return figures
@@ -236,15 +256,11 @@ def run(args: argparse.Namespace) -> int:
             server.spawn()
         for server in servers.values():
             server.wait()
-        os.sched_setaffinity(0, {api_cpu})
+        pin_all(servers, api_cpu, engine_cpu)
         for mode, server in servers.items():
-            pin(server.pid, api_cpu)
-            engine = server.engine_pids()
-            for pid in engine:
-                pin(pid, engine_cpu)
             print(f"  {mode}: API server pid {server.pid} on CPU {api_cpu}, engine pids "
-                  f"{engine} on CPU {engine_cpu}", flush=True)
-        figures = measure(servers, args.rounds, args.requests)
+                  f"{server.engine_pids()} on CPU {engine_cpu}", flush=True)
+        figures = measure(servers, args.rounds, args.requests, api_cpu, engine_cpu)
     finally:
         for server in servers.values():
             server.stop()
@@ -323,7 +339,7 @@ def page(record: dict[str, Any], text: str) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--requests", type=int, default=32, help="streams a round, per case")
+    parser.add_argument("--requests", type=int, default=64, help="streams a round, per case")
     parser.add_argument("--record", help="write the run as JSON here")
     parser.add_argument("--docs", action="store_true",
                         help="write the benchmarks page's section from the recorded run")

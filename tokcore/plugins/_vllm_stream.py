@@ -38,7 +38,9 @@ token of every step alone (``convert_ids_list_to_tokens``: one ``tokenizer.decod
 each). For the covered requests its sample logprobs take the texts from a
 :class:`TokenTable` instead: each id's text as that function gives it, made once per
 tokenizer (filled as ids are met); a text ending in U+FFFD is still corrected from the
-sampled tokens before it by vLLM's own code, as vLLM does.
+sampled tokens before it by vLLM's own code (``_correct_decoded_token``: up to 9 decodes
+through the tokenizer pool), its result kept in the table by the id and the (at most 4)
+sampled ids before it, all that code reads.
 
 It was written against vLLM 0.32.0: ``FINGERPRINT`` is the sha256 of the source of every vLLM
 function whose behaviour it reproduces or replaces (``sources()``); on a vLLM where the sum
@@ -64,7 +66,7 @@ __all__ = ["FINGERPRINT", "TokenTable", "chat_covered", "completion_covered", "f
 log = logging.getLogger("tokcore.plugins.vllm")
 
 #: the sha256 of ``sources()`` of the vLLM this module was written against (0.32.0)
-FINGERPRINT = "85d7e5c9d9b45bdd1c837a7b97ec875e3e9e5f6b8e9c845e6ab3c842201acfb8"
+FINGERPRINT = "2786652d779c9665701761d153d388be34d86b2a74b8694e217f96f5b2b7030a"
 
 #: the request being added to vLLM's output processor is one of ours (its logprobs processor
 #: takes its texts from the table)
@@ -142,6 +144,7 @@ def sources(v: dict[str, Any] | None = None) -> list[Callable[..., Any]]:
             base.build_spec_decoding_metrics, v["chat_serving"]._make_prompt_tokens_details,
             v["api_utils"].should_include_usage,
             new_request.__func__, processor._update_sample_logprobs,
+            processor._correct_decoded_token, processor._get_sampled_context_ids,
             v["detokenizer_utils"].convert_ids_list_to_tokens]
 
 
@@ -161,13 +164,19 @@ class TokenTable:
     is decoded the first time it is met, then looked up. ``partial`` holds the ids met whose
     text ends in U+FFFD (a piece of a character: vLLM corrects those from the context)."""
 
-    __slots__ = ("_convert", "_texts", "_tokenizer", "partial")
+    __slots__ = ("_convert", "_texts", "_tokenizer", "corrected", "partial")
+
+    #: at most this many corrected texts are kept (then the memo starts again)
+    MAX_CORRECTED = 1 << 16
 
     def __init__(self, tokenizer: Any, convert: Callable[[Any, list[int]], list[str]]) -> None:
         self._tokenizer = tokenizer
         self._convert = convert
         self._texts: dict[int, str] = {}
         self.partial: set[int] = set()
+        #: vLLM's correction of a partial token's text (``_correct_decoded_token``), by the
+        #: id and the sampled ids before it (at most 4: all that function reads)
+        self.corrected: dict[tuple[int, ...], str] = {}
 
     def __len__(self) -> int:
         return len(self._texts)
@@ -207,8 +216,22 @@ def _tabled_class(processor: type) -> type:
     ``_update_sample_logprobs`` as vLLM 0.32 writes it, the decode replaced)."""
     logprobs_module = _V["engine_logprobs"]
     append = logprobs_module.append_logprobs_for_next_position
+    correct = processor._correct_decoded_token
 
     class TabledLogprobsProcessor(processor):  # type: ignore[misc]
+        def _correct_decoded_token(self, token_id: int, context_token_ids: list[int]) -> str:
+            # vLLM's own correction (a function of the tokenizer, the id and the last 4
+            # context ids: up to 4 + 4 + 1 decodes through the tokenizer pool), memoised
+            memo = table(self.tokenizer).corrected
+            key = (token_id, *context_token_ids[-4:])
+            text: str | None = memo.get(key)
+            if text is None:
+                text = correct(self, token_id, context_token_ids)
+                if len(memo) >= TokenTable.MAX_CORRECTED:
+                    memo.clear()
+                memo[key] = text
+            return text
+
         def _update_sample_logprobs(self, logprobs_lists: Any) -> None:
             token_ids_lst, logprobs_lst, ranks_lst, _ = logprobs_lists
             found = table(self.tokenizer)
@@ -394,7 +417,9 @@ async def _chat(serving: Any, request: Any, result_generator: AsyncIterator[Any]
                 i = output.index
                 if finish_sent[i]:
                     continue
-                serving._raise_if_error(output.finish_reason, request_id)
+                finish = output.finish_reason
+                if finish is not None:  # (vLLM's check raises for "error" alone)
+                    serving._raise_if_error(finish, request_id)
                 token_ids = output.token_ids
                 logprobs = None
                 odd = False
@@ -412,7 +437,6 @@ async def _chat(serving: Any, request: Any, result_generator: AsyncIterator[Any]
                 ids = (token_ids if type(token_ids) is list else list(token_ids)) \
                     if return_ids else None
                 usage = (num_prompt_tokens, previous_num_tokens[i]) if continuous else None
-                finish = output.finish_reason
                 if finish is not None:
                     finish = finish or "stop"
                     finish_sent[i] = True
@@ -427,9 +451,8 @@ async def _chat(serving: Any, request: Any, result_generator: AsyncIterator[Any]
                     out.append(last.step(text, i, token_ids=ids, logprobs=logprobs,
                                          finish_reason=finish, stop_reason=output.stop_reason,
                                          usage=usage))
-            if out:
-                for chunk in out:
-                    yield chunk
+            if out:  # (a step's chunks in one write: one send through the app, not one each)
+                yield out[0] if len(out) == 1 else b"".join(out)
         completion_tokens = sum(previous_num_tokens)
         if include_usage:
             metrics = _V["base"].build_spec_decoding_metrics(last_res) if n == 1 else None
@@ -497,7 +520,8 @@ async def _completion(serving: Any, request: Any, engine_inputs: Any,
             for output in res.outputs:
                 i = output.index + prompt_idx * n
                 finish = output.finish_reason
-                serving._raise_if_error(finish, request_id)
+                if finish is not None:  # (vLLM's check raises for "error" alone)
+                    serving._raise_if_error(finish, request_id)
                 prompt_ids = None
                 assert request.max_tokens is not None
                 if echo and not echoed[i]:
@@ -546,9 +570,8 @@ async def _completion(serving: Any, request: Any, engine_inputs: Any,
                         text, i, token_ids=ids, logprobs=logprobs, finish_reason=finish,
                         stop_reason=output.stop_reason, usage=usage,
                         prompt_token_ids=prompt_ids))
-            if out:
-                for chunk in out:
-                    yield chunk
+            if out:  # (a step's chunks in one write: one send through the app, not one each)
+                yield out[0] if len(out) == 1 else b"".join(out)
         total_prompt = sum(num_prompt_tokens)
         total_completion = sum(previous_num_tokens)
         details = serving.enable_prompt_tokens_details and num_cached_tokens is not None
