@@ -66,7 +66,7 @@ __all__ = ["FINGERPRINT", "TokenTable", "chat_covered", "completion_covered", "f
 log = logging.getLogger("tokcore.plugins.vllm")
 
 #: the sha256 of ``sources()`` of the vLLM this module was written against (0.32.0)
-FINGERPRINT = "2786652d779c9665701761d153d388be34d86b2a74b8694e217f96f5b2b7030a"
+FINGERPRINT = "6cdf353f8d40dd0c0a00c9377b139a4c7d44ea3f4298ef09fcd46507b622937e"
 
 #: the request being added to vLLM's output processor is one of ours (its logprobs processor
 #: takes its texts from the table)
@@ -140,7 +140,8 @@ def sources(v: dict[str, Any] | None = None) -> list[Callable[..., Any]]:
     return [chat_generator, chat._create_chat_logprobs,
             chat._get_top_logprobs, chat.get_chat_request_role,
             completion_generator, completion._create_completion_logprobs,
-            base.GenerateBaseServing._get_decoded_token, base.format_token_id_placeholder,
+            base.GenerateBaseServing._get_decoded_token,
+            base.GenerateBaseServing._raise_if_error, base.format_token_id_placeholder,
             base.build_spec_decoding_metrics, v["chat_serving"]._make_prompt_tokens_details,
             v["api_utils"].should_include_usage,
             new_request.__func__, processor._update_sample_logprobs,
