@@ -1581,18 +1581,31 @@ cdef extern from *:
      * (the Python twin's) replaces it; when they bind, the error was the body's, kept */
     static void tok_writer_rebind(PyObject *args, PyObject *const *vector, size_t nargsf,
                                   PyObject *kw) {
-        PyObject *type, *value, *tb, *bound;
+        PyObject *bound;
+    #if PY_VERSION_HEX >= 0x030C0000  /* (PyErr_Fetch is deprecated from 3.12 on) */
+        PyObject *raised = PyErr_GetRaisedException();
+    #else
+        PyObject *type, *value, *tb;
         PyErr_Fetch(&type, &value, &tb);
+    #endif
         bound = vector != NULL ? PyObject_Vectorcall(tok_writer_bind, vector, nargsf, kw)
                                : PyObject_Call(tok_writer_bind, args, kw);
-        if (bound == NULL) {
+        if (bound == NULL) {  /* the Python twin's error replaces Cython's */
+    #if PY_VERSION_HEX >= 0x030C0000
+            Py_XDECREF(raised);
+    #else
             Py_XDECREF(type);
             Py_XDECREF(value);
             Py_XDECREF(tb);
+    #endif
             return;
         }
         Py_DECREF(bound);
+    #if PY_VERSION_HEX >= 0x030C0000
+        PyErr_SetRaisedException(raised);
+    #else
         PyErr_Restore(type, value, tb);
+    #endif
     }
 
     static PyObject *tok_writer_call(PyObject *type, PyObject *const *args, size_t nargsf,
