@@ -212,7 +212,7 @@ def table(tokenizer: Any) -> TokenTable:
     return found[1]
 
 
-def _tabled_class(processor: type) -> type:
+def _tabled_class(processor: Any) -> type:
     """vLLM's LogprobsProcessor with the sample logprobs' texts from the table (its
     ``_update_sample_logprobs`` as vLLM 0.32 writes it, the decode replaced)."""
     logprobs_module = _V["engine_logprobs"]
