@@ -185,11 +185,12 @@ class Script:
                         [np.array(r, dtype=np.int64) for r in ranks], None))
                 logprobs = proc.logprobs[-len(ids):] if ids else proc.logprobs[:0]
                 if self.odd == "missing" and ids and s == 0:
-                    logprobs = [dict(position) for position in logprobs]
+                    logprobs = [dict(position) for position in stream._vllms(logprobs)]
                     del logprobs[0][ids[0]]
                 if self.odd == "undecoded" and ids and s == 0:
                     logprobs = [{i: Logprob(lp.logprob, lp.rank, None)
-                                 for i, lp in position.items()} for position in logprobs]
+                                 for i, lp in position.items()}
+                                for position in stream._vllms(logprobs)]
             output = CompletionOutput(index=c, text=text, token_ids=list(ids),
                                       cumulative_logprob=None, logprobs=logprobs,
                                       finish_reason=finish, stop_reason=stop)
@@ -218,12 +219,14 @@ def _masked(body: bytes) -> bytes:
     return re.sub(rb'"created":\d+', b'"created":0', body)
 
 
-def run_chat(serving: Any, request: dict[str, Any], script: Script, ours: bool
-             ) -> tuple[bytes, Any, str]:
+def run_chat(serving: Any, request: dict[str, Any], script: Script, ours: bool,
+             tabled: bool | None = None) -> tuple[bytes, Any, str]:
     req = ChatCompletionRequest.model_validate(
         {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True,
          **request})
-    processor = stream._tabled_class(LogprobsProcessor) if ours else LogprobsProcessor
+    # (the tabled processor: for the requests the installed generator writes itself)
+    processor = stream._tabled_class(LogprobsProcessor) if (ours if tabled is None else tabled) \
+        else LogprobsProcessor
     outputs = [res for _, res in script.outputs(processor)]
     meta = RequestResponseMetadata(request_id="chatcmpl-x")
     method = OpenAIServingChat.chat_completion_stream_generator if ours else CHAT
@@ -233,12 +236,14 @@ def run_chat(serving: Any, request: dict[str, Any], script: Script, ours: bool
     return body, meta.final_usage_info, gen.ag_code.co_name
 
 
-def run_completion(serving: Any, request: dict[str, Any], script: Script, ours: bool
-                   ) -> tuple[bytes, Any, str]:
+def run_completion(serving: Any, request: dict[str, Any], script: Script, ours: bool,
+                   tabled: bool | None = None) -> tuple[bytes, Any, str]:
     req = CompletionRequest.model_validate(
         {"model": "m", "prompt": ["a", "b", "c"][:script.prompts] if script.prompts > 1
          else "a", "stream": True, "max_tokens": 16, **request})
-    processor = stream._tabled_class(LogprobsProcessor) if ours else LogprobsProcessor
+    # (the tabled processor: for the requests the installed generator writes itself)
+    processor = stream._tabled_class(LogprobsProcessor) if (ours if tabled is None else tabled) \
+        else LogprobsProcessor
     outputs = script.outputs(processor)
     meta = RequestResponseMetadata(request_id="cmpl-x")
     method = OpenAIServingCompletion.completion_stream_generator if ours else COMPLETION
@@ -252,7 +257,7 @@ def run_completion(serving: Any, request: dict[str, Any], script: Script, ours: 
 def same(run: Callable[..., tuple[bytes, Any, str]], serving: Any, request: dict[str, Any],
          script: Script, covered: bool = True) -> bytes:
     theirs, their_usage, _ = run(serving, request, script, False)
-    ours, our_usage, name = run(serving, request, script, True)
+    ours, our_usage, name = run(serving, request, script, True, covered)
     assert name == ("_chat" if run is run_chat else "_completion") or not covered, name
     if not covered:
         assert not name.startswith("_"), name
@@ -432,8 +437,38 @@ def test_the_tabled_processor_is_vllms(tokenizer: Any, seed: int) -> None:
         stream._tabled_class(LogprobsProcessor))]
     def flat(x: Any) -> Any:
         return [[(i, lp.rank, lp.decoded_token, repr(lp.logprob)) for i, lp in p.items()]
-                for step in x for p in step]
+                for step in x for p in stream._vllms(step)]
     assert flat(ours) == flat(theirs)
+    # what the generators read of a record: the dict's entries, in its order
+    entries = [[(i, repr(lp.logprob), lp.decoded_token) for i, lp in p.items()]
+               for step in theirs for p in step]
+    assert [[(i, repr(lp), text) for i, lp, text in stream._position(p)]
+            for step in ours for p in step] == entries
+    assert all(type(p) is tuple for step in ours for p in step)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_a_record_reads_as_vllms_dict(seed: int) -> None:
+    """A record, read by ``_position``: the entries of the dict vLLM's
+    ``append_logprobs_for_next_position`` makes from the same arguments, in order (its zip
+    cut by ``num_logprobs``, -1 too; a repeated id in its first place with its last
+    values); ``_record_dict`` is that dict."""
+    from vllm.logprobs import append_logprobs_for_next_position
+
+    rng = random.Random(seed)
+    for _ in range(50):
+        size = rng.randint(1, 8)
+        ids = [rng.randrange(6) for _ in range(size)]  # (small ids: repeats)
+        logprobs = [rng.choice([rng.uniform(-9, 0), float("-inf"), float("nan")])
+                    for _ in range(size)]
+        texts = [rng.choice(["a", "\ufffd", "", "é"]) for _ in range(size)]
+        num = rng.choice([-1, 0, 1, 2, size - 1, size + 3])
+        record = (ids, logprobs, texts, rng.randint(1, 9), num)
+        made: list[Any] = []
+        append_logprobs_for_next_position(made, *record)
+        assert [(i, repr(lp), text) for i, lp, text in stream._position(record)] == \
+            [(i, repr(e.logprob), e.decoded_token) for i, e in made[0].items()]
+        assert stream._record_dict(record) == made[0]
 
 
 def test_only_our_requests_are_tabled(tokenizer: Any) -> None:

@@ -66,7 +66,7 @@ __all__ = ["FINGERPRINT", "TokenTable", "chat_covered", "completion_covered", "f
 log = logging.getLogger("tokcore.plugins.vllm")
 
 #: the sha256 of ``sources()`` of the vLLM this module was written against (0.32.0)
-FINGERPRINT = "6cdf353f8d40dd0c0a00c9377b139a4c7d44ea3f4298ef09fcd46507b622937e"
+FINGERPRINT = "e4925d0aee0d0fb8ec09f81a7b636cf6a83e30a2ee50292dadcad18d76408c1c"
 
 #: the request being added to vLLM's output processor is one of ours (its logprobs processor
 #: takes its texts from the table)
@@ -146,7 +146,8 @@ def sources(v: dict[str, Any] | None = None) -> list[Callable[..., Any]]:
             v["api_utils"].should_include_usage,
             new_request.__func__, processor._update_sample_logprobs,
             processor._correct_decoded_token, processor._get_sampled_context_ids,
-            v["detokenizer_utils"].convert_ids_list_to_tokens]
+            v["detokenizer_utils"].convert_ids_list_to_tokens,
+            v["engine_logprobs"].append_logprobs_for_next_position]
 
 
 def fingerprint(v: dict[str, Any] | None = None) -> str:
@@ -212,9 +213,42 @@ def table(tokenizer: Any) -> TokenTable:
     return found[1]
 
 
+def _record_dict(record: tuple[Any, ...]) -> dict[int, Any]:
+    """A position's record as vLLM's processor stores the position: its dict of ``Logprob``
+    (``append_logprobs_for_next_position``, vLLM's own function)."""
+    made: list[dict[int, Any]] = []
+    _V["engine_logprobs"].append_logprobs_for_next_position(made, *record)
+    return made[0]
+
+
+def _vllms(positions: Sequence[Any]) -> list[Any]:
+    """A step's positions as vLLM's models take them (records made vLLM's dicts)."""
+    return [_record_dict(p) if type(p) is tuple else p for p in positions]
+
+
+def _position(position: Any) -> list[tuple[int, float, Any]]:
+    """A position's entries as vLLM's dict holds them, in its order: ``(id, logprob,
+    decoded text)``. From a record: the dict vLLM's ``append_logprobs_for_next_position``
+    would make, without its objects (its ``zip`` cut to the first ``1 + num_logprobs``
+    entries; a repeated id keeps its first place and its last values)."""
+    if type(position) is not tuple:
+        return [(i, entry.logprob, entry.decoded_token) for i, entry in position.items()]
+    ids, logprobs, decoded, _, num = position
+    if num != -1 and len(ids) > num + 1:
+        ids = ids[:num + 1]
+    if len(set(ids)) == len(ids):
+        return list(zip(ids, logprobs, decoded))
+    return [(i, lp, text) for i, (lp, text) in dict(zip(ids, zip(logprobs, decoded))).items()]
+
+
 def _tabled_class(processor: Any) -> type:
     """vLLM's LogprobsProcessor with the sample logprobs' texts from the table (its
-    ``_update_sample_logprobs`` as vLLM 0.32 writes it, the decode replaced)."""
+    ``_update_sample_logprobs`` as vLLM 0.32 writes it, the decode replaced). Each position
+    of a list of sample logprobs is kept as a record, ``(ids, logprobs, decoded texts,
+    rank, num_logprobs)``: the arguments of vLLM's ``append_logprobs_for_next_position``,
+    which builds a dict of ``Logprob`` objects from them that only this module's generators
+    read (``_position`` reads a record as that dict; ``_record_dict`` makes the dict for
+    vLLM's models). ``FlatLogprobs`` are appended to by vLLM's function."""
     logprobs_module = _V["engine_logprobs"]
     append = logprobs_module.append_logprobs_for_next_position
     correct = processor._correct_decoded_token
@@ -237,6 +271,8 @@ def _tabled_class(processor: Any) -> type:
             token_ids_lst, logprobs_lst, ranks_lst, _ = logprobs_lists
             found = table(self.tokenizer)
             texts, partial = found.texts, found.partial
+            kept = self.logprobs
+            records = type(kept) is list
             for rank_np, logprobs_np, token_ids_np in zip(ranks_lst, logprobs_lst,
                                                           token_ids_lst, strict=False):
                 rank = rank_np.tolist()
@@ -244,11 +280,18 @@ def _tabled_class(processor: Any) -> type:
                 token_ids = token_ids_np.tolist()
                 decoded = texts(token_ids)
                 if not partial.isdisjoint(token_ids):  # (else vLLM's check changes nothing)
+                    # the sampled ids of the last 4 positions (each's first key in vLLM)
+                    context = [p[0][0] if type(p) is tuple else next(iter(p))
+                               for p in kept[-4:] if p is not None] if records else \
+                        self._get_sampled_context_ids(kept)
                     decoded = self._verify_tokens(
                         decoded_tokens_list=decoded, tokens=token_ids,
-                        context_token_ids=self._get_sampled_context_ids(self.logprobs))
+                        context_token_ids=context)
                 self.cumulative_logprob += logprobs[0]
-                append(self.logprobs, token_ids, logprobs, decoded, rank, self.num_logprobs)
+                if records and token_ids:
+                    kept.append((token_ids, logprobs, decoded, rank, self.num_logprobs))
+                else:
+                    append(kept, token_ids, logprobs, decoded, rank, self.num_logprobs)
 
     return TabledLogprobsProcessor
 
@@ -309,24 +352,29 @@ def _chat_logprobs(token_ids: Sequence[int], positions: Sequence[Any], top: int 
     entries: list[tuple[Any, ...]] = []
     for k, token_id in enumerate(token_ids):
         position = positions[k]
-        sampled = None if position is None else position.get(token_id)
-        if sampled is None or sampled.decoded_token is None:
+        if position is None:
             raise _Odd
-        decoded = sampled.decoded_token
+        items = _position(position)
+        sampled = None
+        for i, logprob, decoded in items:
+            if i == token_id:
+                sampled = logprob, decoded
+                break
+        if sampled is None or sampled[1] is None:
+            raise _Odd
+        logprob, decoded = sampled
         tops = []
-        for j, (top_id, entry) in enumerate(position.items()):
+        for j, (top_id, top_logprob, text) in enumerate(items):
             if not (every or top == -1 or (top is not None and j < top)):
                 break
             if as_ids:
                 text = f"token_id:{top_id}"
-            else:
-                text = entry.decoded_token
-                if text is None:
-                    raise _Odd
-            tops.append((text, max(entry.logprob, -9999.0),
+            elif text is None:
+                raise _Odd
+            tops.append((text, max(top_logprob, -9999.0),
                          text.encode("utf-8", errors="replace")))
         entries.append((f"token_id:{token_id}" if as_ids else decoded,
-                        max(sampled.logprob, -9999.0),
+                        max(logprob, -9999.0),
                         decoded.encode("utf-8", errors="replace"), tops))
     return entries
 
@@ -342,23 +390,34 @@ def _completion_logprobs(token_ids: Sequence[int], positions: Sequence[Any], top
         position = positions[k]
         if position is None:
             raise _Odd
-        sampled = position[token_id]
+        items = _position(position)
+        first = items[0] if items else None
+        sampled = first if first is not None and first[0] == token_id else None
+        if sampled is None:
+            for item in items:
+                if item[0] == token_id:
+                    sampled = item
+                    break
+            else:
+                raise KeyError(token_id)  # (vLLM's step_top_logprobs[token_id])
+        if not (every or top == -1) and len(items) > top + 1:
+            items = items[:top + 1]
+        # (-9999.0 if lp < -9999.0 else lp: vLLM's max(lp, -9999.0), nan kept)
         if as_ids:
             token = f"token_id:{token_id}"
-            tops = [(f"token_id:{top_id}", max(entry.logprob, -9999.0))
-                    for j, (top_id, entry) in enumerate(position.items())
-                    if every or top == -1 or top >= j]
+            tops = [(f"token_id:{top_id}", -9999.0 if lp < -9999.0 else lp)
+                    for top_id, lp, _ in items]
         else:
-            token = sampled.decoded_token
-            tops = [(entry.decoded_token, max(entry.logprob, -9999.0))
-                    for j, (top_id, entry) in enumerate(position.items())
-                    if every or top == -1 or top >= j]
-            if token is None or any(text is None for text, _ in tops):
-                raise _Odd
+            token = sampled[2]
+            tops = [(text, -9999.0 if lp < -9999.0 else lp) for _, lp, text in items]
+            if token is None or (type(position) is not tuple and
+                                 any(text is None for text, _ in tops)):
+                raise _Odd  # (a record's texts are the table's: never None)
         if k:
             offset += length
         length = len(token)
-        entries.append((token, max(sampled.logprob, -9999.0), None, tops, offset))
+        entries.append((token, -9999.0 if sampled[1] < -9999.0 else sampled[1], None, tops,
+                        offset))
     return entries, (offset + length if entries else None)
 
 
@@ -610,7 +669,7 @@ def _chat_fallback(serving: Any, request: Any, tokenizer: Any, output: Any,
                    created: int) -> bytes:
     protocol = _V["chat_protocol"]
     logprobs = serving._create_chat_logprobs(
-        token_ids=output.token_ids, top_logprobs=output.logprobs, tokenizer=tokenizer,
+        token_ids=output.token_ids, top_logprobs=_vllms(output.logprobs), tokenizer=tokenizer,
         num_output_top_logprobs=request.top_logprobs,
         logprob_token_ids=request.logprob_token_ids,
         return_as_token_id=request.return_tokens_as_token_ids)
@@ -642,7 +701,7 @@ def _completion_fallback(serving: Any, request: Any, tokenizer: Any, output: Any
                          created: int) -> bytes:
     protocol = _V["completion_protocol"]
     logprobs = serving._create_completion_logprobs(
-        token_ids=delta_ids, top_logprobs=output.logprobs,
+        token_ids=delta_ids, top_logprobs=_vllms(output.logprobs),
         num_output_top_logprobs=request.logprobs, tokenizer=tokenizer,
         logprob_token_ids=request.logprob_token_ids, initial_text_offset=next_offsets[i],
         return_as_token_id=request.return_tokens_as_token_ids)
