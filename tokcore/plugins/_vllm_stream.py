@@ -40,7 +40,10 @@ each). For the covered requests its sample logprobs take the texts from a
 tokenizer (filled as ids are met); a text ending in U+FFFD is still corrected from the
 sampled tokens before it by vLLM's own code (``_correct_decoded_token``: up to 9 decodes
 through the tokenizer pool), its result kept in the table by the id and the (at most 4)
-sampled ids before it, all that code reads.
+sampled ids before it, all that code reads. Each position is kept as a record of what vLLM
+would build its dict of ``Logprob`` objects from (the ids, logprobs, texts, rank and
+``num_logprobs``), read by this module's generators as that dict and made into it only for
+vLLM's own models (the steps above they write).
 
 It was written against vLLM 0.32.0: ``FINGERPRINT`` is the sha256 of the source of every vLLM
 function whose behaviour it reproduces or replaces (``sources()``); on a vLLM where the sum
