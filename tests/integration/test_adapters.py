@@ -29,6 +29,7 @@ import httpx
 import openai
 import pytest
 import uvicorn
+from _clients import kept
 from _upstream import (
     CACHED,
     PROMPT,
@@ -194,14 +195,14 @@ def new_request(stack: Stack, **query: str) -> tuple[dict[str, str], Upstream]:
 def test_the_end_of_the_stream(stack: Stack, front: str,
                                quiet_logs: pytest.LogCaptureFixture) -> None:
     query, upstream = new_request(stack, events="3", end="1")
-    with openai.OpenAI(base_url=f"{stack.urls[front]}/v1", api_key="-", max_retries=0) as client:
-        chunks = list(client.chat.completions.create(model="m", messages=[], stream=True,
-                                                     extra_query=query))
-        assert [c.usage.prompt_tokens for c in chunks if c.usage] == [PROMPT]
-        details = chunks[0].usage.prompt_tokens_details  # type: ignore[union-attr]
-        assert details is not None and details.cached_tokens == CACHED
-        assert [c.choices[0].delta.content for c in chunks[1:]] == ["x"] * 3
-        assert upstream.finished.wait(10) and served(upstream)
+    client = kept(openai.OpenAI(base_url=f"{stack.urls[front]}/v1", api_key="-", max_retries=0))
+    chunks = list(client.chat.completions.create(model="m", messages=[], stream=True,
+                                                 extra_query=query))
+    assert [c.usage.prompt_tokens for c in chunks if c.usage] == [PROMPT]
+    details = chunks[0].usage.prompt_tokens_details  # type: ignore[union-attr]
+    assert details is not None and details.cached_tokens == CACHED
+    assert [c.choices[0].delta.content for c in chunks[1:]] == ["x"] * 3
+    assert upstream.finished.wait(10) and served(upstream)
 
 
 @pytest.mark.parametrize("front", FRONTS)
@@ -245,45 +246,45 @@ def test_a_client_that_goes_away_from_a_quiet_upstream(
 def test_an_upstream_that_fails_mid_stream_is_an_openai_error(
         stack: Stack, front: str, quiet_logs: pytest.LogCaptureFixture) -> None:
     query, upstream = new_request(stack, fail="1")
-    with openai.OpenAI(base_url=f"{stack.urls[front]}/v1", api_key="-", max_retries=0) as client:
-        stream = client.chat.completions.create(model="m", messages=[], stream=True,
-                                                extra_query=query)
-        got = []
-        with pytest.raises(openai.APIError, match=STREAM_FAILED) as raised:
-            for chunk in stream:
-                got.append(chunk)
-        assert type(raised.value) is openai.APIError  # raised from the stream's error event
-        assert raised.value.body == {"message": STREAM_FAILED, "type": "server_error",
-                                     "param": None, "code": None}
-        assert got[0].usage is not None and got[0].usage.prompt_tokens == PROMPT
-        assert upstream.finished.wait(10) and served(upstream)
-        assert [r.levelname for r in quiet_logs.records if "failed mid-stream" in r.getMessage()] \
-            == ["WARNING"]
+    client = kept(openai.OpenAI(base_url=f"{stack.urls[front]}/v1", api_key="-", max_retries=0))
+    stream = client.chat.completions.create(model="m", messages=[], stream=True,
+                                            extra_query=query)
+    got = []
+    with pytest.raises(openai.APIError, match=STREAM_FAILED) as raised:
+        for chunk in stream:
+            got.append(chunk)
+    assert type(raised.value) is openai.APIError  # raised from the stream's error event
+    assert raised.value.body == {"message": STREAM_FAILED, "type": "server_error",
+                                 "param": None, "code": None}
+    assert got[0].usage is not None and got[0].usage.prompt_tokens == PROMPT
+    assert upstream.finished.wait(10) and served(upstream)
+    assert [r.levelname for r in quiet_logs.records if "failed mid-stream" in r.getMessage()] \
+        == ["WARNING"]
 
 
 @pytest.mark.parametrize("front", FRONTS)
 def test_an_upstream_that_fails_mid_stream_is_an_anthropic_error(
         stack: Stack, front: str, quiet_logs: pytest.LogCaptureFixture) -> None:
     query, upstream = new_request(stack, fail="1")
-    with anthropic.Anthropic(base_url=stack.urls[front], api_key="-", max_retries=0) as client:
-        with pytest.raises(anthropic.APIStatusError) as raised:
-            for _ in client.messages.create(model="m", max_tokens=5, messages=[], stream=True,
-                                            extra_query=query):
-                pass
-        assert raised.value.body == {"type": "error", "error": {"type": "api_error",
-                                                                "message": STREAM_FAILED}}
-        assert upstream.finished.wait(10) and served(upstream)
+    client = kept(anthropic.Anthropic(base_url=stack.urls[front], api_key="-", max_retries=0))
+    with pytest.raises(anthropic.APIStatusError) as raised:
+        for _ in client.messages.create(model="m", max_tokens=5, messages=[], stream=True,
+                                        extra_query=query):
+            pass
+    assert raised.value.body == {"type": "error", "error": {"type": "api_error",
+                                                            "message": STREAM_FAILED}}
+    assert upstream.finished.wait(10) and served(upstream)
 
 
 @pytest.mark.parametrize("front", FRONTS)
 def test_an_upstream_error_status_is_the_apps_to_map(
         stack: Stack, front: str, quiet_logs: pytest.LogCaptureFixture) -> None:
     query, upstream = new_request(stack, status="503")
-    with openai.OpenAI(base_url=f"{stack.urls[front]}/v1", api_key="-", max_retries=0) as client:
-        with pytest.raises(openai.InternalServerError) as raised:
-            client.chat.completions.create(model="m", messages=[], stream=True, extra_query=query)
-        assert raised.value.status_code == 502
-        assert upstream.finished.is_set() and served(upstream)
+    client = kept(openai.OpenAI(base_url=f"{stack.urls[front]}/v1", api_key="-", max_retries=0))
+    with pytest.raises(openai.InternalServerError) as raised:
+        client.chat.completions.create(model="m", messages=[], stream=True, extra_query=query)
+    assert raised.value.status_code == 502
+    assert upstream.finished.is_set() and served(upstream)
 
 
 def test_relay_response_checks_its_arguments_before_sending(stack: Stack) -> None:

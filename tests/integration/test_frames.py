@@ -24,6 +24,7 @@ import httpx
 import openai
 import pytest
 import uvicorn
+from _clients import kept
 from aiohttp import web
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -224,7 +225,7 @@ def expected_bytes(api: str, tokens: int = 4) -> bytes:
 def test_chat_completions(servers: Servers, front: str,
                           quiet_logs: pytest.LogCaptureFixture) -> None:
     query, record = new_request()
-    client = openai.OpenAI(base_url=f"{servers.urls[front]}/v1", api_key="-", max_retries=0)
+    client = kept(openai.OpenAI(base_url=f"{servers.urls[front]}/v1", api_key="-", max_retries=0))
     chunks = list(client.chat.completions.create(model="m", messages=[], stream=True,
                                                  extra_query=query))
     assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == \
@@ -236,7 +237,7 @@ def test_chat_completions(servers: Servers, front: str,
 @pytest.mark.parametrize("front", FRONTS)
 def test_responses(servers: Servers, front: str, quiet_logs: pytest.LogCaptureFixture) -> None:
     query, record = new_request(tokens="5")
-    client = openai.OpenAI(base_url=f"{servers.urls[front]}/v1", api_key="-", max_retries=0)
+    client = kept(openai.OpenAI(base_url=f"{servers.urls[front]}/v1", api_key="-", max_retries=0))
     events = list(client.responses.create(model="m", input="hi", stream=True,
                                           extra_query=query))
     assert [e.sequence_number for e in events] == list(range(len(events)))
@@ -251,7 +252,7 @@ def test_responses(servers: Servers, front: str, quiet_logs: pytest.LogCaptureFi
 @pytest.mark.parametrize("front", FRONTS)
 def test_messages(servers: Servers, front: str, quiet_logs: pytest.LogCaptureFixture) -> None:
     query, record = new_request(tokens="3")
-    client = anthropic.Anthropic(base_url=servers.urls[front], api_key="-", max_retries=0)
+    client = kept(anthropic.Anthropic(base_url=servers.urls[front], api_key="-", max_retries=0))
     with client.messages.stream(model="m", max_tokens=5, messages=[],
                                 extra_query=query) as stream:
         text = "".join(stream.text_stream)
@@ -313,7 +314,7 @@ def test_a_client_that_goes_away_from_a_waiting_generator(
 def test_a_generator_that_fails_mid_stream_is_an_openai_error(
         servers: Servers, front: str, quiet_logs: pytest.LogCaptureFixture) -> None:
     query, record = new_request(tokens="6", fail="2")
-    client = openai.OpenAI(base_url=f"{servers.urls[front]}/v1", api_key="-", max_retries=0)
+    client = kept(openai.OpenAI(base_url=f"{servers.urls[front]}/v1", api_key="-", max_retries=0))
     got = []
     with pytest.raises(openai.APIError, match=STREAM_FAILED) as raised:
         for chunk in client.chat.completions.create(model="m", messages=[], stream=True,
@@ -330,7 +331,7 @@ def test_a_generator_that_fails_mid_stream_is_an_openai_error(
 def test_a_generator_that_fails_mid_stream_is_an_anthropic_error(
         servers: Servers, front: str, quiet_logs: pytest.LogCaptureFixture) -> None:
     query, record = new_request(tokens="6", fail="1")
-    client = anthropic.Anthropic(base_url=servers.urls[front], api_key="-", max_retries=0)
+    client = kept(anthropic.Anthropic(base_url=servers.urls[front], api_key="-", max_retries=0))
     with pytest.raises(anthropic.APIStatusError) as raised:
         for _ in client.messages.create(model="m", max_tokens=5, messages=[], stream=True,
                                         extra_query=query):
