@@ -349,6 +349,15 @@ class _Odd(Exception):
     """A step the writer has no frame for: vLLM's models write it."""
 
 
+def _sampled(items: list[tuple[int, float, Any]], token_id: int
+             ) -> tuple[int, float, Any] | None:
+    """The sampled token's entry among a position's (vLLM's ``position[token_id]``)."""
+    for item in items:
+        if item[0] == token_id:
+            return item
+    return None
+
+
 def _chat_logprobs(token_ids: Sequence[int], positions: Sequence[Any], top: int | None,
                    every: bool, as_ids: bool) -> list[tuple[Any, ...]]:
     """A step's chat logprobs as the writer's entries (vLLM's ``_create_chat_logprobs``)."""
@@ -358,14 +367,10 @@ def _chat_logprobs(token_ids: Sequence[int], positions: Sequence[Any], top: int 
         if position is None:
             raise _Odd
         items = _position(position)
-        sampled = None
-        for i, logprob, decoded in items:
-            if i == token_id:
-                sampled = logprob, decoded
-                break
-        if sampled is None or sampled[1] is None:
+        sampled = _sampled(items, token_id)
+        if sampled is None or sampled[2] is None:
             raise _Odd
-        logprob, decoded = sampled
+        _, logprob, decoded = sampled
         tops = []
         for j, (top_id, top_logprob, text) in enumerate(items):
             if not (every or top == -1 or (top is not None and j < top)):
@@ -394,18 +399,12 @@ def _completion_logprobs(token_ids: Sequence[int], positions: Sequence[Any], top
         if position is None:
             raise _Odd
         items = _position(position)
-        first = items[0] if items else None
-        sampled = first if first is not None and first[0] == token_id else None
+        sampled = _sampled(items, token_id)
         if sampled is None:
-            for item in items:
-                if item[0] == token_id:
-                    sampled = item
-                    break
-            else:
-                raise KeyError(token_id)  # (vLLM's step_top_logprobs[token_id])
+            raise KeyError(token_id)  # (vLLM's step_top_logprobs[token_id])
         if not (every or top == -1) and len(items) > top + 1:
             items = items[:top + 1]
-        # (-9999.0 if lp < -9999.0 else lp: vLLM's max(lp, -9999.0), nan kept)
+        # (-9999.0 if lp < -9999.0 else lp: vLLM's max(lp, -9999.0), nan kept, no call)
         if as_ids:
             token = f"token_id:{token_id}"
             tops = [(f"token_id:{top_id}", -9999.0 if lp < -9999.0 else lp)
@@ -419,8 +418,7 @@ def _completion_logprobs(token_ids: Sequence[int], positions: Sequence[Any], top
         if k:
             offset += length
         length = len(token)
-        entries.append((token, -9999.0 if sampled[1] < -9999.0 else sampled[1], None, tops,
-                        offset))
+        entries.append((token, max(sampled[1], -9999.0), None, tops, offset))
     return entries, (offset + length if entries else None)
 
 
