@@ -137,6 +137,8 @@ class Script:
                         top = [rng.randrange(self.vocab) for _ in range(k)]
                         if k and rng.random() < 0.4:
                             top[rng.randrange(k)] = sampled  # the sampled among the top
+                        elif k and rng.random() < 0.4:
+                            top[0] = sampled  # the top one (greedy: vLLM's usual row)
                         values = sorted((rng.uniform(-12, 0) for _ in range(k)), reverse=True)
                         for special in (float("-inf"), float("nan"), -0.0, 0.0, -1e-7,
                                         -1.5e-5, -123456.789):
@@ -178,11 +180,15 @@ class Script:
             if self.k is not None:
                 proc = processors[p, c]
                 rows_ids, rows_lp, ranks = self.draws[p, c][s]
-                if ids:
+                if ids and s % 2:  # a list of rows
                     proc._update_sample_logprobs((
                         [np.array(r, dtype=np.int64) for r in rows_ids],
                         [np.array(r, dtype=np.float64) for r in rows_lp],
                         [np.array(r, dtype=np.int64) for r in ranks], None))
+                elif ids:  # numpy's 2-d arrays, as vLLM's engine sends them
+                    proc._update_sample_logprobs((
+                        np.array(rows_ids, dtype=np.int32), np.array(rows_lp, dtype=np.float32),
+                        np.array(ranks, dtype=np.int64), None))
                 logprobs = proc.logprobs[-len(ids):] if ids else proc.logprobs[:0]
                 if self.odd == "missing" and ids and s == 0:
                     logprobs = [dict(position) for position in stream._vllms(logprobs)]
@@ -459,6 +465,9 @@ def test_a_record_reads_as_vllms_dict(seed: int) -> None:
     for _ in range(50):
         size = rng.randint(1, 8)
         ids = [rng.randrange(6) for _ in range(size)]  # (small ids: repeats)
+        if size > 1 and rng.random() < 0.3:  # the sampled id again first of the top ones
+            ids = [ids[0], *rng.sample(range(9), size - 1)]
+            ids[1] = ids[0] if ids[0] not in ids[2:] else ids[1]
         logprobs = [rng.choice([rng.uniform(-9, 0), float("-inf"), float("nan")])
                     for _ in range(size)]
         texts = [rng.choice(["a", "\ufffd", "", "é"]) for _ in range(size)]
@@ -469,6 +478,13 @@ def test_a_record_reads_as_vllms_dict(seed: int) -> None:
         assert [(i, repr(lp), text) for i, lp, text in stream._position(record)] == \
             [(i, repr(e.logprob), e.decoded_token) for i, e in made[0].items()]
         assert stream._record_dict(record) == made[0]
+        # a completion's entries from the record (straight from its lists where it can)
+        # and from vLLM's dict: the same
+        for top, every in [(0, False), (1, False), (2, False), (5, False), (-1, False),
+                           (1, True)]:
+            got = stream._completion_logprobs([ids[0]], [record], top, every, False, 3)
+            assert repr(got) == repr(stream._completion_logprobs(
+                [ids[0]], [made[0]], top, every, False, 3))
 
 
 def test_only_our_requests_are_tabled(tokenizer: Any) -> None:

@@ -239,8 +239,14 @@ def _position(position: Any) -> list[tuple[int, float, Any]]:
     ids, logprobs, decoded, _, num = position
     if num != -1 and len(ids) > num + 1:
         ids = ids[:num + 1]
-    if len(set(ids)) == len(ids):
+    unique = len(set(ids))
+    if unique == len(ids):
         return list(zip(ids, logprobs, decoded))
+    if unique == len(ids) - 1 and ids[0] == ids[1]:
+        # the sampled token first, then the same token as the top one (vLLM's sampler's
+        # order; greedy sampling always): the dict's first entry in the first place with
+        # the second's values, then the rest
+        return list(zip(ids[1:], logprobs[1:], decoded[1:]))
     return [(i, lp, text) for i, (lp, text) in dict(zip(ids, zip(logprobs, decoded))).items()]
 
 
@@ -276,11 +282,16 @@ def _tabled_class(processor: Any) -> type:
             texts, partial = found.texts, found.partial
             kept = self.logprobs
             records = type(kept) is list
-            for rank_np, logprobs_np, token_ids_np in zip(ranks_lst, logprobs_lst,
-                                                          token_ids_lst, strict=False):
-                rank = rank_np.tolist()
-                logprobs = logprobs_np.tolist()
-                token_ids = token_ids_np.tolist()
+            if getattr(ranks_lst, "ndim", 0) == 1 and getattr(logprobs_lst, "ndim", 0) == \
+                    getattr(token_ids_lst, "ndim", 0) == 2:
+                # numpy's arrays (as vLLM's engine sends them): their rows' lists from one
+                # tolist() each, not three a row (a row's tolist() is its list)
+                rows: Any = zip(ranks_lst.tolist(), logprobs_lst.tolist(),
+                                token_ids_lst.tolist(), strict=False)
+            else:
+                rows = ((r.tolist(), lp.tolist(), i.tolist()) for r, lp, i in
+                        zip(ranks_lst, logprobs_lst, token_ids_lst, strict=False))
+            for rank, logprobs, token_ids in rows:
                 decoded = texts(token_ids)
                 if not partial.isdisjoint(token_ids):  # (else vLLM's check changes nothing)
                     # the sampled ids of the last 4 positions (each's first key in vLLM)
@@ -387,6 +398,38 @@ def _chat_logprobs(token_ids: Sequence[int], positions: Sequence[Any], top: int 
     return entries
 
 
+def _record_tops(record: tuple[Any, ...], token_id: int, top: int, every: bool
+                 ) -> tuple[float, str, list[tuple[str, float]]] | None:
+    """A record's sampled logprob, sampled text and top entries for a completion, as
+    ``_completion_logprobs`` makes them through ``_position``, straight from the record's
+    lists where its ids are all distinct or the sampled token is also the top one (vLLM's
+    sampler writes the sampled id first, then the top ids: greedy sampling repeats it);
+    None for any other record."""
+    ids, logprobs, texts, _, num = record
+    size = len(ids) if num == -1 or len(ids) <= num + 1 else num + 1
+    if size == 0:
+        return None
+    unique = len(set(ids[:size] if size < len(ids) else ids))
+    if unique == size:
+        start = 0
+    elif unique == size - 1 and size > 1 and ids[0] == ids[1]:
+        start = 1  # (the dict's first entry: the first place, the second's values)
+    else:
+        return None
+    if ids[start] != token_id:
+        return None
+    end = size if every or top == -1 or size - start <= top + 1 else start + top + 1
+    lps = logprobs[start:end]
+    # none below -9999.0: the writer's entries are the record's own (min is nan only where
+    # the first is nan: then each clamped as vLLM's max(lp, -9999.0), nan kept)
+    if min(lps) >= -9999.0:
+        tops = list(zip(texts[start:end], lps))
+    else:
+        tops = [(text, -9999.0 if lp < -9999.0 else lp)
+                for text, lp in zip(texts[start:end], lps)]
+    return logprobs[start], texts[start], tops
+
+
 def _completion_logprobs(token_ids: Sequence[int], positions: Sequence[Any], top: int,
                          every: bool, as_ids: bool, offset: int
                          ) -> tuple[list[tuple[Any, ...]], int | None]:
@@ -398,6 +441,15 @@ def _completion_logprobs(token_ids: Sequence[int], positions: Sequence[Any], top
         position = positions[k]
         if position is None:
             raise _Odd
+        found = _record_tops(position, token_id, top, every) \
+            if type(position) is tuple and not as_ids else None
+        if found is not None:
+            logprob, token, tops = found
+            if k:
+                offset += length
+            length = len(token)
+            entries.append((token, max(logprob, -9999.0), None, tops, offset))
+            continue
         items = _position(position)
         sampled = _sampled(items, token_id)
         if sampled is None:
