@@ -17,6 +17,21 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 if TYPE_CHECKING:  # imported when used: bench/hotpaths.py runs without pyperf
     import pyperf
 
+#: how bench/report.py runs a script, its ``RUNNER``: ``"pyperf"`` (the default: with pyperf,
+#: its cases' means in the report's table), ``"plain"`` (run as it is, what it prints in the
+#: report) or ``"own"`` (a target of its own, with its own set-up, e.g. ``make bench-vllm``
+#: in vLLM's venv: not run by the report, which names the target, ``OWN_TARGET``)
+RUNNERS = ("pyperf", "plain", "own")
+
+
+def runner(module: Any) -> str:
+    """The script's ``RUNNER`` (ValueError for a value not in ``RUNNERS``)."""
+    value = getattr(module, "RUNNER", "pyperf")
+    if value not in RUNNERS:
+        raise ValueError(f"{module.__name__}: RUNNER {value!r} is not one of {RUNNERS}")
+    return str(value)
+
+
 VOCAB = 152_000  # a Qwen-2-sized vocabulary
 SIZES = {"1k": 1_000, "40k": 40_000, "128k": 128_000}
 ZIPF_EXPONENT = 1.1  # token frequencies in text follow Zipf's law closely

@@ -49,7 +49,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-RUNNER = "plain"
+RUNNER = "own"  # not run by bench/report.py (make bench): it needs vLLM's venv
+OWN_TARGET = "make bench-vllm"
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent

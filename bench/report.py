@@ -4,8 +4,10 @@ Usage: python bench/report.py [-k SUBSTRING] [--out DIR] [pyperf options...]
 
 A script that sets ``RUNNER = "plain"`` is not a pyperf script: it is run as it is and
 what it prints goes into the report (and the JSON it writes where ``BENCH_RECORD`` says into
-results.json, as its ``figures``). The figures of the run go to DIR/results.json
-(build/bench by default) and bench/plots.py draws them there, one chart per script. The
+results.json, as its ``figures``). One that sets ``RUNNER = "own"`` has a target of its own
+(``OWN_TARGET``, e.g. ``make bench-vllm``) and is not run here (_common.RUNNERS). The
+figures of the run go to DIR/results.json (build/bench by default) and bench/plots.py draws
+them there, one chart per script. The
 exit status is 1 when a goal was missed (a ``MISS`` or ``MISSING`` line), after the whole
 report. ``BENCH_FULL=1`` in the environment runs every size (bench/_common.py).
 """
@@ -29,7 +31,7 @@ HERE = Path(__file__).parent
 RESULTS = HERE / "results"
 sys.path.insert(0, str(HERE))
 
-from _common import FAST, FULL, SEP, Target  # noqa: E402
+from _common import FAST, FULL, SEP, Target, runner  # noqa: E402
 
 
 def load(script: Path) -> ModuleType:
@@ -145,7 +147,11 @@ def main() -> int:
         print(f"running {script.name} ...", flush=True)
         began = time.monotonic()
         module = load(script)
-        if getattr(module, "RUNNER", "pyperf") == "plain":  # prints its own figures
+        kind = runner(module)
+        if kind == "own":  # its own target and set-up (make bench-vllm: vLLM's venv)
+            report += [f"\n== {script.stem}: not run here: {module.OWN_TARGET} =="]
+            continue
+        if kind == "plain":  # prints its own figures
             # and may write them as JSON where BENCH_RECORD says (bench_e2e.py does)
             record = RESULTS / f"{script.stem}.json"
             record.unlink(missing_ok=True)

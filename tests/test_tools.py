@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 import tomllib
 from pathlib import Path
 from types import ModuleType
@@ -102,3 +103,40 @@ def test_matrix_fails_where_a_build_fails(tmp_path: Path) -> None:
     assert "error: the compiler broke" in done.stdout
     assert "3.99.1: FAILED (the build" in done.stdout
     assert "the tests ran" not in done.stdout + done.stderr
+
+
+def _runner(script: Path) -> object:
+    """A bench script's ``RUNNER`` as its source assigns it (the default: pyperf)."""
+    import ast
+
+    for node in ast.parse(script.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] \
+                == ["RUNNER"]:
+            return ast.literal_eval(node.value)
+    return "pyperf"
+
+
+def test_make_bench_runs_only_what_its_venv_has() -> None:
+    """``make bench`` (bench/report.py, the bench venv) runs every bench script but those
+    with a target of their own: a script that starts vLLM's server is one (it needs vLLM's
+    venv: ``make bench-vllm``), and its target is a Makefile target that runs it."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        from _common import RUNNERS
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    scripts = sorted((ROOT / "bench").glob("bench_*.py"))
+    assert scripts
+    for script in scripts:
+        kind = _runner(script)
+        assert kind in RUNNERS, (script.name, kind)
+        source = script.read_text(encoding="utf-8")
+        assert (kind == "own") == ("_vllm_server" in source), script.name
+        if kind == "own":
+            target = re.search(r'^OWN_TARGET = "make ([\w-]+)"$', source, re.M)
+            assert target, script.name
+            rule = re.search(rf"^{target.group(1)}:.*\n((?:\t.*\n)+)", makefile, re.M)
+            assert rule and f"bench/{script.name}" in rule.group(1), script.name
