@@ -7,9 +7,9 @@ what it prints goes into the report (and the JSON it writes where ``BENCH_RECORD
 results.json, as its ``figures``). One that sets ``RUNNER = "own"`` has a target of its own
 (``OWN_TARGET``, e.g. ``make bench-vllm``) and is not run here (_common.RUNNERS). The
 figures of the run go to DIR/results.json (build/bench by default) and bench/plots.py draws
-them there, one chart per script. The
-exit status is 1 when a goal was missed (a ``MISS`` or ``MISSING`` line), after the whole
-report. ``BENCH_FULL=1`` in the environment runs every size (bench/_common.py).
+them there, one chart per script. The exit status is 1 when a goal was missed (a ``MISS``
+or ``MISSING`` line), after the whole report. ``BENCH_FULL=1`` in the environment runs
+every size (bench/_common.py).
 """
 
 from __future__ import annotations

@@ -229,6 +229,23 @@ def _vllms(positions: Sequence[Any]) -> list[Any]:
     return [_record_dict(p) if type(p) is tuple else p for p in positions]
 
 
+def _record_span(ids: list[int], num: int) -> tuple[int, int] | None:
+    """Where a record's entries lie in its lists, as ``(start, size)``: the dict vLLM's
+    ``append_logprobs_for_next_position`` makes holds ``ids[start:size]`` with their values
+    in order, where its first ``size`` ids (``1 + num_logprobs`` at most) are distinct
+    (start 0) or distinct but for the sampled id repeated as the top one (start 1: vLLM's
+    sampler writes the sampled id first, then the top ids, and greedy sampling repeats it;
+    the dict's first entry, in the first place, has the second's values). None for any
+    other record (a repeat elsewhere: the dict decides)."""
+    size = len(ids) if num == -1 or len(ids) <= num + 1 else num + 1
+    unique = len(set(ids[:size] if size < len(ids) else ids))
+    if unique == size:
+        return 0, size
+    if unique == size - 1 and ids[0] == ids[1]:
+        return 1, size
+    return None
+
+
 def _position(position: Any) -> list[tuple[int, float, Any]]:
     """A position's entries as vLLM's dict holds them, in its order: ``(id, logprob,
     decoded text)``. From a record: the dict vLLM's ``append_logprobs_for_next_position``
@@ -237,16 +254,12 @@ def _position(position: Any) -> list[tuple[int, float, Any]]:
     if type(position) is not tuple:
         return [(i, entry.logprob, entry.decoded_token) for i, entry in position.items()]
     ids, logprobs, decoded, _, num = position
+    span = _record_span(ids, num)
+    if span is not None:
+        start, size = span
+        return list(zip(ids[start:size], logprobs[start:], decoded[start:]))
     if num != -1 and len(ids) > num + 1:
         ids = ids[:num + 1]
-    unique = len(set(ids))
-    if unique == len(ids):
-        return list(zip(ids, logprobs, decoded))
-    if unique == len(ids) - 1 and ids[0] == ids[1]:
-        # the sampled token first, then the same token as the top one (vLLM's sampler's
-        # order; greedy sampling always): the dict's first entry in the first place with
-        # the second's values, then the rest
-        return list(zip(ids[1:], logprobs[1:], decoded[1:]))
     return [(i, lp, text) for i, (lp, text) in dict(zip(ids, zip(logprobs, decoded))).items()]
 
 
@@ -402,21 +415,14 @@ def _record_tops(record: tuple[Any, ...], token_id: int, top: int, every: bool
                  ) -> tuple[float, str, list[tuple[str, float]]] | None:
     """A record's sampled logprob, sampled text and top entries for a completion, as
     ``_completion_logprobs`` makes them through ``_position``, straight from the record's
-    lists where its ids are all distinct or the sampled token is also the top one (vLLM's
-    sampler writes the sampled id first, then the top ids: greedy sampling repeats it);
-    None for any other record."""
+    lists where ``_record_span`` finds its entries there and the first is the sampled
+    token's; None for any other record."""
     ids, logprobs, texts, _, num = record
-    size = len(ids) if num == -1 or len(ids) <= num + 1 else num + 1
-    if size == 0:
+    span = _record_span(ids, num)
+    if span is None:
         return None
-    unique = len(set(ids[:size] if size < len(ids) else ids))
-    if unique == size:
-        start = 0
-    elif unique == size - 1 and size > 1 and ids[0] == ids[1]:
-        start = 1  # (the dict's first entry: the first place, the second's values)
-    else:
-        return None
-    if ids[start] != token_id:
+    start, size = span
+    if start == size or ids[start] != token_id:
         return None
     end = size if every or top == -1 or size - start <= top + 1 else start + top + 1
     lps = logprobs[start:end]
@@ -448,7 +454,8 @@ def _completion_logprobs(token_ids: Sequence[int], positions: Sequence[Any], top
             if k:
                 offset += length
             length = len(token)
-            entries.append((token, max(logprob, -9999.0), None, tops, offset))
+            entries.append((token, -9999.0 if logprob < -9999.0 else logprob, None, tops,
+                            offset))
             continue
         items = _position(position)
         sampled = _sampled(items, token_id)
@@ -470,7 +477,8 @@ def _completion_logprobs(token_ids: Sequence[int], positions: Sequence[Any], top
         if k:
             offset += length
         length = len(token)
-        entries.append((token, max(sampled[1], -9999.0), None, tops, offset))
+        entries.append((token, -9999.0 if sampled[1] < -9999.0 else sampled[1], None, tops,
+                        offset))
     return entries, (offset + length if entries else None)
 
 
