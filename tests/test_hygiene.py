@@ -149,3 +149,37 @@ def test_the_debian_mirror_comes_from_apt(tmp_path: Path) -> None:
     assert missing.returncode == 1 and "TOKCORE_DEBIAN_MIRROR" in missing.stderr
     assert mirror("bookworm", TOKCORE_DEBIAN_MIRROR="http://set.invalid/d/").stdout == \
         "http://set.invalid/d\n"
+
+
+# the last commit before the prefixes of docs/contributing/index.md were the rule
+PREFIXES_SINCE = "5662442"
+PREFIX_ROW = re.compile(r"^\| `([a-z]+)` \|", re.MULTILINE)
+
+
+def commit_prefixes() -> set[str]:
+    """The prefixes the contributing page lists, read from its table."""
+    text = (ROOT / "docs" / "contributing" / "index.md").read_text()
+    table = text.split("<!-- prefixes: the list tests/test_hygiene.py reads -->", 1)[1]
+    return set(PREFIX_ROW.findall(table.split("\n\n", 1)[0]))
+
+
+def test_commit_subjects_follow_the_rule() -> None:
+    """Every subject since the rule: at most 72 characters, one of the listed prefixes."""
+    prefixes = commit_prefixes()
+    assert {"ids", "vllm", "docs", "ci"} <= prefixes
+    try:
+        log = subprocess.run(["git", "log", "--format=%h %s", f"{PREFIXES_SINCE}..HEAD"],
+                             cwd=ROOT, capture_output=True, text=True, check=False)
+    except FileNotFoundError:  # (the matrix's Debian root has no git)
+        pytest.skip("no git here: the history cannot be read")
+    if log.returncode:
+        if not (ROOT / ".git").exists():
+            pytest.skip("not a git checkout (a test run on an unpacked sdist)")
+        raise AssertionError(f"git log failed (a shallow clone?): {log.stderr.strip()}")
+    bad = []
+    for line in log.stdout.splitlines():
+        sha, subject = line.split(" ", 1)
+        prefix = subject.split(": ", 1)[0] if ": " in subject else ""
+        if prefix not in prefixes or len(subject) > 72:
+            bad.append(f"{sha} ({len(subject)} characters) {subject}")
+    assert bad == [], "subjects outside docs/contributing/index.md's rule:\n" + "\n".join(bad)
