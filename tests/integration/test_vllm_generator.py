@@ -414,6 +414,78 @@ def test_an_error_finish_is_vllms_error_chunk(tokenizer: Any) -> None:
     assert b'"InternalServerError"' in body
 
 
+class Steps:
+    """A stream written by hand: each step a ``RequestOutput`` of several outputs, as vLLM
+    merges a request's outputs when its API server lags (the same objects for each run)."""
+
+    def __init__(self, tokenizer: Any, steps: list[tuple[int, list[dict[str, Any]]]],
+                 prompts: int = 1) -> None:
+        self.tokenizer, self.steps, self.prompts = tokenizer, steps, prompts
+
+    def outputs(self, processor: type) -> list[tuple[int, RequestOutput]]:
+        result = []
+        for p, outputs in self.steps:
+            made = [CompletionOutput(
+                index=o["index"], text=o.get("text", ""), token_ids=list(o.get("ids", [])),
+                cumulative_logprob=None, logprobs=o.get("logprobs"),
+                finish_reason=o.get("finish"), stop_reason=None) for o in outputs]
+            result.append((p, RequestOutput(
+                request_id=f"r-{p}", prompt=f"prompt {p}", prompt_token_ids=[1, 2, 3],
+                prompt_logprobs=None, outputs=made,
+                finished=all(o.get("finish") for o in outputs), num_cached_tokens=None)))
+        return result
+
+
+def _logprobs(ids: list[int], missing: bool = False) -> list[dict[int, Logprob]]:
+    """A position per id, as vLLM's processor makes it (the sampled id first, then a top
+    one); ``missing``: without the sampled id's entry."""
+    made = [{i: Logprob(-0.25, 1, f"t{i}"), i + 1: Logprob(-1.5, 2, f"t{i + 1}")}
+            for i in ids]
+    if missing:
+        for i, position in zip(ids, made, strict=True):
+            del position[i]
+    return made
+
+
+@pytest.mark.parametrize("first", [False, True])
+@pytest.mark.parametrize("odd", ["error", "missing"])
+@pytest.mark.parametrize("api", ["chat", "completion", "completion, two prompts"])
+def test_a_step_whose_one_output_raises(tokenizer: Any, api: str, odd: str,
+                                        first: bool) -> None:
+    """A step of n=2 outputs where one raises (an "error" finish; a completion whose sampled
+    id is missing from its logprobs: vLLM's KeyError) writes what vLLM's generator writes:
+    the chunks of the outputs before it, then the error chunk, then [DONE] (a chat
+    position without the sampled id is no error: vLLM's models write it)."""
+    logprobs = odd == "missing"
+    ok = [{"index": 0, "text": "A", "ids": [5], "logprobs": _logprobs([5])},
+          {"index": 1, "text": "B", "ids": [6], "logprobs": _logprobs([6])}]
+    bad = {"index": 1, "text": "", "ids": [], "finish": "error", "logprobs": []} \
+        if odd == "error" else \
+        {"index": 1, "text": "D", "ids": [8], "logprobs": _logprobs([8], missing=True)}
+    good = {"index": 0, "text": "C", "ids": [7], "logprobs": _logprobs([7])}
+    step = [bad, good] if first else [good, bad]
+    if not logprobs:
+        for output in [*ok, *step]:
+            output.pop("logprobs")
+    if api == "chat":
+        request: dict[str, Any] = {"n": 2, "return_token_ids": True}
+        if logprobs:
+            request.update(logprobs=True, top_logprobs=1)
+        body = same(run_chat, serving_chat(), request, Steps(tokenizer, [(0, ok), (0, step)]))
+    else:
+        prompts = 2 if "two" in api else 1
+        request = {"n": 2, "return_token_ids": True, **({"logprobs": 1} if logprobs else {})}
+        steps = [(0, ok), (prompts - 1, step)]
+        body = same(run_completion, serving_completion(), request,
+                    Steps(tokenizer, steps, prompts))
+    events = body.split(b"\n\n")
+    if api == "chat" and odd == "missing":
+        assert b"error" not in body
+        return
+    assert b'"error"' in events[-3] and events[-2:] == [b"data: [DONE]", b""], events
+    assert (b'"text":"C"' in body or b'"content":"C"' in body) != first
+
+
 # --- the table
 
 def test_the_table_is_vllms_decode(tokenizer: Any) -> None:

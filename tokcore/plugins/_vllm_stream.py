@@ -31,7 +31,9 @@ offsets), ``--enable-prompt-tokens-details`` (the cached tokens on the usage chu
 Within a covered stream, a step the writer has no frame for (a logprobs position without the
 sampled token's entry, or without its decoded text: not seen from vLLM's engine) and a final
 usage chunk carrying speculative decoding metrics are written by vLLM's own models, as vLLM
-writes them; an error is vLLM's error chunk.
+writes them. An error is vLLM's error chunk, and where one output of a step raises (an
+``"error"`` finish; a completion's sampled token missing from its logprobs), the chunks of the
+step's outputs before it are written first, as vLLM's generator writes them.
 
 Logprobs: vLLM's logprobs processor (the API server's output processor) decodes every top
 token of every step alone (``convert_ids_list_to_tokens``: one ``tokenizer.decode([id])``
@@ -519,6 +521,7 @@ async def _chat(serving: Any, request: Any, result_generator: AsyncIterator[Any]
     generation_error = _V["GenerationError"]
     last_res = None
     _tabled()
+    out: list[bytes] = []  # (the step's chunks not yet written)
     try:
         first = True
         async for res in result_generator:
@@ -533,7 +536,6 @@ async def _chat(serving: Any, request: Any, result_generator: AsyncIterator[Any]
                 yield b"".join([plain.write("start", index=i, usage=usage,
                                             prompt_token_ids=prompt_ids) for i in range(n)])
                 first = False
-            out = []
             for output in res.outputs:
                 i = output.index
                 if finish_sent[i]:
@@ -573,7 +575,9 @@ async def _chat(serving: Any, request: Any, result_generator: AsyncIterator[Any]
                                          finish_reason=finish, stop_reason=output.stop_reason,
                                          usage=usage))
             if out:  # (a step's chunks in one write: one send through the app, not one each)
-                yield out[0] if len(out) == 1 else b"".join(out)
+                step = out[0] if len(out) == 1 else b"".join(out)
+                out = []
+                yield step
         completion_tokens = sum(previous_num_tokens)
         if include_usage:
             metrics = _V["base"].build_spec_decoding_metrics(last_res) if n == 1 else None
@@ -587,9 +591,13 @@ async def _chat(serving: Any, request: Any, result_generator: AsyncIterator[Any]
             prompt_tokens=num_prompt_tokens, completion_tokens=completion_tokens,
             total_tokens=num_prompt_tokens + completion_tokens, completion_tokens_details=None)
     except generation_error as e:
+        if out:  # (vLLM's generator wrote the step's chunks before the one that raised)
+            yield b"".join(out)
         yield f"data: {serving._convert_generation_error_to_streaming_response(e)}\n\n".encode()
     except Exception as e:
         log.exception("Error in chat completion stream generator.")
+        if out:
+            yield b"".join(out)
         yield f"data: {serving.create_streaming_error_response(e)}\n\n".encode()
     yield _DONE
 
@@ -624,6 +632,7 @@ async def _completion(serving: Any, request: Any, engine_inputs: Any,
     generation_error = _V["GenerationError"]
     last_res = None
     _tabled()
+    out: list[bytes] = []  # (the step's chunks not yet written)
     try:
         first = True
         async for prompt_idx, res in result_generator:
@@ -637,7 +646,6 @@ async def _completion(serving: Any, request: Any, engine_inputs: Any,
                 prompt_text = serving._extract_prompt_text(engine_inputs[prompt_idx])
             if prompt_token_ids is not None:
                 num_prompt_tokens[prompt_idx] = len(prompt_token_ids)
-            out = []
             for output in res.outputs:
                 i = output.index + prompt_idx * n
                 finish = output.finish_reason
@@ -692,7 +700,9 @@ async def _completion(serving: Any, request: Any, engine_inputs: Any,
                         stop_reason=output.stop_reason, usage=usage,
                         prompt_token_ids=prompt_ids))
             if out:  # (a step's chunks in one write: one send through the app, not one each)
-                yield out[0] if len(out) == 1 else b"".join(out)
+                step = out[0] if len(out) == 1 else b"".join(out)
+                out = []
+                yield step
         total_prompt = sum(num_prompt_tokens)
         total_completion = sum(previous_num_tokens)
         details = serving.enable_prompt_tokens_details and num_cached_tokens is not None
@@ -715,9 +725,13 @@ async def _completion(serving: Any, request: Any, engine_inputs: Any,
                 cached_tokens=num_cached_tokens)
         request_metadata.final_usage_info = usage_info
     except generation_error as e:
+        if out:  # (vLLM's generator wrote the step's chunks before the one that raised)
+            yield b"".join(out)
         yield f"data: {serving._convert_generation_error_to_streaming_response(e)}\n\n".encode()
     except Exception as e:
         log.exception("Error in completion stream generator.")
+        if out:
+            yield b"".join(out)
         yield f"data: {serving.create_streaming_error_response(e)}\n\n".encode()
     yield _DONE
 
