@@ -560,22 +560,116 @@ def test_a_record_reads_as_vllms_dict(seed: int) -> None:
 
 
 def test_only_our_requests_are_tabled(tokenizer: Any) -> None:
-    """from_new_request makes the tabled processor only in a task that set the mark."""
+    """from_new_request makes the tabled processor only between ``_mark`` and ``_unmark``
+    (what a generator of ours sets around its result generator's first step), in the same
+    task, not before nor after."""
     from vllm.sampling_params import SamplingParams
 
     class Request:
         sampling_params = SamplingParams(logprobs=2)
 
-    plain = LogprobsProcessor.from_new_request(tokenizer, Request())
-    assert type(plain) is LogprobsProcessor
+    def made() -> type:
+        return type(LogprobsProcessor.from_new_request(tokenizer, Request()))
 
-    async def marked() -> Any:
-        stream._tabled()
-        return LogprobsProcessor.from_new_request(tokenizer, Request())
+    async def task() -> list[type]:
+        kinds = [made()]
+        mark = stream._mark()
+        kinds.append(made())
+        assert stream._unmark(mark) is None and stream._unmark(None) is None
+        return [*kinds, made()]
 
-    made = asyncio.run(marked())
-    assert type(made) is not LogprobsProcessor and isinstance(made, LogprobsProcessor)
-    assert type(LogprobsProcessor.from_new_request(tokenizer, Request())) is LogprobsProcessor
+    before, during, after = asyncio.run(task())
+    assert before is LogprobsProcessor and after is LogprobsProcessor
+    assert during is not LogprobsProcessor and issubclass(during, LogprobsProcessor)
+    assert made() is LogprobsProcessor
+
+
+def test_one_task_serves_many_requests(tokenizer: Any) -> None:
+    """One task (an application that serves its requests from one long-lived task) serves
+    in turn, through vLLM's own AsyncLLM.generate and OutputProcessor (_vllm_engine.py): a
+    covered chat stream with logprobs (the tabled processor), the same request by vLLM's own
+    generator, a non-streaming one, a subclass's stream, a direct AsyncLLM.generate, a
+    covered completions stream of two prompts, its own generator's, and another direct
+    generate. Only the covered streams' engine requests take the table's texts; every other
+    one gets vLLM's own logprobs (a dict a position) and vLLM's own answer."""
+    from _vllm_engine import engine, request, stop
+    from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionResponse
+
+    class Subclass(OpenAIServingChat):
+        pass
+
+    chat_request = ChatCompletionRequest.model_validate(
+        {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True,
+         "n": 2, "logprobs": True, "top_logprobs": 3})
+    completion_request = CompletionRequest.model_validate(
+        {"model": "m", "prompt": ["a", "b"], "stream": True, "max_tokens": 16, "logprobs": 3})
+    conversation = [{"role": "user", "content": "hi"}]
+    stream._TABLES.clear()
+
+    async def serve() -> None:
+        llm = engine(tokenizer)
+
+        def generate(request_id: str, prompt: list[int], n: int = 1,
+                     streamed: bool = True) -> Any:
+            made = request(request_id, prompt, logprobs=3, n=n, stream=streamed)
+            return llm.generate(made, made.sampling_params, request_id,
+                                prompt_text=f"prompt {prompt}")
+
+        async def direct(request_id: str) -> None:
+            async for res in generate(request_id, [9, 8, 7]):
+                for output in res.outputs:
+                    assert output.logprobs and all(type(p) is dict for p in output.logprobs)
+
+        async def chat(method: Any, serving: Any, chat_request: Any) -> bytes:
+            body = await _drain(method(
+                serving, chat_request, generate("chatcmpl-1", [1, 2, 3], n=2), "chatcmpl-1",
+                "m", conversation, tokenizer, RequestResponseMetadata(request_id="x")))
+            assert b"error" not in body
+            return _masked(body)
+
+        async def completion(method: Any) -> bytes:
+            from vllm.utils.async_utils import merge_async_iterators
+
+            results = merge_async_iterators(generate("cmpl-2-0", [4, 5]),
+                                            generate("cmpl-2-1", [6]))
+            body = await _drain(method(
+                serving_completion(), completion_request, [{}, {}], results, "cmpl-2",
+                1234567, "m", num_prompts=2, tokenizer=tokenizer,
+                request_metadata=RequestResponseMetadata(request_id="y")))
+            assert b"error" not in body
+            # (the prompts' steps interleave as their tasks run: each choice's in order)
+            events: dict[bytes, list[bytes]] = {}
+            for event in body.split(b"\n\n"):
+                index = re.search(rb'"choices":\[\{"index":(\d+)', event)
+                events.setdefault(index.group(1) if index else b"", []).append(event)
+            return repr(sorted(events.items())).encode()
+
+        try:
+            ours = await chat(OpenAIServingChat.chat_completion_stream_generator,
+                              serving_chat(), chat_request)
+            texts = len(stream.table(tokenizer))
+            assert texts  # (the covered stream's requests took the table's texts)
+            assert await chat(CHAT, serving_chat(), chat_request) == ours
+            full = await OpenAIServingChat.chat_completion_full_generator(
+                serving_chat(enable_auto_tools=False), chat_request.model_copy(
+                    update={"stream": False}),
+                generate("chatcmpl-1", [1, 2, 3], n=2, streamed=False), "chatcmpl-1", "m",
+                conversation, tokenizer, RequestResponseMetadata(request_id="z"))
+            assert type(full) is ChatCompletionResponse, full
+            assert all(choice.logprobs.content for choice in full.choices)
+            subclass = object.__new__(Subclass)
+            vars(subclass).update(vars(serving_chat()))
+            assert await chat(OpenAIServingChat.chat_completion_stream_generator, subclass,
+                              chat_request) == ours
+            await direct("direct-1")
+            ours = await completion(OpenAIServingCompletion.completion_stream_generator)
+            assert await completion(COMPLETION) == ours
+            await direct("direct-2")
+            assert len(stream.table(tokenizer)) > texts  # (the completions' requests)
+        finally:
+            await stop(llm)
+
+    asyncio.run(serve())
 
 
 # --- the fingerprint and the switch

@@ -42,7 +42,10 @@ each). For the covered requests its sample logprobs take the texts from a
 tokenizer (filled as ids are met); a text ending in U+FFFD is still corrected from the
 sampled tokens before it by vLLM's own code (``_correct_decoded_token``: up to 9 decodes
 through the tokenizer pool), its result kept in the table by the id and the (at most 4)
-sampled ids before it, all that code reads. Each position is kept as a record of what vLLM
+sampled ids before it, all that code reads. The covered requests are told from the others by
+a mark set in the stream's task only while it awaits its result generator's first step, where
+vLLM adds the engine requests (``_mark``): every other engine request of that task, before
+or after, gets vLLM's own processor. Each position is kept as a record of what vLLM
 would build its dict of ``Logprob`` objects from (the ids, logprobs, texts, rank and
 ``num_logprobs``), read by this module's generators as that dict and made into it only for
 vLLM's own models (the steps above they write).
@@ -73,8 +76,10 @@ log = logging.getLogger("tokcore.plugins.vllm")
 #: the sha256 of ``sources()`` of the vLLM this module was written against (0.32.0)
 FINGERPRINT = "e4925d0aee0d0fb8ec09f81a7b636cf6a83e30a2ee50292dadcad18d76408c1c"
 
-#: the request being added to vLLM's output processor is one of ours (its logprobs processor
-#: takes its texts from the table)
+#: the requests being added to vLLM's output processor are one stream's of ours (their
+#: logprobs processors take their texts from the table): set by ``_mark`` while the stream
+#: awaits its result generator's first step, where vLLM adds them, and reset before anything
+#: else runs in the task (``_unmark``)
 _TABLED: contextvars.ContextVar[bool] = contextvars.ContextVar("tokcore_vllm_tabled",
                                                                default=False)
 #: what install_generators replaced: (owner, name, the original attribute)
@@ -484,10 +489,22 @@ def _completion_logprobs(token_ids: Sequence[int], positions: Sequence[Any], top
     return entries, (offset + length if entries else None)
 
 
-def _tabled() -> None:
-    """The requests added from here on (this task's) take their logprob texts from the
-    table."""
-    _TABLED.set(True)
+def _mark() -> contextvars.Token[bool]:
+    """Mark the engine requests added from here on in this task as ours (their logprob
+    texts from the table), until ``_unmark``. A generator marks before it awaits its result
+    generator's first step and unmarks as soon as that step is over, however it ends, and
+    before it yields anything: vLLM's ``AsyncLLM.generate`` adds its requests at its first
+    step (and ``merge_async_iterators``'s tasks, made then, copy the mark for the prompts'
+    requests), so the mark covers those requests and nothing else the task runs."""
+    return _TABLED.set(True)
+
+
+def _unmark(mark: contextvars.Token[bool] | None) -> contextvars.Token[bool] | None:
+    """The mark ``_mark`` set, reset (None: reset already); None, for the caller to keep
+    (``mark = _unmark(mark)``)."""
+    if mark is not None:
+        _TABLED.reset(mark)
+    return None
 
 
 # --- the generators
@@ -520,8 +537,9 @@ async def _chat(serving: Any, request: Any, result_generator: AsyncIterator[Any]
     return_ids = request.return_token_ids
     generation_error = _V["GenerationError"]
     last_res = None
-    _tabled()
     out: list[bytes] = []  # (the step's chunks not yet written)
+    # (until the first step: the requests result_generator adds are ours)
+    mark: contextvars.Token[bool] | None = _mark()
     try:
         first = True
         async for res in result_generator:
@@ -531,6 +549,7 @@ async def _chat(serving: Any, request: Any, result_generator: AsyncIterator[Any]
                 if res.encoder_prompt_token_ids is not None:
                     num_prompt_tokens += len(res.encoder_prompt_token_ids)
             if first:
+                mark = _unmark(mark)
                 prompt_ids = res.prompt_token_ids if return_ids else None
                 usage = (num_prompt_tokens, 0) if continuous else None
                 yield b"".join([plain.write("start", index=i, usage=usage,
@@ -578,6 +597,7 @@ async def _chat(serving: Any, request: Any, result_generator: AsyncIterator[Any]
                 step = out[0] if len(out) == 1 else b"".join(out)
                 out = []
                 yield step
+        mark = _unmark(mark)  # (no step came)
         completion_tokens = sum(previous_num_tokens)
         if include_usage:
             metrics = _V["base"].build_spec_decoding_metrics(last_res) if n == 1 else None
@@ -591,14 +611,19 @@ async def _chat(serving: Any, request: Any, result_generator: AsyncIterator[Any]
             prompt_tokens=num_prompt_tokens, completion_tokens=completion_tokens,
             total_tokens=num_prompt_tokens + completion_tokens, completion_tokens_details=None)
     except generation_error as e:
+        mark = _unmark(mark)
         if out:  # (vLLM's generator wrote the step's chunks before the one that raised)
             yield b"".join(out)
         yield f"data: {serving._convert_generation_error_to_streaming_response(e)}\n\n".encode()
     except Exception as e:
+        mark = _unmark(mark)
         log.exception("Error in chat completion stream generator.")
         if out:
             yield b"".join(out)
         yield f"data: {serving.create_streaming_error_response(e)}\n\n".encode()
+    except BaseException:  # (a cancellation while the first step is awaited)
+        _unmark(mark)
+        raise
     yield _DONE
 
 
@@ -631,14 +656,16 @@ async def _completion(serving: Any, request: Any, engine_inputs: Any,
     echo = request.echo
     generation_error = _V["GenerationError"]
     last_res = None
-    _tabled()
     out: list[bytes] = []  # (the step's chunks not yet written)
+    # (until the first step: the requests result_generator adds are ours)
+    mark: contextvars.Token[bool] | None = _mark()
     try:
         first = True
         async for prompt_idx, res in result_generator:
             last_res = res
             prompt_token_ids = res.prompt_token_ids
             if first:
+                mark = _unmark(mark)
                 num_cached_tokens = res.num_cached_tokens
                 first = False
             prompt_text = res.prompt
@@ -703,6 +730,7 @@ async def _completion(serving: Any, request: Any, engine_inputs: Any,
                 step = out[0] if len(out) == 1 else b"".join(out)
                 out = []
                 yield step
+        mark = _unmark(mark)  # (no step came)
         total_prompt = sum(num_prompt_tokens)
         total_completion = sum(previous_num_tokens)
         details = serving.enable_prompt_tokens_details and num_cached_tokens is not None
@@ -725,14 +753,19 @@ async def _completion(serving: Any, request: Any, engine_inputs: Any,
                 cached_tokens=num_cached_tokens)
         request_metadata.final_usage_info = usage_info
     except generation_error as e:
+        mark = _unmark(mark)
         if out:  # (vLLM's generator wrote the step's chunks before the one that raised)
             yield b"".join(out)
         yield f"data: {serving._convert_generation_error_to_streaming_response(e)}\n\n".encode()
     except Exception as e:
+        mark = _unmark(mark)
         log.exception("Error in completion stream generator.")
         if out:
             yield b"".join(out)
         yield f"data: {serving.create_streaming_error_response(e)}\n\n".encode()
+    except BaseException:  # (a cancellation while the first step is awaited)
+        _unmark(mark)
+        raise
     yield _DONE
 
 
