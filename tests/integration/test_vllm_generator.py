@@ -505,6 +505,55 @@ def test_the_table_is_vllms_decode(tokenizer: Any) -> None:
     assert stream.table(tokenizer) is stream.table(tokenizer)
 
 
+@pytest.mark.parametrize("cached", [False, True])
+def test_a_grown_vocabulary_is_a_new_table(tokenizer: Any, cached: bool) -> None:
+    """A tokenizer that gains tokens (``add_tokens``) gets a new table: no text is kept from
+    before, for the tokenizer itself and for vLLM's cached copy of it (which shares its
+    backend and freezes its ``len()``); a tabled processor made after it reads the new one."""
+    import copy
+
+    from vllm.tokenizers.hf import get_cached_tokenizer
+
+    own = copy.deepcopy(tokenizer)
+    tok = get_cached_tokenizer(own) if cached else own
+    new_id = own.backend_tokenizer.get_vocab_size(with_added_tokens=True)
+    old = stream.table(tok)
+    assert old.texts([new_id, 5]) == convert_ids_list_to_tokens(tok, [new_id, 5])
+    assert stream.table(tok) is old
+    tok.add_tokens(["zqzqz"])
+    assert convert_ids_list_to_tokens(tok, [new_id]) == ["zqzqz"]
+    assert stream.table(tok) is not old
+    assert stream.table(tok).texts([new_id, 5]) == ["zqzqz", old.texts([5])[0]]
+    processor = stream._tabled_class(LogprobsProcessor)(
+        tokenizer=tok, logprobs=[], prompt_logprobs=None, cumulative_logprob=0.0,
+        num_logprobs=1, num_prompt_logprobs=None)
+    processor._update_sample_logprobs((np.array([[new_id, 5]], dtype=np.int32),
+                                       np.array([[-0.5, -1.0]], dtype=np.float32),
+                                       np.array([1], dtype=np.int64), None))
+    assert stream._position(processor.logprobs[0])[0][2] == "zqzqz"
+
+
+def test_a_partial_text_is_marked_before_it_is_stored(tokenizer: Any) -> None:
+    """``TokenTable.texts`` adds an id to ``partial`` before it stores its text: a reader on
+    another thread (a free-threaded build) that finds a text ending in U+FFFD finds its id
+    partial too, and vLLM's correction runs."""
+    table = stream.TokenTable(tokenizer, convert_ids_list_to_tokens)
+    stored: list[int] = []
+
+    class Texts(dict):  # type: ignore[type-arg]
+        def __setitem__(self, key: int, value: str) -> None:
+            assert not value.endswith("\ufffd") or key in table.partial, key
+            stored.append(key)
+            super().__setitem__(key, value)
+
+    table._texts = Texts()
+    ids = list(range(len(tokenizer)))
+    texts = table.texts(ids)
+    assert stored == ids and table.partial == {
+        i for i, text in zip(ids, texts, strict=True) if text.endswith("\ufffd")}
+    assert table.partial
+
+
 @pytest.mark.parametrize("seed", range(8))
 def test_the_tabled_processor_is_vllms(tokenizer: Any, seed: int) -> None:
     """The logprobs vLLM's processor makes and the tabled one makes, from the same lists:

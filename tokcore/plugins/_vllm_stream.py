@@ -39,7 +39,8 @@ Logprobs: vLLM's logprobs processor (the API server's output processor) decodes 
 token of every step alone (``convert_ids_list_to_tokens``: one ``tokenizer.decode([id])``
 each). For the covered requests its sample logprobs take the texts from a
 :class:`TokenTable` instead: each id's text as that function gives it, made once per
-tokenizer (filled as ids are met); a text ending in U+FFFD is still corrected from the
+tokenizer and vocabulary (filled as ids are met; a vocabulary grown by ``add_tokens`` gets
+a new table for the requests made since); a text ending in U+FFFD is still corrected from the
 sampled tokens before it by vLLM's own code (``_correct_decoded_token``: up to 9 decodes
 through the tokenizer pool), its result kept in the table by the id and the (at most 4)
 sampled ids before it, all that code reads. The covered requests are told from the others by
@@ -69,7 +70,7 @@ from typing import Any
 from ..writer._writer import StreamShape, StreamWriter
 
 __all__ = ["FINGERPRINT", "TokenTable", "chat_covered", "completion_covered", "fingerprint",
-           "install_generators", "sources", "table", "uninstall_generators"]
+           "install_generators", "sources", "table", "uninstall_generators", "vocabulary_size"]
 
 log = logging.getLogger("tokcore.plugins.vllm")
 
@@ -172,9 +173,11 @@ def fingerprint(v: dict[str, Any] | None = None) -> str:
 
 class TokenTable:
     """Each token id's text as vLLM's logprobs processor decodes it alone
-    (``convert_ids_list_to_tokens(tokenizer, [id])``), made once per tokenizer: an id's text
-    is decoded the first time it is met, then looked up. ``partial`` holds the ids met whose
-    text ends in U+FFFD (a piece of a character: vLLM corrects those from the context)."""
+    (``convert_ids_list_to_tokens(tokenizer, [id])``), made once per tokenizer and vocabulary
+    (:func:`table`): an id's text is decoded the first time it is met, then looked up.
+    ``partial`` holds the ids met whose text ends in U+FFFD (a piece of a character: vLLM
+    corrects those from the context); an id is added there before its text is stored, so a
+    reader on another thread that finds the text finds the id partial too."""
 
     __slots__ = ("_convert", "_texts", "_tokenizer", "corrected", "partial")
 
@@ -201,26 +204,40 @@ class TokenTable:
         except KeyError:
             missing = list(dict.fromkeys(i for i in ids if i not in texts))
             for i, text in zip(missing, self._convert(self._tokenizer, missing), strict=True):
-                texts[i] = text
                 if text.endswith("\ufffd"):
-                    self.partial.add(i)
+                    self.partial.add(i)  # (first: the text is read before the mark)
+                texts[i] = text
             return [texts[i] for i in ids]
 
 
-_TABLES: dict[int, tuple[Any, TokenTable]] = {}
+#: the tables, by the tokenizer's id: (the tokenizer, its vocabulary's size, its table)
+_TABLES: dict[int, tuple[Any, int, TokenTable]] = {}
+
+
+def vocabulary_size(tokenizer: Any) -> int:
+    """How many tokens the tokenizer has now, added tokens included: its backend's count (a
+    Hugging Face fast tokenizer's, which vLLM's cached copy shares while it freezes its own
+    ``len()``), else ``len(tokenizer)``."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is not None:
+        return int(backend.get_vocab_size(with_added_tokens=True))
+    return len(tokenizer)
 
 
 def table(tokenizer: Any) -> TokenTable:
-    """The table of this tokenizer (made the first time it is asked for)."""
+    """The table of this tokenizer and its vocabulary as it is now: made the first time it is
+    asked for, and again once the vocabulary has grown (``add_tokens``), so that no text is
+    kept from before. A tabled processor asks once, at its first step."""
+    size = vocabulary_size(tokenizer)
     found = _TABLES.get(id(tokenizer))
-    if found is None or found[0] is not tokenizer:
+    if found is None or found[0] is not tokenizer or found[1] != size:
         if len(_TABLES) >= 16:
             _TABLES.clear()
         convert = _V["detokenizer_utils"].convert_ids_list_to_tokens if _V else None
         if convert is None:
             convert = _vllm()["detokenizer_utils"].convert_ids_list_to_tokens
-        found = _TABLES[id(tokenizer)] = (tokenizer, TokenTable(tokenizer, convert))
-    return found[1]
+        found = _TABLES[id(tokenizer)] = (tokenizer, size, TokenTable(tokenizer, convert))
+    return found[2]
 
 
 def _record_dict(record: tuple[Any, ...]) -> dict[int, Any]:
@@ -283,10 +300,19 @@ def _tabled_class(processor: Any) -> type:
     correct = processor._correct_decoded_token
 
     class TabledLogprobsProcessor(processor):  # type: ignore[misc]
+        #: the table of the request's tokenizer, found at its first step (``_table``)
+        token_table: TokenTable | None = None
+
+        def _table(self) -> TokenTable:
+            found = self.token_table
+            if found is None:
+                found = self.token_table = table(self.tokenizer)
+            return found
+
         def _correct_decoded_token(self, token_id: int, context_token_ids: list[int]) -> str:
             # vLLM's own correction (a function of the tokenizer, the id and the last 4
             # context ids: up to 4 + 4 + 1 decodes through the tokenizer pool), memoised
-            memo = table(self.tokenizer).corrected
+            memo = self._table().corrected
             key = (token_id, *context_token_ids[-4:])
             text: str | None = memo.get(key)
             if text is None:
@@ -298,7 +324,9 @@ def _tabled_class(processor: Any) -> type:
 
         def _update_sample_logprobs(self, logprobs_lists: Any) -> None:
             token_ids_lst, logprobs_lst, ranks_lst, _ = logprobs_lists
-            found = table(self.tokenizer)
+            found = self.token_table
+            if found is None:
+                found = self._table()
             texts, partial = found.texts, found.partial
             kept = self.logprobs
             records = type(kept) is list
