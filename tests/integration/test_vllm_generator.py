@@ -724,22 +724,189 @@ def test_one_task_serves_many_requests(tokenizer: Any) -> None:
 # --- the fingerprint and the switch
 
 def test_the_fingerprint_is_this_vllms() -> None:
-    assert stream.fingerprint() == stream.FINGERPRINT
-    assert len(stream.sources()) == len({id(f) for f in stream.sources()})
+    """This vLLM is the one the mode was checked against: every source, pydantic-core's
+    release, and the probes' bytes both ways."""
+    found = stream.sources()
+    assert len(found) == len({id(item) for item in found.values()}) == len(stream.CHECKED) - 1
+    assert stream.fingerprint() == stream.CHECKED
+    assert stream.probes() == []
+    assert len(stream._probes_chat(stream._vllm())) + len(
+        stream._probes_completion(stream._vllm())) >= 10
 
 
-def test_another_vllm_keeps_the_dump_patch(caplog: pytest.LogCaptureFixture) -> None:
+@pytest.fixture
+def uninstalled(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+                ) -> Iterator[Callable[..., list[str]]]:
+    """The generators uninstalled for the test, and installed again after it once its
+    patches are undone. The test calls the function given to try an install that must be
+    refused: it returns the install's WARNING lines."""
     stream.uninstall_generators()
-    try:
+    monkeypatch.setattr(stream, "_REFUSED", [])
+
+    def install(**options: Any) -> list[str]:
+        caplog.clear()
         with caplog.at_level("WARNING", "tokcore.plugins.vllm"):
-            assert not stream.install_generators(expected="0" * 64)
-            assert not stream.install_generators(expected="0" * 64)  # (no second line)
-        assert OpenAIServingChat.chat_completion_stream_generator is CHAT
-        assert OpenAIServingCompletion.completion_stream_generator is COMPLETION
-        lines = [r.getMessage() for r in caplog.records]
-        assert len(lines) == 1 and "dump patch only" in lines[0], lines
-    finally:
-        assert stream.install_generators()
+            assert not stream.install_generators(**options)
+        assert not stream._REPLACED  # (vLLM's generators, its processor: untouched)
+        return [r.getMessage() for r in caplog.records if r.name == "tokcore.plugins.vllm"]
+
+    yield install
+    monkeypatch.undo()
+    assert stream.install_generators()
+
+
+def _owner(name: str) -> Any:
+    """Where ``sources()`` finds a source by this name: its class, or the module it reads."""
+    v = stream._vllm()
+    classes = {cls.__name__: cls for cls in (
+        OpenAIServingChat, OpenAIServingCompletion, v["base"].GenerateBaseServing,
+        LogprobsProcessor, v["output_processor"].RequestState, v["outputs"].RequestOutput)}
+    if "." in name:
+        return classes[name.split(".")[0]]
+    modules = {"maybe_filter_parallel_tool_calls": "chat_serving",
+               "_make_prompt_tokens_details": "chat_serving", "as_list": "chat_serving",
+               "format_token_id_placeholder": "base", "build_spec_decoding_metrics": "base",
+               "should_include_usage": "api_utils", "create_sample_logprobs": "engine_logprobs",
+               "convert_ids_list_to_tokens": "detokenizer_utils",
+               "get_leading_space_marker": "detokenizer_utils",
+               "_restore_leading_spaces": "detokenizer_utils",
+               "append_logprobs_for_next_position": "vllm_logprobs",
+               "Logprob": "vllm_logprobs", "FlatLogprobs": "vllm_logprobs"}
+    return v[modules[name]]
+
+
+def _changed(original: Any) -> Any:
+    """Another version of a vLLM function or class: its name, the same behaviour, another
+    source (as a vLLM release that changed it would have it)."""
+    if isinstance(original, type):
+        class Changed(original):  # type: ignore[misc, valid-type]
+            changed = True
+
+        Changed.__qualname__ = original.__qualname__
+        return Changed
+    function = getattr(original, "__func__", original)
+
+    def changed(*args: Any, **kwargs: Any) -> Any:
+        return function(*args, **kwargs)
+
+    changed.__qualname__ = function.__qualname__
+    return classmethod(changed) if isinstance(original, classmethod) else changed
+
+
+@pytest.mark.parametrize("name", [name for name in stream.CHECKED if name != "pydantic-core"])
+def test_a_changed_source_refuses(monkeypatch: pytest.MonkeyPatch, uninstalled: Any,
+                                  name: str) -> None:
+    """Each vLLM function or class of ``sources()`` changed: the generators are not
+    installed, and the one WARNING line names it."""
+    owner = _owner(name)
+    attribute = name.split(".")[-1]
+    original = vars(owner)[attribute]
+    assert stream.sources()[name] in (original, getattr(original, "__func__", None))
+    monkeypatch.setattr(owner, attribute, _changed(original))
+    lines = uninstalled()
+    assert len(lines) == 1 and lines[0].endswith("dump patch only"), lines
+    assert f"differs here: {name}: " in lines[0], lines
+
+
+def test_another_pydantic_core_refuses(monkeypatch: pytest.MonkeyPatch,
+                                       uninstalled: Any) -> None:
+    import pydantic_core
+
+    monkeypatch.setattr(pydantic_core, "__version__", "2.99.0")
+    lines = uninstalled()
+    assert len(lines) == 1 and "pydantic-core 2.99.0 (checked: 2.50.5)" in lines[0], lines
+
+
+def _reordered(cls: Any, first: str) -> Any:
+    """The model with its member ``first`` moved to the front."""
+    import pydantic
+
+    fields = {first: cls.model_fields[first]} | dict(cls.model_fields)
+    return pydantic.create_model(cls.__name__, __config__=cls.model_config, **{
+        name: (field.annotation, field) for name, field in fields.items()})
+
+
+def _serialized(cls: Any, member: str) -> Any:
+    """The model with a serializer of its own for ``member`` (its value as text)."""
+    import pydantic
+
+    class Serialized(cls):  # type: ignore[misc, valid-type]
+        @pydantic.field_serializer(member)
+        def _text(self, value: Any) -> Any:
+            return str(value)
+
+    Serialized.__name__ = cls.__name__
+    return Serialized
+
+
+def _defaulted(cls: Any, member: str, value: Any) -> Any:
+    """The model with another default for ``member``."""
+    import pydantic
+
+    field = cls.model_fields[member]
+    return pydantic.create_model(cls.__name__, __base__=cls, **{
+        member: (field.annotation, pydantic.Field(default=value))})
+
+
+@pytest.mark.parametrize("change", ["order", "serializer", "default", "nested serializer"])
+def test_changed_models_refuse(monkeypatch: pytest.MonkeyPatch, uninstalled: Any,
+                               change: str) -> None:
+    """vLLM's chunk models changed as another vLLM could have them (a member moved, a
+    serializer, a default, a nested model's serializer), where vLLM's generators find them:
+    the probes the stream writer writes are not their bytes, so the generators are not
+    installed, and the one WARNING line names the probes that differ."""
+    import pydantic
+
+    v = stream._vllm()
+    chat, completion = v["chat_serving"], v["completion_serving"]
+    if change == "order":
+        monkeypatch.setattr(chat, "ChatCompletionStreamResponse",
+                            _reordered(chat.ChatCompletionStreamResponse, "model"))
+        named = "the chat role chunk"
+    elif change == "serializer":
+        monkeypatch.setattr(chat, "ChatCompletionStreamResponse",
+                            _serialized(chat.ChatCompletionStreamResponse, "created"))
+        named = "the chat usage chunk"
+    elif change == "default":
+        monkeypatch.setattr(completion, "CompletionStreamResponse", _defaulted(
+            completion.CompletionStreamResponse, "object", "completion"))
+        named = "the completions usage chunk"
+    else:
+        usage = _serialized(completion.UsageInfo, "total_tokens")
+        chunk = pydantic.create_model(
+            "CompletionStreamResponse", __base__=completion.CompletionStreamResponse,
+            usage=(usage | None, pydantic.Field(default=None)))
+        monkeypatch.setattr(completion, "UsageInfo", usage)
+        monkeypatch.setattr(completion, "CompletionStreamResponse", chunk)
+        named = "the completions usage chunk"
+    lines = uninstalled()
+    assert len(lines) == 1 and lines[0].endswith("dump patch only"), lines
+    assert named in lines[0], lines
+
+
+def test_one_line_names_every_difference(monkeypatch: pytest.MonkeyPatch,
+                                         uninstalled: Any) -> None:
+    """Several differences: one WARNING line names them all, and another install that finds
+    the same writes none."""
+    import pydantic_core
+
+    monkeypatch.setattr(pydantic_core, "__version__", "2.99.1")
+    monkeypatch.setattr(LogprobsProcessor, "_verify_tokens",
+                        _changed(LogprobsProcessor._verify_tokens))
+    v = stream._vllm()
+    monkeypatch.setattr(v["chat_serving"], "ChatCompletionStreamResponse", _reordered(
+        v["chat_serving"].ChatCompletionStreamResponse, "model"))
+    lines = uninstalled()
+    assert len(lines) == 1, lines
+    assert "differs here: LogprobsProcessor._verify_tokens, pydantic-core 2.99.1 (checked: " \
+        "2.50.5), the chat role chunk" in lines[0], lines
+    assert uninstalled() == []
+
+
+def test_another_fingerprint_keeps_the_dump_patch(uninstalled: Any) -> None:
+    """An install against another fingerprint (``expected``): refused, naming what differs."""
+    lines = uninstalled(expected={**stream.CHECKED, "as_list": "0" * 16})
+    assert len(lines) == 1 and "differs here: as_list: " in lines[0], lines
 
 
 @pytest.mark.parametrize(("value", "generators", "dump", "warns"), [
