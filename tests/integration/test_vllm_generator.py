@@ -7,7 +7,10 @@ logprobs made by vLLM's own logprobs processor (vLLM's for vLLM's generator, the
 ours) from a tokenizer trained here with ``tokenizers`` (byte-level, so a token alone can
 decode to U+FFFD), or written by hand (``nan``, ``-inf``, the sampled token missing). vLLM's
 own generator and the replaced one are fed the same outputs: the bytes must be the same but
-for ``created`` (the chat generator reads the clock)."""
+for ``created`` (the chat generator reads the clock). Some streams come from vLLM's own
+``AsyncLLM`` front end in this process, on an engine core stand-in (_vllm_engine.py). Then the
+install's checks: every source, pydantic-core's release and vLLM's chunk models changed in
+turn, each refused with one WARNING line naming it."""
 
 from __future__ import annotations
 
