@@ -59,7 +59,7 @@ RECORDED = ROOT / "docs" / "_static" / "bench" / "vllm.json"
 PAGE = ROOT / "docs" / "benchmarks.md"
 MARKERS = ("<!-- vllm-table: begin (bench/bench_vllm.py --docs) -->",
            "<!-- vllm-table: end -->")
-MODES = {"off": None, "dump": "dump", "generator": "generator"}
+MODES = {"off": None, "generator": "generator"}
 CONCURRENCY = 16
 TOKENS = 256
 #: seconds waited after a load's last byte before the API server's CPU is read

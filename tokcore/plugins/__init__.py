@@ -1,8 +1,13 @@
 """Plugins that put tokcore into a serving stack from the stack's own plugin system.
 
-- :mod:`tokcore.plugins.vllm`: vLLM's ``vllm.general_plugins`` entry point (the ``vllm``
-  extra declares it): the chunks of vLLM's stream generators serialized by the stream
-  writer, the same bytes.
+- :mod:`tokcore.plugins.vllm`: vLLM's ``vllm.general_plugins`` entry point: vLLM's stream
+  generators replaced, for the requests they cover, by ones that write the same bytes with
+  the stream writer (vLLM 0.32.0, 0.33.0 and 0.34.0). Its modules, ``_vllm_*``: the registry
+  of what it replaces (``_vllm_targets``), vLLM's names (``_vllm_names``), the releases it
+  knows (``_vllm_releases``), the writer's shapes of each (``_vllm_shapes``), the install
+  (``_vllm_patch``), which requests (``_vllm_coverage``), the generators (``_vllm_chat``,
+  ``_vllm_completion``, ``_vllm_fallback``), the logprobs (``_vllm_logprobs``,
+  ``_vllm_processor``, ``_vllm_table``).
 
 Nothing here is imported by ``import tokcore``; each module imports its stack only when its
 entry point is called.
