@@ -18,6 +18,7 @@ import asyncio
 import importlib
 import random
 import re
+import sys
 import warnings
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, ClassVar
@@ -78,6 +79,8 @@ def vllms(positions: Any) -> list[Any]:
 def token_table(tokenizer: Any) -> Any:
     return tables.table(tokenizer, convert_ids_list_to_tokens)
 
+#: the model name the streams are written with
+MODEL = "model/é"
 TEXT = ("Plain words, \"quotes\", back\\slashes, tabs\t and newlines\n; accents é à ü ñ, "
         "Ελληνικά, русский, 中文字符, 日本語のテキスト, emoji 🙂🚀🧪, control \x01\x1f, "
         "<b>markup</b> & {json: [1, 2]} </script> \u2028 \u2029 end. ")
@@ -241,8 +244,13 @@ class Script:
 
 
 async def _feed(items: list[Any]) -> AsyncIterator[Any]:
+    """The items, one a step; an exception among them is raised there (as vLLM's result
+    generator raises a request's error)."""
     for item in items:
         await asyncio.sleep(0)
+        error = item[1] if type(item) is tuple else item
+        if isinstance(error, BaseException):
+            raise error
         yield item
 
 
@@ -267,7 +275,7 @@ def run_chat(serving: Any, request: dict[str, Any], script: Script, ours: bool,
     outputs = [res for _, res in script.outputs(kind)]
     meta = RequestResponseMetadata(request_id="chatcmpl-x")
     method = OpenAIServingChat.chat_completion_stream_generator if ours else CHAT
-    gen = method(serving, req, _feed(outputs), "chatcmpl-x", "model/é",
+    gen = method(serving, req, _feed(outputs), "chatcmpl-x", MODEL,
                  [{"role": "user", "content": "hi"}], script.tokenizer, meta)
     body = asyncio.run(_drain(gen))
     return body, meta.final_usage_info, gen.ag_code
@@ -284,7 +292,7 @@ def run_completion(serving: Any, request: dict[str, Any], script: Script, ours: 
     meta = RequestResponseMetadata(request_id="cmpl-x")
     method = OpenAIServingCompletion.completion_stream_generator if ours else COMPLETION
     gen = method(serving, req, [{}] * script.prompts, _feed(outputs), "cmpl-x", 1234567,
-                 "model/é", num_prompts=script.prompts, tokenizer=script.tokenizer,
+                 MODEL, num_prompts=script.prompts, tokenizer=script.tokenizer,
                  request_metadata=meta)
     body = asyncio.run(_drain(gen))
     return body, meta.final_usage_info, gen.ag_code
@@ -463,21 +471,30 @@ class Steps:
     """A stream written by hand: each step a ``RequestOutput`` of several outputs, as vLLM
     merges a request's outputs when its API server lags (the same objects for each run)."""
 
-    def __init__(self, tokenizer: Any, steps: list[tuple[int, list[dict[str, Any]]]],
-                 prompts: int = 1) -> None:
+    def __init__(self, tokenizer: Any, steps: list[tuple[int, Any]], prompts: int = 1,
+                 cached: int | None = None, kv_transfer_params: Any = None) -> None:
+        """``steps``: (prompt index, the outputs as dicts, or an exception the result
+        generator raises there); ``kv_transfer_params``: on the steps that finish every
+        output (as a disaggregated prefill's engine output carries them)."""
         self.tokenizer, self.steps, self.prompts = tokenizer, steps, prompts
+        self.cached, self.kv = cached, kv_transfer_params
 
-    def outputs(self, processor: type) -> list[tuple[int, RequestOutput]]:
-        result = []
+    def outputs(self, processor: type) -> list[tuple[int, Any]]:
+        result: list[tuple[int, Any]] = []
         for p, outputs in self.steps:
+            if isinstance(outputs, BaseException):
+                result.append((p, outputs))
+                continue
             made = [CompletionOutput(
                 index=o["index"], text=o.get("text", ""), token_ids=list(o.get("ids", [])),
                 cumulative_logprob=None, logprobs=o.get("logprobs"),
                 finish_reason=o.get("finish"), stop_reason=None) for o in outputs]
+            finished = all(o.get("finish") for o in outputs)
             result.append((p, RequestOutput(
                 request_id=f"r-{p}", prompt=f"prompt {p}", prompt_token_ids=[1, 2, 3],
-                prompt_logprobs=None, outputs=made,
-                finished=all(o.get("finish") for o in outputs), num_cached_tokens=None)))
+                prompt_logprobs=None, outputs=made, finished=finished,
+                num_cached_tokens=self.cached,
+                kv_transfer_params=self.kv if finished else None)))
         return result
 
 
@@ -530,6 +547,141 @@ def test_a_step_whose_one_output_raises(tokenizer: Any, api: str, odd: str,
         return
     assert b'"error"' in events[-3] and events[-2:] == [b"data: [DONE]", b""], events
     assert (b'"text":"C"' in body or b'"content":"C"' in body) != first
+
+
+# --- what 0.33 and 0.34 changed (each release's own generator says what it writes)
+
+@pytest.mark.parametrize("api", ["chat", "completion"])
+@pytest.mark.parametrize("request_", [
+    {}, {"return_token_ids": True}, {"logprobs": 2},
+    {"stream_options": {"include_usage": True, "continuous_usage_stats": True}}], ids=repr)
+def test_an_empty_first_output_that_finishes(tokenizer: Any, api: str,
+                                             request_: dict[str, Any]) -> None:
+    """A choice whose first output has no text and no token and finishes (a length or abort
+    before any token): 0.32 writes nothing for it, 0.33 on a finish chunk (chat
+    ``"delta":{}``); beside it, a choice that streams, and a later empty output that
+    finishes, written by every release."""
+    logprobs = "logprobs" in request_
+    steps = [(0, [{"index": 0, "text": "A", "ids": [5]}]),
+             (0, [{"index": 1, "text": "", "ids": [], "finish": "length"}]),
+             (0, [{"index": 0, "text": "", "ids": [], "finish": "stop"}])]
+    for _, outputs in steps:
+        for output in outputs:
+            if logprobs:
+                output["logprobs"] = _logprobs(output["ids"])
+    request = {"n": 2, **request_}
+    if api == "chat":
+        if logprobs:
+            request = {**request, "logprobs": True, "top_logprobs": 1}
+        body = same(run_chat, serving_chat(), request, Steps(tokenizer, steps))
+        empty = b'"index":1,"delta":{},'
+    else:
+        if logprobs:
+            request = {**request, "logprobs": 1}
+        body = same(run_completion, serving_completion(), request, Steps(tokenizer, steps))
+        empty = b'"index":1,"text":"",'
+    assert (empty in body) == RULES.empty_finish, body
+
+
+@pytest.mark.parametrize("api", ["chat", "completion"])
+@pytest.mark.parametrize("logprobs", [False, True])
+def test_kv_transfer_params_on_the_finish(tokenizer: Any, api: str, logprobs: bool) -> None:
+    """A finishing engine output that carries kv_transfer_params (a disaggregated prefill's):
+    0.33 on writes them on the finish chunk (vLLM's models write that chunk for the plugin),
+    null on every other chunk its loop builds; 0.32 writes no such member."""
+    params = {"do_remote_prefill": True, "remote_block_ids": [1, 2], "remote_host": "h"}
+    steps = [(0, [{"index": 0, "text": "A", "ids": [5]}]),
+             (0, [{"index": 0, "text": "B", "ids": [6], "finish": "length"}])]
+    if logprobs:
+        for _, outputs in steps:
+            outputs[0]["logprobs"] = _logprobs(outputs[0]["ids"])
+    script = Steps(tokenizer, steps, kv_transfer_params=params)
+    request: dict[str, Any] = {"return_token_ids": True}
+    if api == "chat":
+        body = same(run_chat, serving_chat(system_fingerprint="fp"),
+                    {**request, **({"logprobs": True, "top_logprobs": 1} if logprobs else {})},
+                    script)
+    else:
+        body = same(run_completion, serving_completion(system_fingerprint="fp"),
+                    {**request, **({"logprobs": 1} if logprobs else {})}, script)
+    assert (b'"kv_transfer_params":{"do_remote_prefill":true,' in body) == \
+        RULES.kv_transfer_params, body
+    assert (b'"kv_transfer_params":null' in body) == RULES.kv_transfer_params, body
+
+
+@pytest.mark.parametrize("api", ["chat", "completion"])
+@pytest.mark.parametrize("error", ["retryable", "generation", "value"])
+def test_an_error_from_the_result_generator(tokenizer: Any, api: str, error: str) -> None:
+    """The result generator raises after a step (a request rejected by the engine: vLLM's
+    RetryableRequestError; a GenerationError; any other exception): the chunks before it,
+    then vLLM's error chunk for it (its type and code as the release maps them: 0.33 on,
+    completions say ServiceUnavailableError for a retryable one, chat InternalServerError),
+    then [DONE]."""
+    from vllm.exceptions import GenerationError, RetryableRequestError
+
+    raised = {"retryable": RetryableRequestError("rejected on arrival"),
+              "generation": GenerationError("boom"), "value": ValueError("bad \"value\" é")}
+    steps = [(0, [{"index": 0, "text": "A", "ids": [5]}]), (0, raised[error])]
+    run, serving = (run_chat, serving_chat()) if api == "chat" else \
+        (run_completion, serving_completion())
+    body = same(run, serving, {"stream_options": {"include_usage": True}},
+                Steps(tokenizer, steps), error=True)
+    events = body.split(b"\n\n")
+    assert b'"A"' in events[-4] and b'"error"' in events[-3], events
+
+
+def _logger() -> Any:
+    class Logger:
+        def __init__(self) -> None:
+            self.calls: list[Any] = []
+
+        def log_outputs(self, **what: Any) -> None:
+            self.calls.append(what)
+
+    return Logger()
+
+
+def test_a_server_that_logs_outputs(tokenizer: Any) -> None:
+    """--enable-log-outputs with a request logger: chat keeps vLLM's generator on every
+    release; completions too from 0.33 on (they log outputs there), the plugin's on 0.32."""
+    script = Script(random.Random(5), tokenizer, n=1, prompts=1, logprobs=None)
+    same(run_chat, serving_chat(enable_log_outputs=True, request_logger=_logger()), {},
+         script, covered=False)
+    same(run_completion, serving_completion(enable_log_outputs=True,
+                                            request_logger=_logger()), {}, script,
+         covered=not RULES.completion_logs_outputs)
+
+
+@pytest.mark.skipif(RULES is None or not RULES.weight_versions,
+                    reason="return_weight_versions: 0.33 on")
+def test_return_weight_versions_is_vllms(tokenizer: Any) -> None:
+    script = Script(random.Random(6), tokenizer, n=1, prompts=1, logprobs=None)
+    same(run_chat, serving_chat(), {"return_weight_versions": True}, script, covered=False)
+    same(run_completion, serving_completion(), {"return_weight_versions": True}, script,
+         covered=False)
+
+
+def test_chat_usage_with_prompt_details_is_vllms(tokenizer: Any) -> None:
+    """--enable-prompt-tokens-details with continuous usage and a cached count (0.34 writes
+    the prompt details in the role chunk's usage): vLLM's own generator."""
+    steps = [(0, [{"index": 0, "text": "A", "ids": [5]}]),
+             (0, [{"index": 0, "text": "B", "ids": [6], "finish": "stop"}])]
+    body = same(run_chat, serving_chat(enable_prompt_tokens_details=True),
+                {"stream_options": {"include_usage": True, "continuous_usage_stats": True}},
+                Steps(tokenizer, steps, cached=3), covered=False)
+    assert b'"cached_tokens":3' in body
+
+
+@pytest.mark.parametrize("model", ["m-987654321", 'q"987654321\\'])
+def test_a_model_name_with_vllms_probe_index(tokenizer: Any, model: str,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A model name holding the index 0.34's own template probes with: its template is not
+    used (its model writes the chunks), the same bytes."""
+    monkeypatch.setattr(sys.modules[__name__], "MODEL", model)
+    for seed in range(3):
+        script = Script(random.Random(seed), tokenizer, n=2, prompts=2, logprobs=None)
+        same(run_completion, serving_completion(), {"n": 2}, script)
+        same(run_chat, serving_chat(), {"n": 2}, script)
 
 
 # --- the table
