@@ -258,6 +258,17 @@ bench-vllm: build $(VLLM_VENV)/.installed
 	PYTHONPATH=$(CURDIR) TOKCORE_REQUIRE_EXTENSIONS=1 $(VLLM_VENV)/bin/python \
 		bench/bench_vllm.py --record build/bench-vllm.json $(BENCH_VLLM_ARGS)
 
+# Optional, not in make bench: vLLM's own stream generators against the plugin's in this
+# process, on the same engine outputs, the thread CPU per streamed token; one vLLM release
+# (VLLM, its venv as make test-vllm makes it), some 2 minutes. Each release's run is merged
+# into build/bench-vllm-inprocess.json; docs/_static/bench/vllm-inprocess.json is the
+# recorded one (bench/bench_vllm_inprocess.py --docs writes the benchmarks page's section).
+.PHONY: bench-vllm-inprocess
+bench-vllm-inprocess: build $(VLLM_VENV)/.installed
+	PYTHONPATH=$(CURDIR) TOKCORE_REQUIRE_EXTENSIONS=1 $(VLLM_VENV)/bin/python \
+		bench/bench_vllm_inprocess.py --record build/bench-vllm-inprocess.json \
+		$(BENCH_VLLM_INPROCESS_ARGS)
+
 # Everything CI runs (.ci/run): make test, then the other checks two at a time.
 ci:
 	.ci/run

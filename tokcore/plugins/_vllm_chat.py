@@ -56,6 +56,8 @@ async def stream(ctx: Context, serving: Any, request: Any,
     return_ids = request.return_token_ids
     kv_transfer = rules.kv_transfer_params
     empty_finish = rules.empty_finish
+    #: a chunk without a finish is text and index alone (the writer's cheapest call)
+    bare = not want_logprobs and not return_ids and not continuous
     generation_error = names.GenerationError
     last_res = None
     out: list[bytes] = []  # (the step's chunks not yet written)
@@ -113,8 +115,8 @@ async def stream(ctx: Context, serving: Any, request: Any,
                         include_usage, request_id, model_name, created,
                         res.kv_transfer_params if kv_transfer else None, empty))
                 elif finish is None:
-                    out.append(plain.step(text, i, token_ids=ids, logprobs=logprobs,
-                                          usage=usage))
+                    out.append(plain.text(text, i) if bare else plain.step(
+                        text, i, token_ids=ids, logprobs=logprobs, usage=usage))
                 else:
                     out.append(last.step(None if empty else text, i, token_ids=ids,
                                          logprobs=logprobs, finish_reason=finish,

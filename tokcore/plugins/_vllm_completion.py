@@ -51,9 +51,13 @@ async def stream(ctx: Context, serving: Any, request: Any, engine_inputs: Any,
     echo = request.echo
     kv_transfer = rules.kv_transfer_params
     empty_finish = rules.empty_finish
+    #: a chunk without a finish is text and index alone (the writer's cheapest call)
+    bare = top is None and not return_ids and not continuous and not echo
+    max_tokens = request.max_tokens
     generation_error = names.GenerationError
     last_res = None
     out: list[bytes] = []  # (the step's chunks not yet written)
+    delta_ids: Any = None
     # (until the first step: the requests result_generator adds are ours)
     token: contextvars.Token[bool] | None = mark()
     try:
@@ -61,6 +65,21 @@ async def stream(ctx: Context, serving: Any, request: Any, engine_inputs: Any,
         async for prompt_idx, res in result_generator:
             last_res = res
             prompt_token_ids = res.prompt_token_ids
+            if prompt_token_ids is not None:
+                num_prompt_tokens[prompt_idx] = len(prompt_token_ids)
+            if bare and not first:
+                outputs = res.outputs
+                if len(outputs) == 1 and outputs[0].finish_reason is None:
+                    # the common step: one output, its chunk text and index alone (no echo:
+                    # the prompt's text is not needed)
+                    output = outputs[0]
+                    text = output.text
+                    delta_ids = output.token_ids
+                    i = output.index + prompt_idx * n
+                    if text or delta_ids or previous_num_tokens[i]:
+                        previous_num_tokens[i] += len(delta_ids)
+                        yield plain.text(text, i)
+                    continue
             if first:
                 token = unmark(token)
                 num_cached_tokens = res.num_cached_tokens
@@ -68,25 +87,23 @@ async def stream(ctx: Context, serving: Any, request: Any, engine_inputs: Any,
             prompt_text = res.prompt
             if prompt_text is None:
                 prompt_text = serving._extract_prompt_text(engine_inputs[prompt_idx])
-            if prompt_token_ids is not None:
-                num_prompt_tokens[prompt_idx] = len(prompt_token_ids)
             for output in res.outputs:
                 i = output.index + prompt_idx * n
                 finish = output.finish_reason
                 if finish is not None:  # (vLLM's check raises for "error" alone)
                     serving._raise_if_error(finish, request_id)
                 prompt_ids = None
-                assert request.max_tokens is not None
+                assert max_tokens is not None
                 if echo and not echoed[i]:
                     assert prompt_token_ids is not None
                     if return_ids:
                         prompt_text = ""
                     assert prompt_text is not None
-                    text = prompt_text if request.max_tokens == 0 else \
+                    text = prompt_text if max_tokens == 0 else \
                         prompt_text + output.text
                     prompt_ids = prompt_token_ids
                     echoed[i] = True
-                    delta_ids: Any = None
+                    delta_ids = None
                 else:
                     text = output.text
                     delta_ids = output.token_ids
@@ -95,6 +112,10 @@ async def stream(ctx: Context, serving: Any, request: Any, engine_inputs: Any,
                         echoed[i] = True
                     if not text and not delta_ids and not previous_num_tokens[i] and \
                             (finish is None or not empty_finish):
+                        continue
+                    if bare and finish is None:  # (the common chunk: text and index alone)
+                        previous_num_tokens[i] += len(delta_ids)
+                        out.append(plain.text(text, i))
                         continue
                 # (0.33 on: a finish chunk carrying kv_transfer_params is vLLM's models')
                 odd = kv_transfer and finish is not None and res.kv_transfer_params is not None
