@@ -31,8 +31,10 @@ the goal's line (the plugin's at most ``GOAL`` times vLLM's own).
 ``--record PATH`` merges this release's run into a JSON record holding one run per vLLM
 release (``docs/_static/bench/vllm-inprocess.json`` is the recorded one); ``--docs`` writes
 the benchmarks page's section from that record (between its ``vllm-inprocess`` markers) and
-``--check`` fails if the page is not what the record gives: both without vLLM
-(tests/test_docs.py may import this module).
+the vLLM guide's table of releases from it and the real server's record
+(``docs/_static/bench/vllm.json``, between its ``vllm-releases`` markers); ``--check``
+fails if either is not what the records give: both without vLLM
+(tests/integration/test_vllm_plugin.py runs the check).
 
 Usage: python bench/bench_vllm_inprocess.py [--rounds N] [--streams N] [--record PATH]
        python bench/bench_vllm_inprocess.py --docs | --check
@@ -364,21 +366,70 @@ def page(recorded: dict[str, Any], text: str) -> str:
     return text[:start] + section(recorded) + text[end:]
 
 
+#: the vLLM guide's table of releases (written from the records, between these markers)
+GUIDE = ROOT / "docs" / "guides" / "vllm.md"
+SERVER_RECORD = ROOT / "docs" / "_static" / "bench" / "vllm.json"
+GUIDE_MARKERS = ("<!-- vllm-releases: begin (bench/bench_vllm_inprocess.py --docs) -->",
+                 "<!-- vllm-releases: end -->")
+#: what the plugin writes itself on each release (the rest is vLLM's own generator)
+COVERED = {
+    "0.32.0": "chat without a tool or reasoning parser; completions (the list above)",
+    "0.33.0": "as 0.32.0, but `return_weight_versions` and, for completions, "
+              "`--enable-log-outputs` stay vLLM's",
+    "0.34.0": "as 0.33.0",
+}
+
+
+def guide_table(recorded: dict[str, Any], server: dict[str, Any]) -> str:
+    """The guide's table: each release, what it covers, how it is tested, the in-process
+    ratios and, for the release that runs a real server here, the real server's."""
+    cases = list(CASES)
+    rows = ["| vLLM | the plugin writes | tested | in-process, x vLLM's own generator "
+            f"({', '.join(cases)}) | real server, x the plugin off |",
+            "| --- | --- | --- | --- | --- |"]
+    for release, run in recorded["runs"].items():
+        ratios = ", ".join(f"{run['cases'][case]['ratio']:.2f}" for case in cases)
+        if release == server["vllm"]:
+            tested = "in-process and a real `vllm serve` (the CPU wheel)"
+            real = "; ".join(
+                f"{case} {modes['generator']['api median'] / modes['off']['api median']:.2f}"
+                for case, modes in server["cases"].items())
+        else:
+            tested = "in-process (the CUDA wheel's Python on a CPU)"
+            real = "no CPU wheel: not run here"
+        rows.append(f"| {release} | {COVERED.get(release, '?')} | {tested} | {ratios} | {real} |")
+    dates = ", ".join(f"{release}: {run['date']}" for release, run in recorded["runs"].items())
+    return "\n".join([GUIDE_MARKERS[0], *rows, "", f"In-process runs ({dates}; "
+                      "`make bench-vllm-inprocess`), real-server run of "
+                      f"{server['date']} (`make bench-vllm`): the {{doc}}`../benchmarks` page "
+                      "has every figure.", GUIDE_MARKERS[1]])
+
+
+def guide(recorded: dict[str, Any], server: dict[str, Any], text: str) -> str:
+    start = text.index(GUIDE_MARKERS[0])
+    end = text.index(GUIDE_MARKERS[1]) + len(GUIDE_MARKERS[1])
+    return text[:start] + guide_table(recorded, server) + text[end:]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--record", help="merge this release's run into this JSON record")
     parser.add_argument("--docs", action="store_true",
-                        help="write the benchmarks page's section from the recorded runs")
+                        help="write the benchmarks page's section and the vLLM guide's "
+                             "table from the recorded runs")
     parser.add_argument("--check", action="store_true",
-                        help="fail if the benchmarks page is not the recorded runs'")
+                        help="fail if the benchmarks page or the guide is not the records'")
     args = parser.parse_args()
     if args.docs or args.check:
         recorded = json.loads(RECORDED.read_text())
-        text = PAGE.read_text()
+        server = json.loads(SERVER_RECORD.read_text())
+        text, guide_text = PAGE.read_text(), GUIDE.read_text()
         if args.check:
-            return 0 if page(recorded, text) == text else 1
+            return 0 if page(recorded, text) == text and \
+                guide(recorded, server, guide_text) == guide_text else 1
         PAGE.write_text(page(recorded, text))
+        GUIDE.write_text(guide(recorded, server, guide_text))
         return 0
     return run(args)
 

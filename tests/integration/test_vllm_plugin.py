@@ -134,3 +134,28 @@ def test_another_value_is_off_with_one_warning(value: str, monkeypatch: pytest.M
     assert len(caplog.records) == 1
     assert ("dump mode is gone" in caplog.records[0].getMessage()) == (value == "dump")
     assert plugin.mode() == "off"
+
+
+def test_the_docs_are_the_recorded_runs() -> None:
+    """The benchmarks page's in-process section and the vLLM guide's table of releases are
+    what bench/bench_vllm_inprocess.py writes from the records (docs/_static/bench/
+    vllm-inprocess.json, vllm.json): one run per known release, every case in it."""
+    import importlib.util as util
+    import json
+
+    spec = util.spec_from_file_location("bench_vllm_inprocess",
+                                        ROOT / "bench" / "bench_vllm_inprocess.py")
+    assert spec and spec.loader
+    bench = util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    recorded = json.loads(bench.RECORDED.read_text(encoding="utf-8"))
+    server = json.loads(bench.SERVER_RECORD.read_text(encoding="utf-8"))
+    assert list(recorded["runs"]) == list(releases.RELEASES) == list(bench.COVERED)
+    for release, run in recorded["runs"].items():
+        assert run["vllm"] == release and set(run["cases"]) == set(bench.CASES)
+        assert all(len(row["rounds"]) == run["rounds"] >= 5 for row in run["cases"].values())
+    page = bench.PAGE.read_text(encoding="utf-8")
+    assert bench.page(recorded, page) == page, "python bench/bench_vllm_inprocess.py --docs"
+    guide = bench.GUIDE.read_text(encoding="utf-8")
+    assert bench.guide(recorded, server, guide) == guide, \
+        "python bench/bench_vllm_inprocess.py --docs"
