@@ -85,19 +85,22 @@ def test_matrix_fails_where_a_build_fails(tmp_path: Path) -> None:
     import subprocess
 
     (tmp_path / "tools").mkdir()
-    shutil.copy2(ROOT / "tools" / "test_matrix.sh", tmp_path / "tools")
-    (tmp_path / "pyproject.toml").write_text("")
+    for script in ("test_matrix.sh", "cache.sh"):
+        shutil.copy2(ROOT / "tools" / script, tmp_path / "tools")
+    (tmp_path / "pyproject.toml").write_text(
+        '[dependency-groups]\nbuild = ["setuptools"]\ntest = ["pytest"]\n')
     python = tmp_path / "versions" / "3.99.1" / "bin" / "python3"
     python.parent.mkdir(parents=True)
     python.write_text(  # venv, pip and pytest succeed; the build does not
-        '#!/bin/sh\ncase "$1 $2" in\n'
+        '#!/bin/sh\ncase "$1 $2" in\n  "-VV ") echo "Python 3.99.1"; exit 0 ;;\n'
         '  "-m venv") mkdir -p "$3/bin" && cp "$0" "$3/bin/python"; exit 0 ;;\n'
         '  "-m pip") exit 0 ;;\n  "-m pytest") echo "the tests ran"; exit 0 ;;\nesac\n'
         'echo "tokcore/_x_c.c:1:1: error: the compiler broke" >&2\nexit 1\n')
     python.chmod(0o755)
     done = subprocess.run(["bash", "tools/test_matrix.sh"], cwd=tmp_path, capture_output=True,
                           text=True, env={"PATH": "/usr/bin:/bin", "MATRIX": "3.99",
-                                          "PYENV_VERSIONS": str(tmp_path / "versions")},
+                                          "PYENV_VERSIONS": str(tmp_path / "versions"),
+                                          "TOKCORE_CACHE": str(tmp_path / "cache")},
                           check=False)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "error: the compiler broke" in done.stdout
