@@ -83,6 +83,7 @@ def test_matrix_fails_where_a_build_fails(tmp_path: Path) -> None:
     by ``|| true``)."""
     import shutil
     import subprocess
+    import sys
 
     (tmp_path / "tools").mkdir()
     for script in ("test_matrix.sh", "cache.sh"):
@@ -97,8 +98,9 @@ def test_matrix_fails_where_a_build_fails(tmp_path: Path) -> None:
         '  "-m pip") exit 0 ;;\n  "-m pytest") echo "the tests ran"; exit 0 ;;\nesac\n'
         'echo "tokcore/_x_c.c:1:1: error: the compiler broke" >&2\nexit 1\n')
     python.chmod(0o755)
+    path = f"{Path(sys.executable).parent}:/usr/bin:/bin"  # a python3 for tools/cache.sh
     done = subprocess.run(["bash", "tools/test_matrix.sh"], cwd=tmp_path, capture_output=True,
-                          text=True, env={"PATH": "/usr/bin:/bin", "MATRIX": "3.99",
+                          text=True, env={"PATH": path, "MATRIX": "3.99",
                                           "PYENV_VERSIONS": str(tmp_path / "versions"),
                                           "TOKCORE_CACHE": str(tmp_path / "cache")},
                           check=False)
