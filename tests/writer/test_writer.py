@@ -13,6 +13,7 @@ from typing import Any
 import _twins
 import pytest
 from _budget import examples
+from _writer_oracles import loads
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -23,15 +24,6 @@ from tokcore.writer import _writer_py
 VLLM = StreamShape("chat", "vllm")
 
 
-def loads(frames: bytes) -> list[Any]:
-    """Each frame's data parsed (every frame of the writer is JSON, or ``[DONE]``)."""
-    out = []
-    for frame in frames.split(b"\n\n"):
-        for line in frame.split(b"\n"):
-            if line.startswith(b"data: "):
-                data = line[6:].rstrip(b" ")
-                out.append(data.decode() if data == b"[DONE]" else json.loads(data))
-    return out
 TEXT_PROBE = '{"id":"<<id>>","choices":[{"index":987654301,"delta":{"content":"<<text>>"}}]}'
 
 
