@@ -184,6 +184,9 @@ def test_shape_and_frames() -> None:
      "tool_name must be a str, not NoneType"),
     (lambda w: w.usage(1, None), TypeError, "usage.completion_tokens must be an int"),
     (lambda w: w.steps([5]), TypeError, r"steps\[0\] must be a tuple, not int"),
+    (lambda w: w.steps([("a", None)]), TypeError, "index must be an int, not NoneType"),
+    (lambda w: w.step("a", None), TypeError, "index must be an int, not NoneType"),
+    (lambda w: w.write("text", "a", None), TypeError, "index must be an int, not NoneType"),
     (lambda w: w.steps([("a", 0, "text", None, None, None, None, None, None, None)]), ValueError,
      r"steps\[0\] must have 0 to 9 items"),
 ])
