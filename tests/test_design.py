@@ -281,3 +281,10 @@ def test_the_guard_tolerance() -> None:
     guard = (ROOT / "bench" / "guard.py").read_text(encoding="utf-8")
     tolerance = re.search(r"^TOLERANCE = ([0-9.]+)", guard, re.M)
     assert tolerance and round(float(tolerance.group(1)) * 100) == stated
+
+
+def test_every_compiled_twin_declares_free_threading() -> None:
+    sentence(r"Every compiled twin declares free-threading support")
+    silent = [p.name for p in compiled().values()
+              if "# cython: freethreading_compatible=True" not in p.read_text("utf-8")]
+    assert not silent
