@@ -13,8 +13,7 @@ import it (the adapters), which reach nothing of the wing but through them
 
 from ._body import rewrite_body
 from ._relay import RelayCounts, UsageRelay
-from ._relay_iter import _relay_of as relay_of
-from ._relay_iter import arelay_usage, relay_usage
+from ._relay_iter import arelay_usage, relay_of, relay_usage
 from ._relay_py import DEFAULT_MAX_EVENT_BYTES
 from ._usage import rewrite_usage
 
