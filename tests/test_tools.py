@@ -225,3 +225,34 @@ def test_ci_fails_past_its_budget(tmp_path: Path) -> None:
     assert status == 1, output
     assert "ci: FAILED: past the budget of 2 s (CI_BUDGET, .ci/run)" in output
     assert "ci: test: stopped, its log so far" in output and "started" in output
+
+
+def test_make_test_vllm_runs_every_vllm_test() -> None:
+    """``make test-vllm`` runs every ``tests/**/test_vllm*.py`` (the pytest commands ``make
+    -n`` prints for it name each file), and each file's docstring says so: it names ``make
+    test-vllm``, and ``make test`` too where the file needs no vLLM (make test runs it)."""
+    import os
+    import shutil
+    import subprocess
+
+    make = shutil.which("make")
+    if make is None:
+        pytest.skip("no make here: the Makefile's targets need one")
+    # (a make of its own: not the jobserver of the make test that may be running this)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES")}
+    done = subprocess.run([make, "-n", "--no-print-directory", "test-vllm"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, check=True)
+    commands = [line for line in done.stdout.replace("\\\n", " ").splitlines()
+                if " -m pytest " in line]
+    run = {word for line in commands for word in line.split() if word.endswith(".py")}
+    files = sorted(path.relative_to(ROOT).as_posix()
+                   for path in (ROOT / "tests").rglob("test_vllm*.py"))
+    assert files
+    assert not [name for name in files if name not in run], (files, commands)
+    for name in files:
+        source = (ROOT / name).read_text(encoding="utf-8")
+        docstring = source.split('"""')[1]
+        assert "make test-vllm" in docstring, name
+        if 'importorskip("vllm"' not in source:  # (runs in make test's venv too)
+            assert re.search(r"make test(?!-)", docstring), name
