@@ -527,9 +527,10 @@ cdef class UsageRelay:
         clean = (self._pend_len == 0 and self._big is None and self._line_start
                  and n >= 2 and d[n - 1] == 10 and d[n - 2] == 10)
         if clean:
-            # a "usage":null event needs no scan: its object check reads it (as below)
-            if n >= 16:
-                memcpy(&word, d + n - 8, 8)
+            # after a "usage":null event, the next is tried as one before any scan: its object
+            # check reads it (as below); a stream without them pays one test
+            if self._nulls and n >= 16:
+                memcpy(&word, d + n - 8, 8)  # the last 8 bytes
                 if word == _NULL_END and self._null_usage_event(d, n):
                     return chunk
             hit = tok_scan_events(d, n, 1, &ends, &last)
