@@ -59,7 +59,10 @@ GOALS = [
     # and about as fast as an event without the key in the same build
     Goal(NULL, NULL, "rev", 1.0),
     Goal(NULL, "b'\"usage\"' in event", "now", 3.0),
-    Goal(EACH, EACH, "rev", 1.0),
+    # a stream's events without the key fed one at a time run at round 1's speed (1.00x of
+    # 3151833, 1.39x of 0800699, best of 3 and 5 rounds): a goal of parity, within the 5 %
+    # that two runs of the same code differ by on the shared machine
+    Goal(EACH, EACH, "rev", 0.95),
     Goal(NULL_EACH, NULL_EACH, "rev", 1.0),
     Goal(NULL_EACH, EACH, "now", 0.85),
     Goal(CHAT, CHAT, "rev", 1.0),
