@@ -356,23 +356,25 @@ static int tok_object_blocks_avx512(const unsigned char *p, Py_ssize_t length, P
     return 1;
 }
 
+/* Bit k: a[k] and b[k] differ, for k < 32 */
+__attribute__((target("avx2")))
+static inline uint32_t tok_object_differ32(const unsigned char *a, const unsigned char *b) {
+    return ~(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(
+        _mm256_loadu_si256((const __m256i *)(const void *)a),
+        _mm256_loadu_si256((const __m256i *)(const void *)b)));
+}
+
 /* How many bytes a[:n] and b[:n] have in common from the start, 32 a step */
 __attribute__((target("avx2")))
 static inline Py_ssize_t tok_object_same_start(const unsigned char *a, const unsigned char *b,
                                                Py_ssize_t n) {
     Py_ssize_t i = 0;
     uint32_t differ;
-    for (; i + 32 <= n; i += 32) {
-        differ = ~(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(
-            _mm256_loadu_si256((const __m256i *)(const void *)(a + i)),
-            _mm256_loadu_si256((const __m256i *)(const void *)(b + i))));
-        if (differ)
+    for (; i + 32 <= n; i += 32)
+        if ((differ = tok_object_differ32(a + i, b + i)) != 0)
             return i + __builtin_ctz(differ);
-    }
     if (i < n && n >= 32) {  /* the last 32 bytes: those before i are the same */
-        differ = ~(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(
-            _mm256_loadu_si256((const __m256i *)(const void *)(a + n - 32)),
-            _mm256_loadu_si256((const __m256i *)(const void *)(b + n - 32))));
+        differ = tok_object_differ32(a + n - 32, b + n - 32);
         return differ ? n - 32 + __builtin_ctz(differ) : n;
     }
     while (i < n && a[i] == b[i])
@@ -387,17 +389,11 @@ static inline Py_ssize_t tok_object_same_end(const unsigned char *a, const unsig
                                              Py_ssize_t n) {
     Py_ssize_t k = 0;
     uint32_t differ;
-    for (; k + 32 <= n; k += 32) {
-        differ = ~(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(
-            _mm256_loadu_si256((const __m256i *)(const void *)(a - k - 32)),
-            _mm256_loadu_si256((const __m256i *)(const void *)(b - k - 32))));
-        if (differ)
+    for (; k + 32 <= n; k += 32)
+        if ((differ = tok_object_differ32(a - k - 32, b - k - 32)) != 0)
             return k + __builtin_clz(differ);
-    }
     if (k < n && n >= 32) {  /* the first 32 of the n bytes: those after them are the same */
-        differ = ~(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(
-            _mm256_loadu_si256((const __m256i *)(const void *)(a - n)),
-            _mm256_loadu_si256((const __m256i *)(const void *)(b - n))));
+        differ = tok_object_differ32(a - n, b - n);
         return differ ? n - 32 + __builtin_clz(differ) : n;
     }
     while (k < n && a[-k - 1] == b[-k - 1])
