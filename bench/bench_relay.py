@@ -40,9 +40,9 @@ FEED_EVENTS = 1000
 # Goals are the level reached (a ratchet; docs/contributing/benchmarks.md): 0.7 times the
 # lower ratio of two default 'make bench' runs on the 2-core development machine (their
 # ratios differed by up to 40 %), rounded down, never below the goal before but where the
-# goal was no level reached (issue 52). The "usage":null goals and the messages goal: about
-# 0.7 times the lowest of six runs of 2026-12-07 (load 2 to 11 on 2 cores; one run's
-# workers of one case took twice their time).
+# goal was no level reached (issue 52). The "usage":null goals and the dialects' goals:
+# about 0.7 times the lowest of seven runs of 2026-12-07 (load 2 to 17 on 2 cores; in one
+# run one case's workers took twice their time).
 TARGETS = [
     Target("feed 1 event, pass-through", PREFILTER, 3.4),
     Target("feed 1 event, pass-through", LOADS, 30),
@@ -59,13 +59,13 @@ TARGETS = [
     Target("rewrite the usage event", ROUND_TRIP, 10),
     Target("relay 1 MiB in 64 KiB reads", NAIVE, 22),
     # Each dialect's stream against the chat stream of the same size, relayed by the same
-    # twin. Responses: 0.99-1.29x in six runs. Messages (issue 52: 0.89x against 0.9 in a
-    # fresh-clone run): 0.86-1.10x in six runs, 0.90x best-of in make bench-compare, where
+    # twin. Responses: 0.89-1.29x in seven runs. Messages (issue 52: 0.89x against 0.9 in a
+    # fresh-clone run): 0.86-1.10x in seven runs, 0.90x best-of in make bench-compare, where
     # 165a1e7 (that set 0.9 as 1.0 less a tolerance, from no run) measured 0.97x: both
     # streams relay about twice as fast as there (chat 2.06x, messages 1.90x, the one-pass
     # scan that forwards a read without the key whole), and a Messages stream's events are
     # shorter (about 150 bytes against 250): more event ends a byte to count.
-    Target("relay 1 MiB in 64 KiB reads, responses", CHAT_SAME_SIZE, 0.9),
+    Target("relay 1 MiB in 64 KiB reads, responses", CHAT_SAME_SIZE, 0.6),
     Target("relay 1 MiB in 64 KiB reads, messages", CHAT_SAME_SIZE, 0.6),
 ]
 
