@@ -13,7 +13,7 @@ from typing import Any
 import _twins
 import pytest
 from _budget import examples
-from _writer_oracles import loads
+from _frames import loads
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
