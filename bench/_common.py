@@ -77,13 +77,17 @@ def name(case: str, impl: str) -> str:
     return f"{case}{SEP}{impl}"
 
 
+#: pyperf's worker processes a case, and values a process (make_runner)
+PROCESSES, VALUES = 2, 3
+
+
 def make_runner() -> pyperf.Runner:
     # Few processes and short values: 'make bench' runs every script within 8 minutes on 2
     # busy cores (each value is CPU time: add, below). Pass pyperf's own options (e.g.
     # --rigorous) through BENCH_ARGS for more.
     import pyperf
 
-    return pyperf.Runner(processes=2, values=3, warmups=1, min_time=0.02)
+    return pyperf.Runner(processes=PROCESSES, values=VALUES, warmups=1, min_time=0.02)
 
 
 def cpu_timed(loops: int, func: Callable[..., Any], args: tuple[Any, ...]) -> float:
