@@ -7,11 +7,12 @@ what it prints goes into the report (and the JSON it writes where ``BENCH_RECORD
 results.json, as its ``figures``). One that sets ``RUNNER = "own"`` has a target of its own
 (``OWN_TARGET``, e.g. ``make bench-vllm``) and is not run here (_common.RUNNERS). The
 figures of the run go to DIR/results.json (build/bench by default) and bench/plots.py draws
-them there, one chart per script. Each figure is printed with its spread (the standard
-deviation of pyperf's values) and its repeats (how many values, and how many calls each
-value timed). The exit status is 1 when a goal was missed (a ``MISS`` or ``MISSING``
-line), after the whole report, whose last line names every missed goal with its figure.
-``BENCH_FULL=1`` in the environment runs every size (bench/_common.py).
+them there, one chart per script. A figure is the best of pyperf's values (``Figure`` says
+why), printed with their mean and spread (standard deviation) and its repeats (how many
+values, and how many calls each value timed). The exit status is 1 when a goal was missed
+(a ``MISS`` or ``MISSING`` line), after the whole report, whose last line names every
+missed goal with its figure. ``BENCH_FULL=1`` in the environment runs every size
+(bench/_common.py).
 """
 
 from __future__ import annotations
@@ -46,10 +47,20 @@ def load(script: Path) -> ModuleType:
 
 
 class Figure(NamedTuple):
-    """One implementation's figure in a case: the mean of pyperf's values, their standard
-    deviation, how many values (``processes`` worker processes, each giving its share) and
-    how many calls each value timed (``loops``)."""
+    """One implementation in a case: the best of pyperf's values (the figure: the ratios and
+    goals compare these), their mean and standard deviation, how many values (``processes``
+    worker processes, each giving its share) and how many calls each value timed
+    (``loops``).
 
+    Each value is the thread CPU time of a call (bench/_common.py: cpu_timed), averaged over
+    ``loops`` calls. On a machine shared with other work, what disturbs a value (another job
+    evicting the caches, a burst of memory traffic on the other core, a worker whose buffers
+    landed badly) only ever adds time, and it falls on one implementation's worker and not
+    the other's: the least disturbed value is the code's, and a ratio of the best values
+    moves much less between runs than one of the means (issue 52: 1 to 7 % against up to
+    27 % in four runs under load 7 to 11). The mean and spread are printed beside it."""
+
+    best: float
     mean: float
     stdev: float
     values: int
@@ -69,8 +80,8 @@ def run(script: Path, pyperf_args: list[str]) -> dict[str, Figure]:
         values = bench.get_values()
         timed = [run for run in bench.get_runs() if run.values]  # not the calibration's
         figures[bench.get_name()] = Figure(
-            bench.mean(), bench.stdev() if len(values) > 1 else 0.0, len(values), len(timed),
-            int(bench.get_metadata().get("loops", 1)))
+            min(values), bench.mean(), bench.stdev() if len(values) > 1 else 0.0, len(values),
+            len(timed), int(bench.get_metadata().get("loops", 1)))
     return figures
 
 
@@ -87,21 +98,21 @@ def table(figures: dict[str, Figure]) -> list[str]:
         case, _, impl = full.partition(SEP)
         cases.setdefault(case, {})[impl] = figure
     width = max([34, *(len(impl) for impls in cases.values() for impl in impls)])
-    lines = [f"  {'case':<44} {'impl':<{width}} {'mean':>11} {'+- std':>7} {'repeats':>10}"
-             f"  {FAST} is"]
+    lines = [f"  {'case':<44} {'impl':<{width}} {'best':>11} {'mean':>11} {'+- std':>7} "
+             f"{'repeats':>10}  {FAST} is"]
     for case, impls in cases.items():
         fast = impls.get(FAST)
         for impl, figure in impls.items():
-            ratio = (f"{figure.mean / fast.mean:7.2f}x faster" if fast and impl != FAST
+            ratio = (f"{figure.best / fast.best:7.2f}x faster" if fast and impl != FAST
                      else "")
             spread = f"{100 * figure.stdev / figure.mean:5.1f} %" if figure.mean else ""
-            lines.append(f"  {case:<44} {impl:<{width}} {fmt_time(figure.mean)} {spread:>7} "
-                         f"{repeats(figure):>10}  {ratio}")
+            lines.append(f"  {case:<44} {impl:<{width}} {fmt_time(figure.best)} "
+                         f"{fmt_time(figure.mean)} {spread:>7} {repeats(figure):>10}  {ratio}")
     return lines
 
 
 def repeats(figure: Figure) -> str:
-    """``values x calls``: how many values the mean is of, and how many calls each timed."""
+    """``values x calls``: how many values there were, and how many calls each timed."""
     return f"{figure.values} x {figure.loops}"
 
 
@@ -116,7 +127,7 @@ def check(targets: list[Target], figures: dict[str, Figure],
             lines.append(f"  MISSING {t.case}: {t.impl} vs {t.baseline}")
             missed.append(f"{t.case}: no figure of {t.impl if fast is None else t.baseline}")
             continue
-        ratio = base.mean / fast.mean
+        ratio = base.best / fast.best
         ok = ratio >= t.ratio
         lines.append(f"  {'ok  ' if ok else 'MISS'} {t.case}: {t.impl} {ratio:6.2f}x faster "
                      f"than {t.baseline} (goal {t.ratio:.3g}x)")
@@ -139,7 +150,7 @@ def rates(module: ModuleType, figures: dict[str, Figure],
         fast = figures.get(f"{case}{SEP}{FAST}")
         if fast is None:
             continue
-        rate = size / fast.mean / 1e9
+        rate = size / fast.best / 1e9
         goal = goals.get(case)
         verdict = "" if goal is None else ("  ok  " if rate >= goal else "  MISS") + \
             f" (goal {goal:g} GB/s)"
@@ -184,7 +195,7 @@ def main() -> int:
     started = time.monotonic()
     results: dict[str, object] = {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": machine(),
-        "full": FULL, "timer": "thread CPU time, mean of pyperf's values", "scripts": {}}
+        "full": FULL, "timer": "thread CPU time, the best of pyperf's values", "scripts": {}}
     for script in scripts:
         print(f"running {script.name} ...", flush=True)
         began = time.monotonic()
@@ -218,20 +229,24 @@ def main() -> int:
             report += ["  goals:", *goals]
         report += rates(module, figures, record, missed)
         cases: dict[str, dict[str, float]] = {}
+        means: dict[str, dict[str, float]] = {}
         spread: dict[str, dict[str, float]] = {}
         counts: dict[str, dict[str, list[int]]] = {}
         for full, figure in figures.items():
             case, _, impl = full.partition(SEP)
-            cases.setdefault(case, {})[impl] = figure.mean
+            cases.setdefault(case, {})[impl] = figure.best
+            means.setdefault(case, {})[impl] = figure.mean
             spread.setdefault(case, {})[impl] = figure.stdev
             counts.setdefault(case, {})[impl] = [figure.values, figure.loops]
         results["scripts"][script.stem] = {  # type: ignore[index]
             "title": (module.__doc__ or script.stem).strip().splitlines()[0],
-            "seconds": cases, "stdev": spread, "repeats": counts, "goals": record}
-    print(f"each figure: the mean of pyperf's values, each the thread CPU time of one call "
-          f"(averaged over the value's calls), +- their standard deviation; repeats: how many "
-          f"values (from {PROCESSES} worker processes a case unless pyperf's options say "
-          f"otherwise) x how many calls each value timed")
+            "seconds": cases, "mean": means, "stdev": spread, "repeats": counts,
+            "goals": record}
+    print(f"each value: the thread CPU time of one call, averaged over the value's calls; "
+          f"best: the least of a case's values (the ratios and goals compare these), mean "
+          f"+- their standard deviation; repeats: how many values (from {PROCESSES} worker "
+          f"processes a case unless pyperf's options say otherwise) x how many calls each "
+          f"value timed")
     print("\n".join(report))
     results["wall seconds"] = round(time.monotonic() - started)
     args.out.mkdir(parents=True, exist_ok=True)
