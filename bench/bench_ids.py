@@ -40,7 +40,13 @@ TARGETS = [
     # (both timed on the same ids in the same run)
     Target("pack 40k uniform, width=64", INT32_TWIN, 1 / 1.2),
     Target("unpack 40k zipf, width=64", INT32_TWIN, 1 / 1.2),
-    Target("pack numpy int64 40k uniform, width=64", INT32_TWIN, 1 / 1.2),
+    # Not a goal (issue 52): "pack numpy int64 40k uniform, width=64". Packing numpy's int64
+    # at width 64 is one copy of the array's 320 KB into a new bytes, what arr.tobytes()
+    # does: it cannot keep up with the width-32 twin, which writes half the bytes (0.62-0.72x
+    # its time as means in four runs, 0.64-0.96x as best values), nor beat the copy (0.54-0.83x
+    # arr.tobytes()), and the copy's time is where its output lands against the array: 7.7
+    # or 13.3 us in two workers of one run, arr.tobytes() 6.4 in both. The spread is as
+    # large as any margin; make bench-guard's budget (8.29 instructions an id) holds the path.
 ]
 
 
