@@ -35,9 +35,10 @@ ORJSON_SET = "orjson.dumps(request dict)"
 JSON_DEL = "json.loads+del+json.dumps"
 ORJSON_DEL = "orjson.loads+del+orjson.dumps"
 
-# Goals are the level reached (a ratchet; docs/contributing/benchmarks.md): set from
-# several default 'make bench' runs on the 2-core development machine, below the lowest
-# ratio by more than the ratios' spread.
+# Goals are the level reached (a ratchet; docs/contributing/benchmarks.md). Those with no
+# comment: 0.7 times the lower ratio of two default 'make bench' runs on the 2-core AVX2
+# development machine (their ratios differed by up to 40 %), rounded down; those issue 52
+# re-set (below the lowest of several runs by more than their spread) say what from.
 TARGETS = [
     Target(FIND, JSON_FIND, 29),
     # Against what a user writes who builds the request as a dict: orjson (issue 52). The
