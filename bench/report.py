@@ -35,7 +35,7 @@ HERE = Path(__file__).parent
 RESULTS = HERE / "results"
 sys.path.insert(0, str(HERE))
 
-from _common import FAST, FULL, PROCESSES, SEP, Target, runner  # noqa: E402
+from _common import FAST, FULL, PASSES, PROCESSES, SEP, Target, runner  # noqa: E402
 
 
 def load(script: Path) -> ModuleType:
@@ -65,23 +65,25 @@ class Figure(NamedTuple):
     stdev: float
     values: int
     processes: int
-    loops: int
+    loops: tuple[int, ...]  # each worker's, the passes' calibrations may differ
 
 
 def run(script: Path, pyperf_args: list[str]) -> dict[str, Figure]:
+    """The script's figures: ``PASSES`` runs of it, one after the other, into one result."""
     out = RESULTS / f"{script.stem}.json"
     out.unlink(missing_ok=True)
     inherit = ["--inherit-environ=BENCH_FULL"] if FULL else []  # the workers' cases too
-    subprocess.run([sys.executable, str(script), "--quiet", "-o", str(out), *inherit,
-                    *pyperf_args], check=True)
+    for _ in range(PASSES):
+        subprocess.run([sys.executable, str(script), "--quiet", "--append", str(out),
+                        *inherit, *pyperf_args], check=True)
     suite = pyperf.BenchmarkSuite.load(str(out))
     figures = {}
     for bench in suite.get_benchmarks():
         values = bench.get_values()
-        timed = [run for run in bench.get_runs() if run.values]  # not the calibration's
+        timed = [run for run in bench.get_runs() if run.values]  # not the calibrations
         figures[bench.get_name()] = Figure(
             min(values), bench.mean(), bench.stdev() if len(values) > 1 else 0.0, len(values),
-            len(timed), int(bench.get_metadata().get("loops", 1)))
+            len(timed), tuple(sorted({run.get_loops() for run in timed})))
     return figures
 
 
@@ -112,8 +114,9 @@ def table(figures: dict[str, Figure]) -> list[str]:
 
 
 def repeats(figure: Figure) -> str:
-    """``values x calls``: how many values there were, and how many calls each timed."""
-    return f"{figure.values} x {figure.loops}"
+    """``values x calls``: how many values there were, and how many calls each timed (the
+    passes' calibrations may give different counts: ``6 x 2048/4096``)."""
+    return f"{figure.values} x {'/'.join(map(str, figure.loops))}"
 
 
 def check(targets: list[Target], figures: dict[str, Figure],
@@ -237,16 +240,16 @@ def main() -> int:
             cases.setdefault(case, {})[impl] = figure.best
             means.setdefault(case, {})[impl] = figure.mean
             spread.setdefault(case, {})[impl] = figure.stdev
-            counts.setdefault(case, {})[impl] = [figure.values, figure.loops]
+            counts.setdefault(case, {})[impl] = [figure.values, *figure.loops]
         results["scripts"][script.stem] = {  # type: ignore[index]
             "title": (module.__doc__ or script.stem).strip().splitlines()[0],
             "seconds": cases, "mean": means, "stdev": spread, "repeats": counts,
             "goals": record}
     print(f"each value: the thread CPU time of one call, averaged over the value's calls; "
           f"best: the least of a case's values (the ratios and goals compare these), mean "
-          f"+- their standard deviation; repeats: how many values (from {PROCESSES} worker "
-          f"processes a case unless pyperf's options say otherwise) x how many calls each "
-          f"value timed")
+          f"+- their standard deviation; repeats: how many values (from {PASSES} runs of "
+          f"each script, {PROCESSES} worker process(es) a case in each, unless pyperf's "
+          f"options say otherwise) x how many calls each value timed")
     print("\n".join(report))
     results["wall seconds"] = round(time.monotonic() - started)
     args.out.mkdir(parents=True, exist_ok=True)
