@@ -1,5 +1,6 @@
 """A real vLLM API server's CPU per streamed token, with tokcore's vLLM plugin off and in
-each of its modes (``make bench-vllm``: vLLM's CPU wheel, .venv-vllm; not in ``make bench``).
+each of its modes (``make bench-vllm``: vLLM's CPU wheel in the Makefile's ``VLLM_VENV``,
+one venv per vLLM release outside the tree; not in ``make bench``).
 
 Three ``vllm serve`` of the tiny model of tests/integration/_vllm_server.py run side by
 side on loopback: the plugin off, ``TOKCORE_VLLM_PLUGIN=dump`` and

@@ -7,7 +7,10 @@ logprobs made by vLLM's own logprobs processor (vLLM's for vLLM's generator, the
 ours) from a tokenizer trained here with ``tokenizers`` (byte-level, so a token alone can
 decode to U+FFFD), or written by hand (``nan``, ``-inf``, the sampled token missing). vLLM's
 own generator and the replaced one are fed the same outputs: the bytes must be the same but
-for ``created`` (the chat generator reads the clock)."""
+for ``created`` (the chat generator reads the clock). Some streams come from vLLM's own
+``AsyncLLM`` front end in this process, on an engine core stand-in (_vllm_engine.py). Then the
+install's checks: every source, pydantic-core's release and vLLM's chunk models changed in
+turn, each refused with one WARNING line naming it."""
 
 from __future__ import annotations
 
@@ -414,6 +417,78 @@ def test_an_error_finish_is_vllms_error_chunk(tokenizer: Any) -> None:
     assert b'"InternalServerError"' in body
 
 
+class Steps:
+    """A stream written by hand: each step a ``RequestOutput`` of several outputs, as vLLM
+    merges a request's outputs when its API server lags (the same objects for each run)."""
+
+    def __init__(self, tokenizer: Any, steps: list[tuple[int, list[dict[str, Any]]]],
+                 prompts: int = 1) -> None:
+        self.tokenizer, self.steps, self.prompts = tokenizer, steps, prompts
+
+    def outputs(self, processor: type) -> list[tuple[int, RequestOutput]]:
+        result = []
+        for p, outputs in self.steps:
+            made = [CompletionOutput(
+                index=o["index"], text=o.get("text", ""), token_ids=list(o.get("ids", [])),
+                cumulative_logprob=None, logprobs=o.get("logprobs"),
+                finish_reason=o.get("finish"), stop_reason=None) for o in outputs]
+            result.append((p, RequestOutput(
+                request_id=f"r-{p}", prompt=f"prompt {p}", prompt_token_ids=[1, 2, 3],
+                prompt_logprobs=None, outputs=made,
+                finished=all(o.get("finish") for o in outputs), num_cached_tokens=None)))
+        return result
+
+
+def _logprobs(ids: list[int], missing: bool = False) -> list[dict[int, Logprob]]:
+    """A position per id, as vLLM's processor makes it (the sampled id first, then a top
+    one); ``missing``: without the sampled id's entry."""
+    made = [{i: Logprob(-0.25, 1, f"t{i}"), i + 1: Logprob(-1.5, 2, f"t{i + 1}")}
+            for i in ids]
+    if missing:
+        for i, position in zip(ids, made, strict=True):
+            del position[i]
+    return made
+
+
+@pytest.mark.parametrize("first", [False, True])
+@pytest.mark.parametrize("odd", ["error", "missing"])
+@pytest.mark.parametrize("api", ["chat", "completion", "completion, two prompts"])
+def test_a_step_whose_one_output_raises(tokenizer: Any, api: str, odd: str,
+                                        first: bool) -> None:
+    """A step of n=2 outputs where one raises (an "error" finish; a completion whose sampled
+    id is missing from its logprobs: vLLM's KeyError) writes what vLLM's generator writes:
+    the chunks of the outputs before it, then the error chunk, then [DONE] (a chat
+    position without the sampled id is no error: vLLM's models write it)."""
+    logprobs = odd == "missing"
+    ok = [{"index": 0, "text": "A", "ids": [5], "logprobs": _logprobs([5])},
+          {"index": 1, "text": "B", "ids": [6], "logprobs": _logprobs([6])}]
+    bad = {"index": 1, "text": "", "ids": [], "finish": "error", "logprobs": []} \
+        if odd == "error" else \
+        {"index": 1, "text": "D", "ids": [8], "logprobs": _logprobs([8], missing=True)}
+    good = {"index": 0, "text": "C", "ids": [7], "logprobs": _logprobs([7])}
+    step = [bad, good] if first else [good, bad]
+    if not logprobs:
+        for output in [*ok, *step]:
+            output.pop("logprobs")
+    if api == "chat":
+        request: dict[str, Any] = {"n": 2, "return_token_ids": True}
+        if logprobs:
+            request.update(logprobs=True, top_logprobs=1)
+        body = same(run_chat, serving_chat(), request, Steps(tokenizer, [(0, ok), (0, step)]))
+    else:
+        prompts = 2 if "two" in api else 1
+        request = {"n": 2, "return_token_ids": True, **({"logprobs": 1} if logprobs else {})}
+        steps = [(0, ok), (prompts - 1, step)]
+        body = same(run_completion, serving_completion(), request,
+                    Steps(tokenizer, steps, prompts))
+    events = body.split(b"\n\n")
+    if api == "chat" and odd == "missing":
+        assert b"error" not in body
+        return
+    assert b'"error"' in events[-3] and events[-2:] == [b"data: [DONE]", b""], events
+    assert (b'"text":"C"' in body or b'"content":"C"' in body) != first
+
+
 # --- the table
 
 def test_the_table_is_vllms_decode(tokenizer: Any) -> None:
@@ -431,6 +506,55 @@ def test_the_table_is_vllms_decode(tokenizer: Any) -> None:
     assert table.texts([]) == []
     assert table.texts(ids[:3] * 2) == expected[:3] * 2
     assert stream.table(tokenizer) is stream.table(tokenizer)
+
+
+@pytest.mark.parametrize("cached", [False, True])
+def test_a_grown_vocabulary_is_a_new_table(tokenizer: Any, cached: bool) -> None:
+    """A tokenizer that gains tokens (``add_tokens``) gets a new table: no text is kept from
+    before, for the tokenizer itself and for vLLM's cached copy of it (which shares its
+    backend and freezes its ``len()``); a tabled processor made after it reads the new one."""
+    import copy
+
+    from vllm.tokenizers.hf import get_cached_tokenizer
+
+    own = copy.deepcopy(tokenizer)
+    tok = get_cached_tokenizer(own) if cached else own
+    new_id = own.backend_tokenizer.get_vocab_size(with_added_tokens=True)
+    old = stream.table(tok)
+    assert old.texts([new_id, 5]) == convert_ids_list_to_tokens(tok, [new_id, 5])
+    assert stream.table(tok) is old
+    tok.add_tokens(["zqzqz"])
+    assert convert_ids_list_to_tokens(tok, [new_id]) == ["zqzqz"]
+    assert stream.table(tok) is not old
+    assert stream.table(tok).texts([new_id, 5]) == ["zqzqz", old.texts([5])[0]]
+    processor = stream._tabled_class(LogprobsProcessor)(
+        tokenizer=tok, logprobs=[], prompt_logprobs=None, cumulative_logprob=0.0,
+        num_logprobs=1, num_prompt_logprobs=None)
+    processor._update_sample_logprobs((np.array([[new_id, 5]], dtype=np.int32),
+                                       np.array([[-0.5, -1.0]], dtype=np.float32),
+                                       np.array([1], dtype=np.int64), None))
+    assert stream._position(processor.logprobs[0])[0][2] == "zqzqz"
+
+
+def test_a_partial_text_is_marked_before_it_is_stored(tokenizer: Any) -> None:
+    """``TokenTable.texts`` adds an id to ``partial`` before it stores its text: a reader on
+    another thread (a free-threaded build) that finds a text ending in U+FFFD finds its id
+    partial too, and vLLM's correction runs."""
+    table = stream.TokenTable(tokenizer, convert_ids_list_to_tokens)
+    stored: list[int] = []
+
+    class Texts(dict):  # type: ignore[type-arg]
+        def __setitem__(self, key: int, value: str) -> None:
+            assert not value.endswith("\ufffd") or key in table.partial, key
+            stored.append(key)
+            super().__setitem__(key, value)
+
+    table._texts = Texts()
+    ids = list(range(len(tokenizer)))
+    texts = table.texts(ids)
+    assert stored == ids and table.partial == {
+        i for i, text in zip(ids, texts, strict=True) if text.endswith("\ufffd")}
+    assert table.partial
 
 
 @pytest.mark.parametrize("seed", range(8))
@@ -488,43 +612,304 @@ def test_a_record_reads_as_vllms_dict(seed: int) -> None:
 
 
 def test_only_our_requests_are_tabled(tokenizer: Any) -> None:
-    """from_new_request makes the tabled processor only in a task that set the mark."""
+    """from_new_request makes the tabled processor only between ``_mark`` and ``_unmark``
+    (what a generator of ours sets around its result generator's first step), in the same
+    task, not before nor after."""
     from vllm.sampling_params import SamplingParams
 
     class Request:
         sampling_params = SamplingParams(logprobs=2)
 
-    plain = LogprobsProcessor.from_new_request(tokenizer, Request())
-    assert type(plain) is LogprobsProcessor
+    def made() -> type:
+        return type(LogprobsProcessor.from_new_request(tokenizer, Request()))
 
-    async def marked() -> Any:
-        stream._tabled()
-        return LogprobsProcessor.from_new_request(tokenizer, Request())
+    async def task() -> list[type]:
+        kinds = [made()]
+        mark = stream._mark()
+        kinds.append(made())
+        assert stream._unmark(mark) is None and stream._unmark(None) is None
+        return [*kinds, made()]
 
-    made = asyncio.run(marked())
-    assert type(made) is not LogprobsProcessor and isinstance(made, LogprobsProcessor)
-    assert type(LogprobsProcessor.from_new_request(tokenizer, Request())) is LogprobsProcessor
+    before, during, after = asyncio.run(task())
+    assert before is LogprobsProcessor and after is LogprobsProcessor
+    assert during is not LogprobsProcessor and issubclass(during, LogprobsProcessor)
+    assert made() is LogprobsProcessor
+
+
+def test_one_task_serves_many_requests(tokenizer: Any) -> None:
+    """One task (an application that serves its requests from one long-lived task) serves
+    in turn, through vLLM's own AsyncLLM.generate and OutputProcessor (_vllm_engine.py): a
+    covered chat stream with logprobs (the tabled processor), the same request by vLLM's own
+    generator, a non-streaming one, a subclass's stream, a direct AsyncLLM.generate, a
+    covered completions stream of two prompts, its own generator's, and another direct
+    generate. Only the covered streams' engine requests take the table's texts; every other
+    one gets vLLM's own logprobs (a dict a position) and vLLM's own answer."""
+    from _vllm_engine import engine, request, stop
+    from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionResponse
+
+    class Subclass(OpenAIServingChat):
+        pass
+
+    chat_request = ChatCompletionRequest.model_validate(
+        {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True,
+         "n": 2, "logprobs": True, "top_logprobs": 3})
+    completion_request = CompletionRequest.model_validate(
+        {"model": "m", "prompt": ["a", "b"], "stream": True, "max_tokens": 16, "logprobs": 3})
+    conversation = [{"role": "user", "content": "hi"}]
+    stream._TABLES.clear()
+
+    async def serve() -> None:
+        llm = engine(tokenizer)
+
+        def generate(request_id: str, prompt: list[int], n: int = 1,
+                     streamed: bool = True) -> Any:
+            made = request(request_id, prompt, logprobs=3, n=n, stream=streamed)
+            return llm.generate(made, made.sampling_params, request_id,
+                                prompt_text=f"prompt {prompt}")
+
+        async def direct(request_id: str) -> None:
+            async for res in generate(request_id, [9, 8, 7]):
+                for output in res.outputs:
+                    assert output.logprobs and all(type(p) is dict for p in output.logprobs)
+
+        async def chat(method: Any, serving: Any, chat_request: Any) -> bytes:
+            body = await _drain(method(
+                serving, chat_request, generate("chatcmpl-1", [1, 2, 3], n=2), "chatcmpl-1",
+                "m", conversation, tokenizer, RequestResponseMetadata(request_id="x")))
+            assert b"error" not in body
+            return _masked(body)
+
+        async def completion(method: Any) -> bytes:
+            from vllm.utils.async_utils import merge_async_iterators
+
+            results = merge_async_iterators(generate("cmpl-2-0", [4, 5]),
+                                            generate("cmpl-2-1", [6]))
+            body = await _drain(method(
+                serving_completion(), completion_request, [{}, {}], results, "cmpl-2",
+                1234567, "m", num_prompts=2, tokenizer=tokenizer,
+                request_metadata=RequestResponseMetadata(request_id="y")))
+            assert b"error" not in body
+            # (the prompts' steps interleave as their tasks run: each choice's in order)
+            events: dict[bytes, list[bytes]] = {}
+            for event in body.split(b"\n\n"):
+                index = re.search(rb'"choices":\[\{"index":(\d+)', event)
+                events.setdefault(index.group(1) if index else b"", []).append(event)
+            return repr(sorted(events.items())).encode()
+
+        try:
+            ours = await chat(OpenAIServingChat.chat_completion_stream_generator,
+                              serving_chat(), chat_request)
+            texts = len(stream.table(tokenizer))
+            assert texts  # (the covered stream's requests took the table's texts)
+            assert await chat(CHAT, serving_chat(), chat_request) == ours
+            full = await OpenAIServingChat.chat_completion_full_generator(
+                serving_chat(enable_auto_tools=False), chat_request.model_copy(
+                    update={"stream": False}),
+                generate("chatcmpl-1", [1, 2, 3], n=2, streamed=False), "chatcmpl-1", "m",
+                conversation, tokenizer, RequestResponseMetadata(request_id="z"))
+            assert type(full) is ChatCompletionResponse, full
+            assert all(choice.logprobs.content for choice in full.choices)
+            subclass = object.__new__(Subclass)
+            vars(subclass).update(vars(serving_chat()))
+            assert await chat(OpenAIServingChat.chat_completion_stream_generator, subclass,
+                              chat_request) == ours
+            await direct("direct-1")
+            ours = await completion(OpenAIServingCompletion.completion_stream_generator)
+            assert await completion(COMPLETION) == ours
+            await direct("direct-2")
+            assert len(stream.table(tokenizer)) > texts  # (the completions' requests)
+        finally:
+            await stop(llm)
+
+    asyncio.run(serve())
 
 
 # --- the fingerprint and the switch
 
 def test_the_fingerprint_is_this_vllms() -> None:
-    assert stream.fingerprint() == stream.FINGERPRINT
-    assert len(stream.sources()) == len({id(f) for f in stream.sources()})
+    """This vLLM is the one the mode was checked against: every source, pydantic-core's
+    release, and the probes' bytes both ways."""
+    found = stream.sources()
+    assert len(found) == len({id(item) for item in found.values()}) == len(stream.CHECKED) - 1
+    assert stream.fingerprint() == stream.CHECKED
+    assert stream.probes() == []
+    assert len(stream._probes_chat(stream._vllm())) + len(
+        stream._probes_completion(stream._vllm())) >= 10
 
 
-def test_another_vllm_keeps_the_dump_patch(caplog: pytest.LogCaptureFixture) -> None:
+@pytest.fixture
+def uninstalled(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+                ) -> Iterator[Callable[..., list[str]]]:
+    """The generators uninstalled for the test, and installed again after it once its
+    patches are undone. The test calls the function given to try an install that must be
+    refused: it returns the install's WARNING lines."""
     stream.uninstall_generators()
-    try:
+    monkeypatch.setattr(stream, "_REFUSED", [])
+
+    def install(**options: Any) -> list[str]:
+        caplog.clear()
         with caplog.at_level("WARNING", "tokcore.plugins.vllm"):
-            assert not stream.install_generators(expected="0" * 64)
-            assert not stream.install_generators(expected="0" * 64)  # (no second line)
-        assert OpenAIServingChat.chat_completion_stream_generator is CHAT
-        assert OpenAIServingCompletion.completion_stream_generator is COMPLETION
-        lines = [r.getMessage() for r in caplog.records]
-        assert len(lines) == 1 and "dump patch only" in lines[0], lines
-    finally:
-        assert stream.install_generators()
+            assert not stream.install_generators(**options)
+        assert not stream._REPLACED  # (vLLM's generators, its processor: untouched)
+        return [r.getMessage() for r in caplog.records if r.name == "tokcore.plugins.vllm"]
+
+    yield install
+    monkeypatch.undo()
+    assert stream.install_generators()
+
+
+def _owner(name: str) -> Any:
+    """Where ``sources()`` finds a source by this name: its class, or the module it reads."""
+    v = stream._vllm()
+    classes = {cls.__name__: cls for cls in (
+        OpenAIServingChat, OpenAIServingCompletion, v["base"].GenerateBaseServing,
+        LogprobsProcessor, v["output_processor"].RequestState, v["outputs"].RequestOutput)}
+    if "." in name:
+        return classes[name.split(".")[0]]
+    modules = {"maybe_filter_parallel_tool_calls": "chat_serving",
+               "_make_prompt_tokens_details": "chat_serving", "as_list": "chat_serving",
+               "format_token_id_placeholder": "base", "build_spec_decoding_metrics": "base",
+               "should_include_usage": "api_utils", "create_sample_logprobs": "engine_logprobs",
+               "convert_ids_list_to_tokens": "detokenizer_utils",
+               "get_leading_space_marker": "detokenizer_utils",
+               "_restore_leading_spaces": "detokenizer_utils",
+               "append_logprobs_for_next_position": "vllm_logprobs",
+               "Logprob": "vllm_logprobs", "FlatLogprobs": "vllm_logprobs"}
+    return v[modules[name]]
+
+
+def _changed(original: Any) -> Any:
+    """Another version of a vLLM function or class: its name, the same behaviour, another
+    source (as a vLLM release that changed it would have it)."""
+    if isinstance(original, type):
+        class Changed(original):  # type: ignore[misc, valid-type]
+            changed = True
+
+        Changed.__qualname__ = original.__qualname__
+        return Changed
+    function = getattr(original, "__func__", original)
+
+    def changed(*args: Any, **kwargs: Any) -> Any:
+        return function(*args, **kwargs)
+
+    changed.__qualname__ = function.__qualname__
+    return classmethod(changed) if isinstance(original, classmethod) else changed
+
+
+@pytest.mark.parametrize("name", [name for name in stream.CHECKED if name != "pydantic-core"])
+def test_a_changed_source_refuses(monkeypatch: pytest.MonkeyPatch, uninstalled: Any,
+                                  name: str) -> None:
+    """Each vLLM function or class of ``sources()`` changed: the generators are not
+    installed, and the one WARNING line names it."""
+    owner = _owner(name)
+    attribute = name.split(".")[-1]
+    original = vars(owner)[attribute]
+    assert stream.sources()[name] in (original, getattr(original, "__func__", None))
+    monkeypatch.setattr(owner, attribute, _changed(original))
+    lines = uninstalled()
+    assert len(lines) == 1 and lines[0].endswith("dump patch only"), lines
+    assert f"differs here: {name}: " in lines[0], lines
+
+
+def test_another_pydantic_core_refuses(monkeypatch: pytest.MonkeyPatch,
+                                       uninstalled: Any) -> None:
+    import pydantic_core
+
+    monkeypatch.setattr(pydantic_core, "__version__", "2.99.0")
+    lines = uninstalled()
+    assert len(lines) == 1 and "pydantic-core 2.99.0 (checked: 2.50.5)" in lines[0], lines
+
+
+def _reordered(cls: Any, first: str) -> Any:
+    """The model with its member ``first`` moved to the front."""
+    import pydantic
+
+    fields = {first: cls.model_fields[first]} | dict(cls.model_fields)
+    return pydantic.create_model(cls.__name__, __config__=cls.model_config, **{
+        name: (field.annotation, field) for name, field in fields.items()})
+
+
+def _serialized(cls: Any, member: str) -> Any:
+    """The model with a serializer of its own for ``member`` (its value as text)."""
+    import pydantic
+
+    class Serialized(cls):  # type: ignore[misc, valid-type]
+        @pydantic.field_serializer(member)
+        def _text(self, value: Any) -> Any:
+            return str(value)
+
+    Serialized.__name__ = cls.__name__
+    return Serialized
+
+
+def _defaulted(cls: Any, member: str, value: Any) -> Any:
+    """The model with another default for ``member``."""
+    import pydantic
+
+    field = cls.model_fields[member]
+    return pydantic.create_model(cls.__name__, __base__=cls, **{
+        member: (field.annotation, pydantic.Field(default=value))})
+
+
+@pytest.mark.parametrize("change", ["order", "serializer", "default", "nested serializer"])
+def test_changed_models_refuse(monkeypatch: pytest.MonkeyPatch, uninstalled: Any,
+                               change: str) -> None:
+    """vLLM's chunk models changed as another vLLM could have them (a member moved, a
+    serializer, a default, a nested model's serializer), where vLLM's generators find them:
+    the probes the stream writer writes are not their bytes, so the generators are not
+    installed, and the one WARNING line names the probes that differ."""
+    import pydantic
+
+    v = stream._vllm()
+    chat, completion = v["chat_serving"], v["completion_serving"]
+    if change == "order":
+        monkeypatch.setattr(chat, "ChatCompletionStreamResponse",
+                            _reordered(chat.ChatCompletionStreamResponse, "model"))
+        named = "the chat role chunk"
+    elif change == "serializer":
+        monkeypatch.setattr(chat, "ChatCompletionStreamResponse",
+                            _serialized(chat.ChatCompletionStreamResponse, "created"))
+        named = "the chat usage chunk"
+    elif change == "default":
+        monkeypatch.setattr(completion, "CompletionStreamResponse", _defaulted(
+            completion.CompletionStreamResponse, "object", "completion"))
+        named = "the completions usage chunk"
+    else:
+        usage = _serialized(completion.UsageInfo, "total_tokens")
+        chunk = pydantic.create_model(
+            "CompletionStreamResponse", __base__=completion.CompletionStreamResponse,
+            usage=(usage | None, pydantic.Field(default=None)))
+        monkeypatch.setattr(completion, "UsageInfo", usage)
+        monkeypatch.setattr(completion, "CompletionStreamResponse", chunk)
+        named = "the completions usage chunk"
+    lines = uninstalled()
+    assert len(lines) == 1 and lines[0].endswith("dump patch only"), lines
+    assert named in lines[0], lines
+
+
+def test_one_line_names_every_difference(monkeypatch: pytest.MonkeyPatch,
+                                         uninstalled: Any) -> None:
+    """Several differences: one WARNING line names them all, and another install that finds
+    the same writes none."""
+    import pydantic_core
+
+    monkeypatch.setattr(pydantic_core, "__version__", "2.99.1")
+    monkeypatch.setattr(LogprobsProcessor, "_verify_tokens",
+                        _changed(LogprobsProcessor._verify_tokens))
+    v = stream._vllm()
+    monkeypatch.setattr(v["chat_serving"], "ChatCompletionStreamResponse", _reordered(
+        v["chat_serving"].ChatCompletionStreamResponse, "model"))
+    lines = uninstalled()
+    assert len(lines) == 1, lines
+    assert "differs here: LogprobsProcessor._verify_tokens, pydantic-core 2.99.1 (checked: " \
+        "2.50.5), the chat role chunk" in lines[0], lines
+    assert uninstalled() == []
+
+
+def test_another_fingerprint_keeps_the_dump_patch(uninstalled: Any) -> None:
+    """An install against another fingerprint (``expected``): refused, naming what differs."""
+    lines = uninstalled(expected={**stream.CHECKED, "as_list": "0" * 16})
+    assert len(lines) == 1 and "differs here: as_list: " in lines[0], lines
 
 
 @pytest.mark.parametrize(("value", "generators", "dump", "warns"), [

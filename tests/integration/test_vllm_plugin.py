@@ -1,7 +1,8 @@
 """tokcore.plugins.vllm: vLLM's chunks written by the stream writer, the same text as vLLM's
-pydantic dump, on the vLLM-shaped stand-ins of tests/writer/_writer_oracles.py (vLLM itself:
-tests/integration/test_vllm_real.py, make test-vllm), built as vLLM's generators build them
-(_vllm_chunks.py)."""
+pydantic dump, on the vLLM-shaped stand-ins of tests/writer/_writer_oracles.py, built as
+vLLM's generators build them (_vllm_chunks.py). It needs no vLLM: ``make test`` runs it, and
+``make test-vllm`` too (in this tree's venv, before the files that test vLLM itself:
+test_vllm_real.py is this file on vLLM's own models)."""
 
 from __future__ import annotations
 

@@ -31,24 +31,34 @@ offsets), ``--enable-prompt-tokens-details`` (the cached tokens on the usage chu
 Within a covered stream, a step the writer has no frame for (a logprobs position without the
 sampled token's entry, or without its decoded text: not seen from vLLM's engine) and a final
 usage chunk carrying speculative decoding metrics are written by vLLM's own models, as vLLM
-writes them; an error is vLLM's error chunk.
+writes them. An error is vLLM's error chunk, and where one output of a step raises (an
+``"error"`` finish; a completion's sampled token missing from its logprobs), the chunks of the
+step's outputs before it are written first, as vLLM's generator writes them.
 
 Logprobs: vLLM's logprobs processor (the API server's output processor) decodes every top
 token of every step alone (``convert_ids_list_to_tokens``: one ``tokenizer.decode([id])``
 each). For the covered requests its sample logprobs take the texts from a
 :class:`TokenTable` instead: each id's text as that function gives it, made once per
-tokenizer (filled as ids are met); a text ending in U+FFFD is still corrected from the
+tokenizer and vocabulary (filled as ids are met; a vocabulary grown by ``add_tokens`` gets
+a new table for the requests made since); a text ending in U+FFFD is still corrected from the
 sampled tokens before it by vLLM's own code (``_correct_decoded_token``: up to 9 decodes
 through the tokenizer pool), its result kept in the table by the id and the (at most 4)
-sampled ids before it, all that code reads. Each position is kept as a record of what vLLM
+sampled ids before it, all that code reads. The covered requests are told from the others by
+a mark set in the stream's task only while it awaits its result generator's first step, where
+vLLM adds the engine requests (``_mark``): every other engine request of that task, before
+or after, gets vLLM's own processor. Each position is kept as a record of what vLLM
 would build its dict of ``Logprob`` objects from (the ids, logprobs, texts, rank and
 ``num_logprobs``), read by this module's generators as that dict and made into it only for
 vLLM's own models (the steps above they write).
 
-It was written against vLLM 0.32.0: ``FINGERPRINT`` is the sha256 of the source of every vLLM
-function whose behaviour it reproduces or replaces (``sources()``); on a vLLM where the sum
-differs, ``install_generators`` changes nothing and says so (the plugin stays with the dump
-patch).
+It was written against vLLM 0.32.0 and is installed only where what it was checked against
+is what runs (``install_generators``): ``CHECKED`` holds the sha256 of the source of every
+vLLM function or class whose behaviour it reproduces, replaces or depends on (``sources()``),
+and pydantic-core's release (vLLM's chunks are its bytes); and a few probe chunks
+(``probes()``), written both by the stream writer's ``"vllm"`` shapes and by vLLM's own
+models dumped by pydantic, must be the same bytes (the models' members, their order, defaults
+and serializers). Where anything differs, the generators stay vLLM's, the plugin keeps the
+dump patch, and one WARNING line names what differs.
 """
 
 from __future__ import annotations
@@ -63,22 +73,59 @@ from typing import Any
 
 from ..writer._writer import StreamShape, StreamWriter
 
-__all__ = ["FINGERPRINT", "TokenTable", "chat_covered", "completion_covered", "fingerprint",
-           "install_generators", "sources", "table", "uninstall_generators"]
+__all__ = ["CHECKED", "CHECKED_VLLM", "TokenTable", "chat_covered", "completion_covered",
+           "differences", "fingerprint", "install_generators", "probes", "sources", "table",
+           "uninstall_generators", "vocabulary_size"]
 
 log = logging.getLogger("tokcore.plugins.vllm")
 
-#: the sha256 of ``sources()`` of the vLLM this module was written against (0.32.0)
-FINGERPRINT = "e4925d0aee0d0fb8ec09f81a7b636cf6a83e30a2ee50292dadcad18d76408c1c"
+#: the vLLM release the generator mode was written against and checked with
+CHECKED_VLLM = "0.32.0"
+#: what it was checked against (``fingerprint()`` there): the first 16 hex digits of the
+#: sha256 of each of ``sources()``, by name, and pydantic-core's release
+CHECKED: dict[str, str] = {
+    "OpenAIServingChat.chat_completion_stream_generator": "413759ad163362db",
+    "OpenAIServingChat._create_chat_logprobs": "cb7b7ad3766cc77c",
+    "OpenAIServingChat._get_top_logprobs": "8e27ccc975d21e19",
+    "OpenAIServingChat.get_chat_request_role": "fc52e1d75e2c13d2",
+    "maybe_filter_parallel_tool_calls": "41ed6e6cc26e8e6a",
+    "_make_prompt_tokens_details": "5536ed8fec57e469",
+    "as_list": "a5ab68f8e5ac5f64",
+    "OpenAIServingCompletion.completion_stream_generator": "3f590ecb8478e275",
+    "OpenAIServingCompletion._create_completion_logprobs": "eb44cf0ebb9fc4ab",
+    "GenerateBaseServing._get_decoded_token": "9479161a7a4b4306",
+    "GenerateBaseServing._raise_if_error": "a89140fc600bb405",
+    "format_token_id_placeholder": "a38f57719b0ed563",
+    "build_spec_decoding_metrics": "5d851548cd2c681a",
+    "should_include_usage": "f6bbdfdd461a2573",
+    "LogprobsProcessor.from_new_request": "e8a0bed9a2f36092",
+    "LogprobsProcessor._update_sample_logprobs": "acd9081bb7c5ced1",
+    "LogprobsProcessor._verify_tokens": "82d902834e525450",
+    "LogprobsProcessor._correct_decoded_token": "0cb5150c52815a6e",
+    "LogprobsProcessor._get_sampled_context_ids": "36865c348ed2b86d",
+    "LogprobsProcessor.update_from_output": "2d4d3c33fc3cc5d2",
+    "create_sample_logprobs": "16d8d09571eda064",
+    "convert_ids_list_to_tokens": "6d5bec549f3c1e1c",
+    "get_leading_space_marker": "c606a0e2220ef241",
+    "_restore_leading_spaces": "c006565ed84ba9a8",
+    "append_logprobs_for_next_position": "6ed1dc5e4d3069a5",
+    "Logprob": "6038ceca03702703",
+    "FlatLogprobs": "6d4f1deae83e280b",
+    "RequestState._new_completion_output": "dec8c8112ea29602",
+    "RequestOutput.add": "2fb578d07eb37857",
+    "pydantic-core": "2.50.5",
+}
 
-#: the request being added to vLLM's output processor is one of ours (its logprobs processor
-#: takes its texts from the table)
+#: the requests being added to vLLM's output processor are one stream's of ours (their
+#: logprobs processors take their texts from the table): set by ``_mark`` while the stream
+#: awaits its result generator's first step, where vLLM adds them, and reset before anything
+#: else runs in the task (``_unmark``)
 _TABLED: contextvars.ContextVar[bool] = contextvars.ContextVar("tokcore_vllm_tabled",
                                                                default=False)
 #: what install_generators replaced: (owner, name, the original attribute)
 _REPLACED: list[tuple[type, str, Any]] = []
 _V: dict[str, Any] = {}  # vLLM's names this module calls, found when installed
-#: the fingerprint an install found not to be the expected one (its line written once)
+#: the differences an install found (each set's line written once a process)
 _REFUSED: list[str] = []
 _SHAPES: dict[str, StreamShape] = {}
 _DONE = b"data: [DONE]\n\n"
@@ -95,6 +142,8 @@ def _shape(api: str) -> StreamShape:
 
 def _vllm() -> dict[str, Any]:
     """vLLM's names this module reads or replaces (ImportError: not this layout)."""
+    from vllm import logprobs as vllm_logprobs  # type: ignore[import-not-found]
+    from vllm import outputs
     from vllm.entrypoints.generate.base import (  # type: ignore[import-not-found]
         protocol as base_protocol,
     )
@@ -118,56 +167,291 @@ def _vllm() -> dict[str, Any]:
     from vllm.exceptions import GenerationError  # type: ignore[import-not-found]
     from vllm.tokenizers import detokenizer_utils  # type: ignore[import-not-found]
     from vllm.v1.engine import logprobs as engine_logprobs  # type: ignore[import-not-found]
+    from vllm.v1.engine import output_processor
 
     return {"base": base, "base_protocol": base_protocol, "chat_serving": chat_serving,
             "chat_protocol": chat_protocol, "completion_serving": completion_serving,
             "completion_protocol": completion_protocol, "engine_protocol": engine_protocol,
             "api_utils": api_utils, "GenerationError": GenerationError,
-            "detokenizer_utils": detokenizer_utils, "engine_logprobs": engine_logprobs}
+            "detokenizer_utils": detokenizer_utils, "engine_logprobs": engine_logprobs,
+            "vllm_logprobs": vllm_logprobs, "outputs": outputs,
+            "output_processor": output_processor}
 
 
-def sources(v: dict[str, Any] | None = None) -> list[Callable[..., Any]]:
-    """The vLLM functions whose behaviour the generator mode reproduces or replaces."""
+def sources(v: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The vLLM functions and classes whose behaviour the generator mode reproduces, replaces
+    or depends on, by their qualified names: the two stream generators it replaces and the
+    code they call or whose output it writes itself (the logprobs, the token ids' list, the
+    usage, the roles, the errors, the tool-call filter that changes nothing without a tool
+    parser); the logprobs processor's code it replaces or reproduces (``from_new_request``,
+    ``_update_sample_logprobs``, the U+FFFD check and correction and their context), the
+    functions a token table stands in for and the ``Logprob`` and ``FlatLogprobs`` it reads;
+    and the code that carries a record from the processor to the generators unread
+    (``update_from_output``, the completion output's slice, ``RequestOutput.add``)."""
     v = v or _vllm()
-    chat = v["chat_serving"].OpenAIServingChat
-    completion = v["completion_serving"].OpenAIServingCompletion
+    chat_module, completion_module = v["chat_serving"], v["completion_serving"]
+    chat = chat_module.OpenAIServingChat
+    completion = completion_module.OpenAIServingCompletion
     processor = v["engine_logprobs"].LogprobsProcessor
     base = v["base"]
+    detokenizer = v["detokenizer_utils"]
+    logprobs = v["vllm_logprobs"]
     replaced = {(owner, name): original for owner, name, original in _REPLACED}
-    chat_generator = replaced.get((chat, "chat_completion_stream_generator"),
-                                  chat.chat_completion_stream_generator)
-    completion_generator = replaced.get((completion, "completion_stream_generator"),
-                                        completion.completion_stream_generator)
     new_request = replaced.get((processor, "from_new_request"),
                                processor.__dict__["from_new_request"])
-    return [chat_generator, chat._create_chat_logprobs,
-            chat._get_top_logprobs, chat.get_chat_request_role,
-            completion_generator, completion._create_completion_logprobs,
-            base.GenerateBaseServing._get_decoded_token,
-            base.GenerateBaseServing._raise_if_error, base.format_token_id_placeholder,
-            base.build_spec_decoding_metrics, v["chat_serving"]._make_prompt_tokens_details,
-            v["api_utils"].should_include_usage,
-            new_request.__func__, processor._update_sample_logprobs,
-            processor._correct_decoded_token, processor._get_sampled_context_ids,
-            v["detokenizer_utils"].convert_ids_list_to_tokens,
-            v["engine_logprobs"].append_logprobs_for_next_position]
+    found = [
+        replaced.get((chat, "chat_completion_stream_generator"),
+                     chat.chat_completion_stream_generator),
+        chat._create_chat_logprobs, chat._get_top_logprobs, chat.get_chat_request_role,
+        chat_module.maybe_filter_parallel_tool_calls, chat_module._make_prompt_tokens_details,
+        chat_module.as_list,
+        replaced.get((completion, "completion_stream_generator"),
+                     completion.completion_stream_generator),
+        completion._create_completion_logprobs,
+        base.GenerateBaseServing._get_decoded_token, base.GenerateBaseServing._raise_if_error,
+        base.format_token_id_placeholder, base.build_spec_decoding_metrics,
+        v["api_utils"].should_include_usage,
+        new_request.__func__, processor._update_sample_logprobs, processor._verify_tokens,
+        processor._correct_decoded_token, processor._get_sampled_context_ids,
+        processor.update_from_output, v["engine_logprobs"].create_sample_logprobs,
+        detokenizer.convert_ids_list_to_tokens, detokenizer.get_leading_space_marker,
+        detokenizer._restore_leading_spaces,
+        logprobs.append_logprobs_for_next_position, logprobs.Logprob, logprobs.FlatLogprobs,
+        v["output_processor"].RequestState._new_completion_output,
+        v["outputs"].RequestOutput.add,
+    ]
+    return {item.__qualname__: item for item in found}
 
 
-def fingerprint(v: dict[str, Any] | None = None) -> str:
-    """The sha256 of the sources of ``sources()``, in order."""
-    digest = hashlib.sha256()
-    for function in sources(v):
-        digest.update(inspect.getsource(function).encode())
-    return digest.hexdigest()
+def _digest(item: Any) -> str:
+    try:
+        source = inspect.getsource(item)
+    except (OSError, TypeError):  # (no source to read: not one that was checked)
+        return "no source"
+    return hashlib.sha256(source.encode()).hexdigest()[:16]
+
+
+def fingerprint(v: dict[str, Any] | None = None) -> dict[str, str]:
+    """This vLLM's ``CHECKED``: the first 16 hex digits of the sha256 of each of
+    ``sources()``'s source (``"no source"`` where it cannot be read), by name, and
+    pydantic-core's release."""
+    import pydantic_core
+
+    found = {name: _digest(item) for name, item in sources(v).items()}
+    found["pydantic-core"] = str(pydantic_core.__version__)
+    return found
+
+
+def differences(found: dict[str, str], expected: dict[str, str]) -> list[str]:
+    """What differs between two fingerprints, named: a function whose source is another, or
+    that one of them has not; a release, with both."""
+    named = []
+    for name in [*expected, *(name for name in found if name not in expected)]:
+        if found.get(name) != expected.get(name):
+            named.append(f"{name} {found.get(name)} (checked: {expected.get(name)})"
+                         if name == "pydantic-core" else name)
+    return named
+
+
+def _dumped(cls: type, chunk: Any, **options: Any) -> bytes:
+    """vLLM's frame of a chunk: pydantic's dump (not the dump patch's), as vLLM frames it."""
+    from .vllm import _PATCHED
+
+    dump = _PATCHED[cls][0] if cls in _PATCHED else \
+        cls.model_dump_json  # type: ignore[attr-defined]
+    return f"data: {dump(chunk, **options)}\n\n".encode()
+
+
+#: the probe chunks' texts and logprobs: escapes, characters of each UTF-8 length, a line and
+#: paragraph separator, a lone byte's U+FFFD; floats of every kind pydantic writes its way
+_PROBE_TEXT = '"q" \\ \n\t\x00\x1f\x7f é ü 中文 🙂 \u2028\u2029 </script> \ufffd'
+_PROBE_LOGPROBS = (-1e-07, -0.0, 0.0, -9999.0, -1.2345678901234567e-05, -3.0, float("nan"),
+                   -123456.789)
+
+
+def _probes_chat(v: dict[str, Any]) -> dict[str, tuple[Callable[[], bytes],
+                                                        Callable[[], bytes]]]:
+    m, engine = v["chat_serving"], v["engine_protocol"]
+    rid, model, created, fp = "chatcmpl-probe", "m/é\"", 1700000000, "fp_probe"
+    shape = _shape("chat")
+    plain = StreamWriter(shape, id=rid, model=model, created=created, role="assistant")
+    stamped = StreamWriter(shape, id=rid, model=model, created=created, role="assistant",
+                           system_fingerprint=fp)
+    cls = m.ChatCompletionStreamResponse
+    tokens = [_PROBE_TEXT, "a", "\ufffd", "a"]
+    values = _PROBE_LOGPROBS
+
+    def chunk(choices: list[Any], usage: tuple[int, int] | None = None, **extra: Any) -> Any:
+        made = cls(id=rid, object="chat.completion.chunk", created=created, choices=choices,
+                   model=model, **extra)
+        if usage is not None:
+            made.usage = m.UsageInfo(prompt_tokens=usage[0], completion_tokens=usage[1],
+                                     total_tokens=sum(usage), completion_tokens_details=None)
+        return made
+
+    def start(ids: list[int] | None, usage: tuple[int, int] | None) -> Any:
+        return chunk([m.ChatCompletionResponseStreamChoice(
+            index=1, delta=m.DeltaMessage(role="assistant", content=""), logprobs=None,
+            finish_reason=None)], usage, prompt_token_ids=ids, prompt_text=None)
+
+    def logprobs() -> Any:
+        return m.ChatCompletionLogProbs(content=[m.ChatCompletionLogProbsContent(
+            token=token, logprob=values[k], bytes=list(token.encode("utf-8", "replace")),
+            top_logprobs=[m.ChatCompletionLogProb(
+                token=top, logprob=value, bytes=list(top.encode("utf-8", "replace")))
+                for top, value in zip(tokens, values[k:], strict=False)])
+            for k, token in enumerate(tokens)])
+
+    entries = [(token, values[k], token.encode("utf-8", "replace"),
+                [(top, value, top.encode("utf-8", "replace"))
+                 for top, value in zip(tokens, values[k:], strict=False)])
+               for k, token in enumerate(tokens)]
+    step = m.ChatCompletionResponseStreamChoice
+    return {
+        "the chat role chunk": (
+            lambda: plain.write("start", index=1, usage=(3, 0), prompt_token_ids=[7, 2**31 - 1]),
+            lambda: _dumped(cls, start([7, 2**31 - 1], (3, 0)), exclude_unset=True)),
+        "the chat role chunk without ids": (
+            lambda: plain.write("start", index=1),
+            lambda: _dumped(cls, start(None, None), exclude_unset=True)),
+        "a chat step": (
+            lambda: plain.step(_PROBE_TEXT, 2),
+            lambda: _dumped(cls, chunk([step(
+                index=2, delta=m.DeltaMessage(content=_PROBE_TEXT), logprobs=None,
+                finish_reason=None, token_ids=None)]), exclude_unset=True)),
+        "a chat step with logprobs": (
+            lambda: plain.step(_PROBE_TEXT, 0, token_ids=[5, 6, 7, 8], logprobs=entries,
+                               usage=(3, 4)),
+            lambda: _dumped(cls, chunk([step(
+                index=0, delta=m.DeltaMessage(content=_PROBE_TEXT), logprobs=logprobs(),
+                finish_reason=None, token_ids=[5, 6, 7, 8])], (3, 4)), exclude_unset=True)),
+        "the chat finish chunk": (
+            lambda: stamped.step("", 0, finish_reason="stop", stop_reason="\n"),
+            lambda: _dumped(cls, chunk([step(
+                index=0, delta=m.DeltaMessage(content=""), logprobs=None, finish_reason="stop",
+                stop_reason="\n", token_ids=None)], system_fingerprint=fp),
+                exclude_unset=True)),
+        "the chat finish chunk with usage": (
+            lambda: plain.step("!", 1, token_ids=[9], finish_reason="length", stop_reason=2,
+                               usage=(3, 5)),
+            lambda: _dumped(cls, chunk([step(
+                index=1, delta=m.DeltaMessage(content="!"), logprobs=None,
+                finish_reason="length", stop_reason=2, token_ids=[9])], (3, 5)),
+                exclude_unset=True)),
+        "the chat usage chunk": (
+            lambda: stamped.usage(3, 5),
+            lambda: _dumped(cls, _chat_usage(m, engine, cls, rid, model, created, fp),
+                            exclude_unset=True, exclude_none=True)),
+    }
+
+
+def _chat_usage(m: Any, engine: Any, cls: type, rid: str, model: str, created: int,
+                fp: str) -> Any:
+    usage = m.UsageInfo(prompt_tokens=3, completion_tokens=5, total_tokens=8,
+                        completion_tokens_details=None)
+    usage.prompt_tokens_details = m._make_prompt_tokens_details(False, 2, None, None)
+    return cls(id=rid, object="chat.completion.chunk", created=created, choices=[],
+               model=model, usage=usage, system_fingerprint=fp, metrics=None)
+
+
+def _probes_completion(v: dict[str, Any]) -> dict[str, tuple[Callable[[], bytes],
+                                                              Callable[[], bytes]]]:
+    m = v["completion_serving"]
+    rid, model, created, fp = "cmpl-probe", "m/é\"", 1700000000, "fp_probe"
+    shape = _shape("completions")
+    plain = StreamWriter(shape, id=rid, model=model, created=created)
+    stamped = StreamWriter(shape, id=rid, model=model, created=created, system_fingerprint=fp)
+    cls = m.CompletionStreamResponse
+    tokens = [_PROBE_TEXT, "a", "\ufffd", "\ufffd"]  # (a text twice: one key in vLLM's dict)
+    values = _PROBE_LOGPROBS
+    offsets = [4, 4 + len(tokens[0]), 5 + len(tokens[0]), 6 + len(tokens[0])]
+
+    def chunk(choice: Any, usage: tuple[int, int] | None = None, **extra: Any) -> Any:
+        made = cls(id=rid, object="text_completion", created=created, model=model,
+                   choices=[choice], **extra)
+        if usage is not None:
+            made.usage = m.UsageInfo(prompt_tokens=usage[0], completion_tokens=usage[1],
+                                     total_tokens=sum(usage))
+        return made
+
+    def logprobs() -> Any:
+        return m.CompletionLogProbs(
+            text_offset=offsets, token_logprobs=list(values[:len(tokens)]), tokens=tokens,
+            top_logprobs=[{top: value for top, value in zip(tokens, values[k:], strict=False)}
+                          for k in range(len(tokens))])
+
+    entries = [(token, values[k], None, list(zip(tokens, values[k:], strict=False)),
+                offsets[k]) for k, token in enumerate(tokens)]
+    choice = m.CompletionResponseStreamChoice
+
+    def final(cached: int | None, fingerprint: str | None) -> Any:
+        usage = m.UsageInfo(prompt_tokens=5, completion_tokens=7, total_tokens=12)
+        if cached is not None:
+            usage.prompt_tokens_details = m.PromptTokenUsageInfo(cached_tokens=cached)
+        return cls(id=rid, created=created, model=model, choices=[], usage=usage,
+                   system_fingerprint=fingerprint, metrics=None)
+
+    return {
+        "a completions step with logprobs": (
+            lambda: plain.step(_PROBE_TEXT, 3, token_ids=[5, 6, 7, 8], logprobs=entries,
+                               usage=(5, 4), prompt_token_ids=[1, 2**31 - 1]),
+            lambda: _dumped(cls, chunk(choice(
+                index=3, text=_PROBE_TEXT, logprobs=logprobs(), finish_reason=None,
+                stop_reason=None, prompt_token_ids=[1, 2**31 - 1], token_ids=[5, 6, 7, 8]),
+                (5, 4)), exclude_unset=True)),
+        "a completions step": (
+            lambda: plain.step("x", 0),
+            lambda: _dumped(cls, chunk(choice(
+                index=0, text="x", logprobs=None, finish_reason=None, stop_reason=None,
+                prompt_token_ids=None, token_ids=None)), exclude_unset=True)),
+        "the completions finish chunk": (
+            lambda: stamped.step("", 1, finish_reason="stop", stop_reason=2),
+            lambda: _dumped(cls, chunk(choice(
+                index=1, text="", logprobs=None, finish_reason="stop", stop_reason=2,
+                prompt_token_ids=None, token_ids=None), system_fingerprint=fp),
+                exclude_unset=True)),
+        "the completions usage chunk": (
+            lambda: stamped.usage(5, 7, 4),
+            lambda: _dumped(cls, final(4, fp), exclude_unset=False, exclude_none=True)),
+        "the completions usage chunk without details": (
+            lambda: plain.usage(5, 7),
+            lambda: _dumped(cls, final(None, None), exclude_unset=False, exclude_none=True)),
+    }
+
+
+def probes(v: dict[str, Any] | None = None) -> list[str]:
+    """The probe chunks whose bytes by the stream writer's ``"vllm"`` shapes are not those of
+    vLLM's own models, built as vLLM's generators build them (the classes their modules
+    name) and dumped by pydantic as they dump them (a probe that raises is one of them)."""
+    v = v or _vllm()
+    differ = []
+    for made in (_probes_chat, _probes_completion):
+        try:
+            found = made(v)
+        except Exception:  # (vLLM's models are not what they were: none can be written)
+            log.debug("tokcore's vLLM plugin: a probe could not be made", exc_info=True)
+            differ.append(f"the {made.__name__[8:]} probes")
+            continue
+        for name, (ours, theirs) in found.items():
+            try:
+                same = ours() == theirs()
+            except Exception:
+                log.debug("tokcore's vLLM plugin: probe %r raised", name, exc_info=True)
+                same = False
+            if not same:
+                differ.append(name)
+    return differ
 
 
 # --- the table of token texts
 
 class TokenTable:
     """Each token id's text as vLLM's logprobs processor decodes it alone
-    (``convert_ids_list_to_tokens(tokenizer, [id])``), made once per tokenizer: an id's text
-    is decoded the first time it is met, then looked up. ``partial`` holds the ids met whose
-    text ends in U+FFFD (a piece of a character: vLLM corrects those from the context)."""
+    (``convert_ids_list_to_tokens(tokenizer, [id])``), made once per tokenizer and vocabulary
+    (:func:`table`): an id's text is decoded the first time it is met, then looked up.
+    ``partial`` holds the ids met whose text ends in U+FFFD (a piece of a character: vLLM
+    corrects those from the context); an id is added there before its text is stored, so a
+    reader on another thread that finds the text finds the id partial too."""
 
     __slots__ = ("_convert", "_texts", "_tokenizer", "corrected", "partial")
 
@@ -194,26 +478,40 @@ class TokenTable:
         except KeyError:
             missing = list(dict.fromkeys(i for i in ids if i not in texts))
             for i, text in zip(missing, self._convert(self._tokenizer, missing), strict=True):
-                texts[i] = text
                 if text.endswith("\ufffd"):
-                    self.partial.add(i)
+                    self.partial.add(i)  # (first: the text is read before the mark)
+                texts[i] = text
             return [texts[i] for i in ids]
 
 
-_TABLES: dict[int, tuple[Any, TokenTable]] = {}
+#: the tables, by the tokenizer's id: (the tokenizer, its vocabulary's size, its table)
+_TABLES: dict[int, tuple[Any, int, TokenTable]] = {}
+
+
+def vocabulary_size(tokenizer: Any) -> int:
+    """How many tokens the tokenizer has now, added tokens included: its backend's count (a
+    Hugging Face fast tokenizer's, which vLLM's cached copy shares while it freezes its own
+    ``len()``), else ``len(tokenizer)``."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is not None:
+        return int(backend.get_vocab_size(with_added_tokens=True))
+    return len(tokenizer)
 
 
 def table(tokenizer: Any) -> TokenTable:
-    """The table of this tokenizer (made the first time it is asked for)."""
+    """The table of this tokenizer and its vocabulary as it is now: made the first time it is
+    asked for, and again once the vocabulary has grown (``add_tokens``), so that no text is
+    kept from before. A tabled processor asks once, at its first step."""
+    size = vocabulary_size(tokenizer)
     found = _TABLES.get(id(tokenizer))
-    if found is None or found[0] is not tokenizer:
+    if found is None or found[0] is not tokenizer or found[1] != size:
         if len(_TABLES) >= 16:
             _TABLES.clear()
         convert = _V["detokenizer_utils"].convert_ids_list_to_tokens if _V else None
         if convert is None:
             convert = _vllm()["detokenizer_utils"].convert_ids_list_to_tokens
-        found = _TABLES[id(tokenizer)] = (tokenizer, TokenTable(tokenizer, convert))
-    return found[1]
+        found = _TABLES[id(tokenizer)] = (tokenizer, size, TokenTable(tokenizer, convert))
+    return found[2]
 
 
 def _record_dict(record: tuple[Any, ...]) -> dict[int, Any]:
@@ -276,10 +574,19 @@ def _tabled_class(processor: Any) -> type:
     correct = processor._correct_decoded_token
 
     class TabledLogprobsProcessor(processor):  # type: ignore[misc]
+        #: the table of the request's tokenizer, found at its first step (``_table``)
+        token_table: TokenTable | None = None
+
+        def _table(self) -> TokenTable:
+            found = self.token_table
+            if found is None:
+                found = self.token_table = table(self.tokenizer)
+            return found
+
         def _correct_decoded_token(self, token_id: int, context_token_ids: list[int]) -> str:
             # vLLM's own correction (a function of the tokenizer, the id and the last 4
             # context ids: up to 4 + 4 + 1 decodes through the tokenizer pool), memoised
-            memo = table(self.tokenizer).corrected
+            memo = self._table().corrected
             key = (token_id, *context_token_ids[-4:])
             text: str | None = memo.get(key)
             if text is None:
@@ -291,7 +598,9 @@ def _tabled_class(processor: Any) -> type:
 
         def _update_sample_logprobs(self, logprobs_lists: Any) -> None:
             token_ids_lst, logprobs_lst, ranks_lst, _ = logprobs_lists
-            found = table(self.tokenizer)
+            found = self.token_table
+            if found is None:
+                found = self._table()
             texts, partial = found.texts, found.partial
             kept = self.logprobs
             records = type(kept) is list
@@ -482,10 +791,22 @@ def _completion_logprobs(token_ids: Sequence[int], positions: Sequence[Any], top
     return entries, (offset + length if entries else None)
 
 
-def _tabled() -> None:
-    """The requests added from here on (this task's) take their logprob texts from the
-    table."""
-    _TABLED.set(True)
+def _mark() -> contextvars.Token[bool]:
+    """Mark the engine requests added from here on in this task as ours (their logprob
+    texts from the table), until ``_unmark``. A generator marks before it awaits its result
+    generator's first step and unmarks as soon as that step is over, however it ends, and
+    before it yields anything: vLLM's ``AsyncLLM.generate`` adds its requests at its first
+    step (and ``merge_async_iterators``'s tasks, made then, copy the mark for the prompts'
+    requests), so the mark covers those requests and nothing else the task runs."""
+    return _TABLED.set(True)
+
+
+def _unmark(mark: contextvars.Token[bool] | None) -> contextvars.Token[bool] | None:
+    """The mark ``_mark`` set, reset (None: reset already); None, for the caller to keep
+    (``mark = _unmark(mark)``)."""
+    if mark is not None:
+        _TABLED.reset(mark)
+    return None
 
 
 # --- the generators
@@ -518,7 +839,9 @@ async def _chat(serving: Any, request: Any, result_generator: AsyncIterator[Any]
     return_ids = request.return_token_ids
     generation_error = _V["GenerationError"]
     last_res = None
-    _tabled()
+    out: list[bytes] = []  # (the step's chunks not yet written)
+    # (until the first step: the requests result_generator adds are ours)
+    mark: contextvars.Token[bool] | None = _mark()
     try:
         first = True
         async for res in result_generator:
@@ -528,12 +851,12 @@ async def _chat(serving: Any, request: Any, result_generator: AsyncIterator[Any]
                 if res.encoder_prompt_token_ids is not None:
                     num_prompt_tokens += len(res.encoder_prompt_token_ids)
             if first:
+                mark = _unmark(mark)
                 prompt_ids = res.prompt_token_ids if return_ids else None
                 usage = (num_prompt_tokens, 0) if continuous else None
                 yield b"".join([plain.write("start", index=i, usage=usage,
                                             prompt_token_ids=prompt_ids) for i in range(n)])
                 first = False
-            out = []
             for output in res.outputs:
                 i = output.index
                 if finish_sent[i]:
@@ -573,7 +896,10 @@ async def _chat(serving: Any, request: Any, result_generator: AsyncIterator[Any]
                                          finish_reason=finish, stop_reason=output.stop_reason,
                                          usage=usage))
             if out:  # (a step's chunks in one write: one send through the app, not one each)
-                yield out[0] if len(out) == 1 else b"".join(out)
+                step = out[0] if len(out) == 1 else b"".join(out)
+                out = []
+                yield step
+        mark = _unmark(mark)  # (no step came)
         completion_tokens = sum(previous_num_tokens)
         if include_usage:
             metrics = _V["base"].build_spec_decoding_metrics(last_res) if n == 1 else None
@@ -587,10 +913,19 @@ async def _chat(serving: Any, request: Any, result_generator: AsyncIterator[Any]
             prompt_tokens=num_prompt_tokens, completion_tokens=completion_tokens,
             total_tokens=num_prompt_tokens + completion_tokens, completion_tokens_details=None)
     except generation_error as e:
+        mark = _unmark(mark)
+        if out:  # (vLLM's generator wrote the step's chunks before the one that raised)
+            yield b"".join(out)
         yield f"data: {serving._convert_generation_error_to_streaming_response(e)}\n\n".encode()
     except Exception as e:
+        mark = _unmark(mark)
         log.exception("Error in chat completion stream generator.")
+        if out:
+            yield b"".join(out)
         yield f"data: {serving.create_streaming_error_response(e)}\n\n".encode()
+    except BaseException:  # (a cancellation while the first step is awaited)
+        _unmark(mark)
+        raise
     yield _DONE
 
 
@@ -623,13 +958,16 @@ async def _completion(serving: Any, request: Any, engine_inputs: Any,
     echo = request.echo
     generation_error = _V["GenerationError"]
     last_res = None
-    _tabled()
+    out: list[bytes] = []  # (the step's chunks not yet written)
+    # (until the first step: the requests result_generator adds are ours)
+    mark: contextvars.Token[bool] | None = _mark()
     try:
         first = True
         async for prompt_idx, res in result_generator:
             last_res = res
             prompt_token_ids = res.prompt_token_ids
             if first:
+                mark = _unmark(mark)
                 num_cached_tokens = res.num_cached_tokens
                 first = False
             prompt_text = res.prompt
@@ -637,7 +975,6 @@ async def _completion(serving: Any, request: Any, engine_inputs: Any,
                 prompt_text = serving._extract_prompt_text(engine_inputs[prompt_idx])
             if prompt_token_ids is not None:
                 num_prompt_tokens[prompt_idx] = len(prompt_token_ids)
-            out = []
             for output in res.outputs:
                 i = output.index + prompt_idx * n
                 finish = output.finish_reason
@@ -692,7 +1029,10 @@ async def _completion(serving: Any, request: Any, engine_inputs: Any,
                         stop_reason=output.stop_reason, usage=usage,
                         prompt_token_ids=prompt_ids))
             if out:  # (a step's chunks in one write: one send through the app, not one each)
-                yield out[0] if len(out) == 1 else b"".join(out)
+                step = out[0] if len(out) == 1 else b"".join(out)
+                out = []
+                yield step
+        mark = _unmark(mark)  # (no step came)
         total_prompt = sum(num_prompt_tokens)
         total_completion = sum(previous_num_tokens)
         details = serving.enable_prompt_tokens_details and num_cached_tokens is not None
@@ -715,10 +1055,19 @@ async def _completion(serving: Any, request: Any, engine_inputs: Any,
                 cached_tokens=num_cached_tokens)
         request_metadata.final_usage_info = usage_info
     except generation_error as e:
+        mark = _unmark(mark)
+        if out:  # (vLLM's generator wrote the step's chunks before the one that raised)
+            yield b"".join(out)
         yield f"data: {serving._convert_generation_error_to_streaming_response(e)}\n\n".encode()
     except Exception as e:
+        mark = _unmark(mark)
         log.exception("Error in completion stream generator.")
+        if out:
+            yield b"".join(out)
         yield f"data: {serving.create_streaming_error_response(e)}\n\n".encode()
+    except BaseException:  # (a cancellation while the first step is awaited)
+        _unmark(mark)
+        raise
     yield _DONE
 
 
@@ -802,11 +1151,12 @@ def _final_fallback(cls: Any, serving: Any, request_id: str, model_name: str, cr
 
 # --- install
 
-def install_generators(expected: str | None = None) -> bool:
+def install_generators(expected: dict[str, str] | None = None) -> bool:
     """Replace vLLM's two stream generators (and its logprobs processor's decode, for the
     requests they write) when this vLLM's ``fingerprint()`` is ``expected`` (default:
-    ``FINGERPRINT``); False (and one WARNING line) when it is not, or when vLLM has not
-    these names (the fingerprint's line is written once a process). Again: nothing happens."""
+    ``CHECKED``) and the ``probes()`` write the same bytes both ways; False, and one WARNING
+    line naming what differs, when not (or when vLLM has not these names): the line is
+    written once a process. Again: nothing happens."""
     if _REPLACED:
         return True
     try:
@@ -816,13 +1166,14 @@ def install_generators(expected: str | None = None) -> bool:
         log.warning("tokcore's vLLM plugin: no stream generators to replace here (%s): the "
                     "dump patch only", error)
         return False
-    if found != (FINGERPRINT if expected is None else expected):
-        if found in _REFUSED:
+    differ = differences(found, CHECKED if expected is None else expected) + probes(v)
+    if differ:
+        named = ", ".join(differ)
+        if named in _REFUSED:
             return False
-        _REFUSED.append(found)
-        log.warning("tokcore's vLLM plugin: this vLLM's stream generators are not the ones "
-                    "its generator mode was written against (fingerprint %s, not %s): the "
-                    "dump patch only", found[:16], FINGERPRINT[:16])
+        _REFUSED.append(named)
+        log.warning("tokcore's vLLM plugin: the generator mode was checked against vLLM %s, "
+                    "and this differs here: %s: the dump patch only", CHECKED_VLLM, named)
         return False
     _V.update(v)
     chat = v["chat_serving"].OpenAIServingChat

@@ -26,8 +26,9 @@ is imported before ``register()`` runs. The switch:
   generators replaced, for the requests they cover whole, by ones that write each step with
   the writer straight from the engine's outputs, top logprobs' texts from a table made once
   per tokenizer (``tokcore.plugins._vllm_stream``, whose docstring lists the requests); the
-  dump patch for every other request, and alone on a vLLM other than the one the generators
-  were written against (one WARNING line says so);
+  dump patch for every other request, and alone where anything the generators were checked
+  against differs (vLLM's sources they reproduce or depend on, pydantic-core's release, the
+  bytes of vLLM's chunk models: one WARNING line names what);
 - ``dump``: the dump patch alone (this module: the chunks are still built by vLLM);
 - unset or ``0``: off; any other value: off, with one WARNING line.
 """
@@ -283,8 +284,8 @@ def mode() -> str:
 def register() -> None:
     """The ``vllm.general_plugins`` entry point: the mode ``TOKCORE_VLLM_PLUGIN`` names
     (``MODES``; the module's docstring). A vLLM without the chunk classes (another layout)
-    is left as it is, with one WARNING line; one whose stream generators are not those the
-    generator mode knows keeps the dump patch, with one WARNING line.
+    is left as it is, with one WARNING line; one where anything the generator mode was
+    checked against differs keeps the dump patch, with one WARNING line naming what.
 
     Raises nothing."""
     value = os.environ.get(SWITCH, "")
