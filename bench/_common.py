@@ -77,13 +77,21 @@ def name(case: str, impl: str) -> str:
     return f"{case}{SEP}{impl}"
 
 
+#: pyperf's worker processes a case in one run of a script, and values a process
+#: (make_runner); bench/report.py runs each script PASSES times, appending to one result:
+#: the passes are a whole script apart, so that a burst of other work on a shared machine,
+#: which lasts seconds and would fall on every worker of a case that pyperf runs one after
+#: the other, does not fall on all of a case's values
+PROCESSES, VALUES, PASSES = 1, 3, 2
+
+
 def make_runner() -> pyperf.Runner:
-    # Few processes and short values: 'make bench' runs every script within 8 minutes on 2
-    # busy cores (each value is CPU time: add, below). Pass pyperf's own options (e.g.
-    # --rigorous) through BENCH_ARGS for more.
+    # Few processes and short values: 'make bench' ends in minutes on 2 busy cores (each
+    # value is CPU time: add, below). Pass pyperf's own options (e.g. --rigorous) through
+    # BENCH_ARGS for more.
     import pyperf
 
-    return pyperf.Runner(processes=2, values=3, warmups=1, min_time=0.02)
+    return pyperf.Runner(processes=PROCESSES, values=VALUES, warmups=1, min_time=0.02)
 
 
 def cpu_timed(loops: int, func: Callable[..., Any], args: tuple[Any, ...]) -> float:

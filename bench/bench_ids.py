@@ -26,21 +26,31 @@ from tokcore.ids import _pack_c, _pack_py
 #: the int32 twin of an int64 case, timed beside it on the same ids
 INT32_TWIN = "tokcore-c width=32"
 
-# Goals are the level reached (a ratchet; docs/contributing/benchmarks.md): 0.7 times the
-# lower ratio of two default 'make bench' runs on the 2-core development machine (their
-# ratios differed by up to 40 %), rounded down, never below the goal before.
+# Goals are the level reached (a ratchet; docs/contributing/benchmarks.md). Those with no
+# comment: 0.7 times the lower ratio of two default 'make bench' runs on the 2-core AVX2
+# development machine (their ratios differed by up to 40 %), rounded down; those issue 52
+# re-set (below the lowest of several runs by more than their spread) say what from.
 TARGETS = [
     Target("pack 40k uniform", "struct.pack", 9.5),
     Target("pack 40k uniform", "array('i', ids).tobytes()", 12),
     Target("pack 40k zipf", "struct.pack", 13),
     Target("pack 40k zipf", "array('i', ids).tobytes()", 15),
     Target("unpack 40k zipf", "array.frombytes().tolist()", 5.4),
-    Target("unpack 40k uniform", "array.frombytes().tolist()", 3.1),
+    # 4.8-5.1x in five runs of issue 52, 3.4x in a sixth whose two tokcore-c workers both
+    # ran under a burst of other work (135-143 us against 96-100): 2.2x, below 3.42 by
+    # more than the 50 % spread
+    Target("unpack 40k uniform", "array.frombytes().tolist()", 2.2),
     # issue 38's goal, not a ratchet: each int64 path within 1.2x of its int32 twin per id
     # (both timed on the same ids in the same run)
     Target("pack 40k uniform, width=64", INT32_TWIN, 1 / 1.2),
     Target("unpack 40k zipf, width=64", INT32_TWIN, 1 / 1.2),
-    Target("pack numpy int64 40k uniform, width=64", INT32_TWIN, 1 / 1.2),
+    # Not a goal (issue 52): "pack numpy int64 40k uniform, width=64". Packing numpy's int64
+    # at width 64 is one copy of the array's 320 KB into a new bytes, what arr.tobytes()
+    # does: it cannot keep up with the width-32 twin, which writes half the bytes (0.62-0.72x
+    # its time as means in four runs, 0.64-0.96x as best values), nor beat the copy (0.54-0.83x
+    # arr.tobytes()), and the copy's time is where its output lands against the array: 7.7
+    # or 13.3 us in two workers of one run, arr.tobytes() 6.4 in both. The spread is as
+    # large as any margin; make bench-guard's budget (8.29 instructions an id) holds the path.
 ]
 
 

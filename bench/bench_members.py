@@ -19,8 +19,6 @@ from typing import Any
 
 from _common import FAST, REFERENCE, Target, add, make_runner, uniform_ids
 
-from tokcore.members import _members_c, _members_py
-
 KEY = "prompt_token_ids_b64"
 N_IDS = 40_000
 
@@ -37,12 +35,19 @@ ORJSON_SET = "orjson.dumps(request dict)"
 JSON_DEL = "json.loads+del+json.dumps"
 ORJSON_DEL = "orjson.loads+del+orjson.dumps"
 
-# Goals are the level reached (a ratchet; docs/contributing/benchmarks.md): 0.7 times the
-# lower ratio of two default 'make bench' runs on the 2-core development machine (their
-# ratios differed by up to 40 %), rounded down, never below the goal before.
+# Goals are the level reached (a ratchet; docs/contributing/benchmarks.md). Those with no
+# comment: 0.7 times the lower ratio of two default 'make bench' runs on the 2-core AVX2
+# development machine (their ratios differed by up to 40 %), rounded down; those issue 52
+# re-set (below the lowest of several runs by more than their spread) say what from.
 TARGETS = [
     Target(FIND, JSON_FIND, 29),
-    Target(SET, JSON_SET, 88),
+    # Against what a user writes who builds the request as a dict: orjson (issue 52). The
+    # goal against json.dumps (88x, from a run on an AVX2 machine where set_member took
+    # 2.3 us) measured 72-88x here (set_member 5.1-5.5 us: one 213 KB copy, as fast as the
+    # memory; abd0a0f's build the same in one alternated run), and json.dumps is no
+    # baseline for a hot path. Against orjson: 1.37-1.75x in five runs (best values, load
+    # 7 to 11 on 2 cores), spread 28 %: 1.37 / 1.28 = 1.07, rounded down.
+    Target(SET, ORJSON_SET, 1.0),
 ]
 
 COMPACT = (",", ":")
@@ -125,6 +130,10 @@ def orjson_del(body: bytes) -> bytes:
 
 def main() -> None:
     import orjson
+
+    # here, not at the top: bench/hotpaths.py builds the body and the request from this
+    # module on any build, and bench/compare.py runs it on commits before tokcore.members
+    from tokcore.members import _members_c, _members_py
 
     ids_text = ids_b64()
     body = context_response(ids_text)

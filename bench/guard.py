@@ -14,9 +14,11 @@ own calls cancel out. Here all cases run in one Python process (bench/icount/mar
 and dumps callgrind's counters around each stretch), not two processes per case: Python's
 start-up with tokcore is about 0.3 G instructions, 30 times the work counted.
 
-A case fails when it executes more than ``TOLERANCE`` above its budget. ``--update`` writes
-the counts of this run as the budgets, with the machine they were taken on: a change that
-makes a case cheaper lowers its budget in the same commit (docs/contributing/benchmarks.md).
+A case fails when it executes more than ``TOLERANCE`` above its budget, in the whole run and
+again counted alone (in a process of its own: the layout the other cases leave moves a case's
+count by a few instructions). ``--update`` writes the counts of this run as the budgets, with
+the machine they were taken on: a change that makes a case cheaper lowers its budget in the
+same commit (docs/contributing/benchmarks.md).
 Counts depend on the compiler, the CPU's features (AVX2 or not) and the Python version; on
 another machine the guard says so, and its counts are a comparison only where those agree.
 """
@@ -121,6 +123,16 @@ def main() -> int:
     if saved.get("machine") and saved["machine"] != here:
         print(f"guard: the budgets were counted on {saved['machine']}\n"
               f"guard: this machine is {here}: counts compare only where these agree")
+    # A case over budget in the whole run is counted again in a process of its own: the
+    # cases share one process, and a case's count moves a few instructions with the memory
+    # layout the cases before it leave (a writer case measured 925 in a whole run and 904
+    # alone, the same binary). A change of the code shows in both counts; the lower decides.
+    alone: dict[str, float] = {}
+    if not args.update:
+        for name, (_, value) in results.items():
+            budget = budgets.get(name, {}).get("budget")
+            if budget is not None and value / budget - 1 > TOLERANCE:
+                alone[name] = count([name], args.tree.resolve())[0][name][1]
     failed = 0
     print(f"  {'case':<44} {'per':<6} {'instructions':>13} {'budget':>13}")
     for name, (per, value) in results.items():
@@ -129,8 +141,10 @@ def main() -> int:
             verdict = "NEW" if args.update else "NO BUDGET"
             failed += not args.update
         else:
-            over = value / budget - 1
+            over = min(value, alone.get(name, value)) / budget - 1
             verdict = f"{over:+6.1%}"
+            if name in alone:
+                verdict += f" (counted alone: {alone[name]:.4g})"
             if over > TOLERANCE:
                 verdict += "  OVER BUDGET"
                 failed += 1

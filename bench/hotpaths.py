@@ -56,7 +56,10 @@ def _has_module(name: str) -> bool:
     """Whether the build has ``tokcore.<name>`` (a private module a case reaches into)."""
     import importlib.util
 
-    return importlib.util.find_spec(f"tokcore.{name}") is not None
+    try:
+        return importlib.util.find_spec(f"tokcore.{name}") is not None
+    except ModuleNotFoundError:  # its package is not there either (a build before the wings)
+        return False
 
 
 def _feed(event_of: Callable[[], bytes]) -> Callable[[int], Work]:
@@ -65,6 +68,18 @@ def _feed(event_of: Callable[[], bytes]) -> Callable[[int], Work]:
         feed = tokcore.UsageRelay(PROMPT, CACHED).feed
         assert feed(event) is event
         return feed, (event,), 1
+    return make
+
+
+def _feed_each(usage_null: bool) -> Callable[[int], Work]:
+    """A chat stream's first 1,000 events, each with its own text, one feed each: as a relay
+    meets a stream (one event fed again and again is each time the text the relay saw last)."""
+    def make(pool: int) -> Work:
+        import bench_relay as s
+        events = s.token_events(s.FEED_EVENTS, usage_null)
+        feed = tokcore.UsageRelay(PROMPT, CACHED).feed
+        assert all(feed(event) is event for event in events)
+        return s.feed_each, (feed, events), len(events)
     return make
 
 
@@ -348,7 +363,7 @@ CASES = [
     # every request makes a relay (and a decoder where the orchestrator reads events)
     Case("UsageRelay(40000, 32000)", "call", _new_relay, 20_000),
     Case("EventDecoder()", "call", _new_decoder, 20_000),
-    Case("a big-event scan started", "call", _new_big_event, 20_000, ("_bigevent_c",)),
+    Case("a big-event scan started", "call", _new_big_event, 20_000, ("stream._bigevent_c",)),
     Case("json_to_ids 40k uniform", "id", _wire("json_to_ids"), 20, ("json_to_ids",)),
     Case("ids_to_json 40k uniform", "id", _wire("ids_to_json"), 20, ("ids_to_json",)),
     Case("ids_to_msgpack 40k uniform", "id", _wire("ids_to_msgpack"), 20, ("ids_to_msgpack",)),
@@ -387,6 +402,11 @@ CASES = [
          WRITER),
     Case("writer: 16 Responses deltas in one call", "event", _delta("responses", "openai", 16),
          2_000, WRITER),
+    # include_usage: "usage":null in every chunk but the last, each with its own text (last:
+    # the memory a thousand events leave changes the small-object pools the cases after it
+    # would meet, and so their counts)
+    Case("feed 1,000 chat events one at a time", "event", _feed_each(False), 20),
+    Case('feed 1,000 chat events one at a time, "usage":null', "event", _feed_each(True), 20),
 ]
 
 

@@ -7,9 +7,12 @@ what it prints goes into the report (and the JSON it writes where ``BENCH_RECORD
 results.json, as its ``figures``). One that sets ``RUNNER = "own"`` has a target of its own
 (``OWN_TARGET``, e.g. ``make bench-vllm``) and is not run here (_common.RUNNERS). The
 figures of the run go to DIR/results.json (build/bench by default) and bench/plots.py draws
-them there, one chart per script. The exit status is 1 when a goal was missed (a ``MISS``
-or ``MISSING`` line), after the whole report. ``BENCH_FULL=1`` in the environment runs
-every size (bench/_common.py).
+them there, one chart per script. A figure is the best of pyperf's values (``Figure`` says
+why), printed with their mean and spread (standard deviation) and its repeats (how many
+values, and how many calls each value timed). The exit status is 1 when a goal was missed
+(a ``MISS`` or ``MISSING`` line), after the whole report, whose last line names every
+missed goal with its figure. ``BENCH_FULL=1`` in the environment runs every size
+(bench/_common.py).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import sys
 import time
 from pathlib import Path
 from types import ModuleType
+from typing import NamedTuple
 
 import pyperf
 
@@ -31,7 +35,7 @@ HERE = Path(__file__).parent
 RESULTS = HERE / "results"
 sys.path.insert(0, str(HERE))
 
-from _common import FAST, FULL, SEP, Target, runner  # noqa: E402
+from _common import FAST, FULL, PASSES, PROCESSES, SEP, Target, runner  # noqa: E402
 
 
 def load(script: Path) -> ModuleType:
@@ -42,14 +46,45 @@ def load(script: Path) -> ModuleType:
     return module
 
 
-def run(script: Path, pyperf_args: list[str]) -> dict[str, float]:
+class Figure(NamedTuple):
+    """One implementation in a case: the best of pyperf's values (the figure: the ratios and
+    goals compare these), their mean and standard deviation, how many values (``processes``
+    worker processes, each giving its share) and how many calls each value timed
+    (``loops``).
+
+    Each value is the thread CPU time of a call (bench/_common.py: cpu_timed), averaged over
+    ``loops`` calls. On a machine shared with other work, what disturbs a value (another job
+    evicting the caches, a burst of memory traffic on the other core, a worker whose buffers
+    landed badly) only ever adds time, and it falls on one implementation's worker and not
+    the other's: the least disturbed value is the code's, and a ratio of the best values
+    moves much less between runs than one of the means (issue 52: 1 to 7 % against up to
+    27 % in four runs under load 7 to 11). The mean and spread are printed beside it."""
+
+    best: float
+    mean: float
+    stdev: float
+    values: int
+    processes: int
+    loops: tuple[int, ...]  # each worker's, the passes' calibrations may differ
+
+
+def run(script: Path, pyperf_args: list[str]) -> dict[str, Figure]:
+    """The script's figures: ``PASSES`` runs of it, one after the other, into one result."""
     out = RESULTS / f"{script.stem}.json"
     out.unlink(missing_ok=True)
     inherit = ["--inherit-environ=BENCH_FULL"] if FULL else []  # the workers' cases too
-    subprocess.run([sys.executable, str(script), "--quiet", "-o", str(out), *inherit,
-                    *pyperf_args], check=True)
+    for _ in range(PASSES):
+        subprocess.run([sys.executable, str(script), "--quiet", "--append", str(out),
+                        *inherit, *pyperf_args], check=True)
     suite = pyperf.BenchmarkSuite.load(str(out))
-    return {bench.get_name(): bench.mean() for bench in suite.get_benchmarks()}
+    figures = {}
+    for bench in suite.get_benchmarks():
+        values = bench.get_values()
+        timed = [run for run in bench.get_runs() if run.values]  # not the calibrations
+        figures[bench.get_name()] = Figure(
+            min(values), bench.mean(), bench.stdev() if len(values) > 1 else 0.0, len(values),
+            len(timed), tuple(sorted({run.get_loops() for run in timed})))
+    return figures
 
 
 def fmt_time(seconds: float) -> str:
@@ -59,50 +94,66 @@ def fmt_time(seconds: float) -> str:
     return f"{seconds * 1e9:8.2f} ns"
 
 
-def table(means: dict[str, float]) -> list[str]:
-    cases: dict[str, dict[str, float]] = {}
-    for full, mean in means.items():
+def table(figures: dict[str, Figure]) -> list[str]:
+    cases: dict[str, dict[str, Figure]] = {}
+    for full, figure in figures.items():
         case, _, impl = full.partition(SEP)
-        cases.setdefault(case, {})[impl] = mean
-    lines = [f"  {'case':<44} {'impl':<34} {'mean':>11}  {FAST} is"]
+        cases.setdefault(case, {})[impl] = figure
+    width = max([34, *(len(impl) for impls in cases.values() for impl in impls)])
+    lines = [f"  {'case':<44} {'impl':<{width}} {'best':>11} {'mean':>11} {'+- std':>7} "
+             f"{'repeats':>10}  {FAST} is"]
     for case, impls in cases.items():
         fast = impls.get(FAST)
-        for impl, mean in impls.items():
-            ratio = f"{mean / fast:7.2f}x faster" if fast and impl != FAST else ""
-            lines.append(f"  {case:<44} {impl:<34} {fmt_time(mean)}  {ratio}")
+        for impl, figure in impls.items():
+            ratio = (f"{figure.best / fast.best:7.2f}x faster" if fast and impl != FAST
+                     else "")
+            spread = f"{100 * figure.stdev / figure.mean:5.1f} %" if figure.mean else ""
+            lines.append(f"  {case:<44} {impl:<{width}} {fmt_time(figure.best)} "
+                         f"{fmt_time(figure.mean)} {spread:>7} {repeats(figure):>10}  {ratio}")
     return lines
 
 
-def check(targets: list[Target], means: dict[str, float],
-          record: list[dict[str, object]]) -> list[str]:
+def repeats(figure: Figure) -> str:
+    """``values x calls``: how many values there were, and how many calls each timed (the
+    passes' calibrations may give different counts: ``6 x 2048/4096``)."""
+    return f"{figure.values} x {'/'.join(map(str, figure.loops))}"
+
+
+def check(targets: list[Target], figures: dict[str, Figure],
+          record: list[dict[str, object]], missed: list[str]) -> list[str]:
+    """Each goal's line; a missed one's figure is also added to ``missed``."""
     lines = []
     for t in targets:
-        fast = means.get(f"{t.case}{SEP}{t.impl}")
-        base = means.get(f"{t.case}{SEP}{t.baseline}")
+        fast = figures.get(f"{t.case}{SEP}{t.impl}")
+        base = figures.get(f"{t.case}{SEP}{t.baseline}")
         if fast is None or base is None:
             lines.append(f"  MISSING {t.case}: {t.impl} vs {t.baseline}")
+            missed.append(f"{t.case}: no figure of {t.impl if fast is None else t.baseline}")
             continue
-        ratio = base / fast
-        verdict = "ok  " if ratio >= t.ratio else "MISS"
-        lines.append(f"  {verdict} {t.case}: {t.impl} {ratio:6.2f}x faster than {t.baseline}"
-                     f" (goal {t.ratio:g}x)")
+        ratio = base.best / fast.best
+        ok = ratio >= t.ratio
+        lines.append(f"  {'ok  ' if ok else 'MISS'} {t.case}: {t.impl} {ratio:6.2f}x faster "
+                     f"than {t.baseline} (goal {t.ratio:.3g}x)")
+        if not ok:
+            impl = "" if t.impl == FAST else f"{t.impl} "
+            missed.append(f"{t.case}: {impl}{ratio:.2f}x {t.baseline}, goal {t.ratio:.3g}x")
         record.append({"case": t.case, "impl": t.impl, "baseline": t.baseline,
-                       "ratio": ratio, "goal": t.ratio, "ok": ratio >= t.ratio})
+                       "ratio": ratio, "goal": t.ratio, "ok": ok})
     return lines
 
 
-def rates(module: ModuleType, means: dict[str, float],
-          record: list[dict[str, object]]) -> list[str]:
+def rates(module: ModuleType, figures: dict[str, Figure],
+          record: list[dict[str, object]], missed: list[str]) -> list[str]:
     """The fast twin's GB/s of input in each case a script gives the input size of
     (``input_bytes()``), and its ``RATE_TARGETS`` (case: GB/s) checked."""
     sizes = module.input_bytes() if hasattr(module, "input_bytes") else {}
     goals: dict[str, float] = getattr(module, "RATE_TARGETS", {})
     lines = []
     for case, size in sizes.items():
-        fast = means.get(f"{case}{SEP}{FAST}")
+        fast = figures.get(f"{case}{SEP}{FAST}")
         if fast is None:
             continue
-        rate = size / fast / 1e9
+        rate = size / fast.best / 1e9
         goal = goals.get(case)
         verdict = "" if goal is None else ("  ok  " if rate >= goal else "  MISS") + \
             f" (goal {goal:g} GB/s)"
@@ -110,8 +161,12 @@ def rates(module: ModuleType, means: dict[str, float],
         if goal is not None:
             record.append({"case": case, "impl": FAST, "gbps": rate, "goal": goal,
                            "ok": rate >= goal})
-    lines += [f"  MISSING {case}: no {FAST} figure" for case in goals if case not in sizes
-              or f"{case}{SEP}{FAST}" not in means]
+            if rate < goal:
+                missed.append(f"{case}: {rate:.2f} GB/s, goal {goal:g} GB/s")
+    for case in goals:
+        if case not in sizes or f"{case}{SEP}{FAST}" not in figures:
+            lines.append(f"  MISSING {case}: no {FAST} figure")
+            missed.append(f"{case}: no {FAST} figure")
     return ["  throughput of the input:", *lines] if lines else []
 
 
@@ -138,11 +193,12 @@ def main() -> int:
     args, pyperf_args = parser.parse_known_args()
     RESULTS.mkdir(exist_ok=True)
     scripts = [s for s in sorted(HERE.glob("bench_*.py")) if args.only in s.stem]
-    report, missed = [], 0
+    report: list[str] = []
+    missed: list[str] = []  # each missed goal with its figure, for the last line
     started = time.monotonic()
     results: dict[str, object] = {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": machine(),
-        "full": FULL, "timer": "thread CPU time, mean of pyperf's values", "scripts": {}}
+        "full": FULL, "timer": "thread CPU time, the best of pyperf's values", "scripts": {}}
     for script in scripts:
         print(f"running {script.name} ...", flush=True)
         began = time.monotonic()
@@ -159,31 +215,41 @@ def main() -> int:
                                   capture_output=True, text=True,
                                   env={**os.environ, "BENCH_RECORD": str(record)})
             out = done.stdout.rstrip()
-            missed += sum(line.lstrip().startswith("MISS") for line in out.splitlines())
+            missed += [line.strip().removeprefix("MISSING").removeprefix("MISS").strip()
+                       for line in out.splitlines() if line.lstrip().startswith("MISS")]
             report += [f"\n== {script.stem} ({time.monotonic() - began:.0f} s) ==", out]
             results["scripts"][script.stem] = {"text": out}  # type: ignore[index]
             if record.exists():
                 results["scripts"][script.stem]["figures"] = json.loads(  # type: ignore[index]
                     record.read_text())
             continue
-        means = run(script, pyperf_args)
+        figures = run(script, pyperf_args)
         record: list[dict[str, object]] = []
-        goals = check(list(getattr(module, "TARGETS", [])), means, record)
-        missed += sum(line.lstrip().startswith(("MISS", "MISSING")) for line in goals)
-        report += [f"\n== {script.stem} ({time.monotonic() - began:.0f} s) ==", *table(means)]
+        goals = check(list(getattr(module, "TARGETS", [])), figures, record, missed)
+        report += [f"\n== {script.stem} ({time.monotonic() - began:.0f} s) ==",
+                   *table(figures)]
         if goals:
             report += ["  goals:", *goals]
-        throughput = rates(module, means, record)
-        missed += sum(line.endswith("GB/s)") and " MISS " in line or
-                      line.lstrip().startswith("MISSING") for line in throughput)
-        report += throughput
+        report += rates(module, figures, record, missed)
         cases: dict[str, dict[str, float]] = {}
-        for full, mean in means.items():
+        means: dict[str, dict[str, float]] = {}
+        spread: dict[str, dict[str, float]] = {}
+        counts: dict[str, dict[str, list[int]]] = {}
+        for full, figure in figures.items():
             case, _, impl = full.partition(SEP)
-            cases.setdefault(case, {})[impl] = mean
+            cases.setdefault(case, {})[impl] = figure.best
+            means.setdefault(case, {})[impl] = figure.mean
+            spread.setdefault(case, {})[impl] = figure.stdev
+            counts.setdefault(case, {})[impl] = [figure.values, *figure.loops]
         results["scripts"][script.stem] = {  # type: ignore[index]
             "title": (module.__doc__ or script.stem).strip().splitlines()[0],
-            "seconds": cases, "goals": record}
+            "seconds": cases, "mean": means, "stdev": spread, "repeats": counts,
+            "goals": record}
+    print(f"each value: the thread CPU time of one call, averaged over the value's calls; "
+          f"best: the least of a case's values (the ratios and goals compare these), mean "
+          f"+- their standard deviation; repeats: how many values (from {PASSES} runs of "
+          f"each script, {PROCESSES} worker process(es) a case in each, unless pyperf's "
+          f"options say otherwise) x how many calls each value timed")
     print("\n".join(report))
     results["wall seconds"] = round(time.monotonic() - started)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -195,7 +261,8 @@ def main() -> int:
     else:
         for chart in plots.draw(results, args.out):
             print(f"chart: {chart}")
-    print(f"\n{len(scripts)} scripts, {missed} goal(s) missed, "
+    names = f": {'; '.join(missed)};" if missed else ","
+    print(f"\n{len(scripts)} scripts, {len(missed)} goal(s) missed{names} "
           f"{results['wall seconds']} s; figures in {args.out / 'results.json'}")
     return 1 if missed else 0
 

@@ -6,6 +6,7 @@ TOKCORE_NO_EXTENSIONS run leaves it out, and pytest reports those tests as skipp
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -25,6 +26,16 @@ settings.register_profile("full", max_examples=FULL_EXAMPLES, **_UNTIMED)
 settings.register_profile("quick", max_examples=QUICK_EXAMPLES, **_UNTIMED)
 settings.load_profile(PROFILE)
 
+#: The tests of the repository's text, not of the code: the README's and the docs' code blocks, the
+#: Makefile and the contributing pages, the commit subjects, the import layout, the draw markers,
+#: DESIGN.md's claims. CI's jobs that build or run the code in another way (sanitizers, the Cython
+#: floor, free-threaded, tools/*.sh) set TOKCORE_TEST_CODE_ONLY=1 and leave them to make test: none
+#: of them can fail there and not in make test but through the code (the docs' blocks call the
+#: public API as the unit tests do, on inputs the unit tests cover), so .ci/run's record of those
+#: jobs' passes need not read the docs (.ci/run: READS).
+REPOSITORY_TESTS = ["test_docs.py", "test_readme.py", "test_tools.py", "test_hygiene.py",
+                    "test_layout.py", "test_draw.py", "test_design.py"]
+collect_ignore = REPOSITORY_TESTS if os.environ.get("TOKCORE_TEST_CODE_ONLY") else []
 
 TWIN_FIXTURES: set[str] = set()
 

@@ -46,6 +46,11 @@ ALLOWED: dict[str, frozenset[str]] = {
     "plugins": frozenset({"root", "writer"}),
 }
 
+#: the wings that reach another wing (the root aside) only through its face: the names its
+#: package's ``__init__.py`` gives (``from ..stream import UsageRelay``), none private; never
+#: a module of it, a twin or a dispatcher
+FACED = frozenset({"adapters"})
+
 SOURCES = (".py", ".pyi", ".pyx", ".pxd", ".pxi", ".h")
 CYTHON = (".pyx", ".pxd", ".pxi")
 
@@ -253,9 +258,60 @@ def test_the_reader_sees_each_kind_of_import() -> None:
     assert "tokcore._freethreading" in kinds  # a Cython cimport of the root
     assert "_cpu.h" in kinds  # a header's #include, and a .pyx's cdef extern from
     assert any(t.startswith("tokcore.members._members_c") for t in kinds)  # stream cimports
-    assert any(f.startswith("adapters/") and t.startswith("tokcore.stream.")
+    assert any(f.startswith("adapters/") and t.startswith("tokcore.stream")
                for f, t in seen)  # a relative import, resolved
     assert any(f == "__init__.py" for f, _ in seen)
+
+
+def face_breaches(relative: PurePosixPath, text: str) -> list[str]:
+    """The imports of a faced wing's Python file that go past another wing's face: a module
+    of the wing (its ``_py`` twin, a dispatcher) or a private name of its package."""
+    own = wing_of_file(relative)
+    found = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Import):
+            taken = [(alias.name, "") for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            module = absolute(relative, node.level, node.module)
+            taken = [(module, alias.name) for alias in node.names]
+        else:
+            continue
+        for module, name in taken:
+            if name and is_module(f"{module}.{name}"):  # (a module taken by name)
+                module, name = f"{module}.{name}", ""
+            wing = wing_of_module(module)
+            if wing in (None, own, "root"):
+                continue
+            face = f"tokcore.{wing}" if wing != "api" else "tokcore"
+            if module != face or name.startswith("_"):
+                what = f"{module}.{name}" if name else module
+                found.append(f"tokcore/{relative}:{node.lineno}: {what}: the {own} wing takes "
+                             f"another wing's names from its face only (`from {face} import "
+                             "...`, no private name); give the name there")
+    return found
+
+
+@pytest.mark.parametrize("wing", sorted(FACED))
+def test_a_faced_wing_uses_the_other_wings_faces_only(wing: str) -> None:
+    wrong = [breach for relative in sources()
+             if wing_of_file(relative) == wing and relative.suffix in (".py", ".pyi")
+             for breach in face_breaches(relative, (PACKAGE / relative).read_text("utf-8"))]
+    assert not wrong, "\n".join(wrong)
+    assert not [p for p in sources() if wing_of_file(p) == wing
+                and p.suffix not in (".py", ".pyi")], f"the {wing} wing is Python only"
+
+
+def test_the_face_check_sees_each_way_past_a_face() -> None:
+    """A twin, a dispatcher, a private name and an absolute import are each found."""
+    text = ("from ..stream._relay_py import DEFAULT_MAX_EVENT_BYTES\n"
+            "from ..stream._relay import UsageRelay\n"
+            "from ..stream import _relay_of, UsageRelay\n"
+            "import tokcore.stream._usage\n"
+            "from .. import _args\n"
+            "from ..stream import relay_of\n"
+            "from ..stream import _relay_iter\n")
+    breaches = face_breaches(PurePosixPath("adapters/x.py"), text)
+    assert [b.split(":")[1] for b in breaches] == ["1", "2", "3", "4", "7"]
 
 
 def test_design_states_the_same_table() -> None:

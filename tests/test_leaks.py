@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _heap import own_objects_collected
 from _index_objects import Resizer
 from _twins import KINDS, report, twin
 
@@ -108,29 +109,30 @@ def measure(call: Callable[[], Any], error: type[BaseException] | None,
                 if error is None or not isinstance(exc, error):
                     raise
 
-    loop(WARM_UP)  # caches, free lists, the id-object table fill here
-    gc.collect()
-    # read outside tracemalloc's run: its trace of every live block is itself malloc'ed
-    # (under ASan with PYTHONMALLOC=malloc that alone is more than the limit); what
-    # starting and stopping it leaves behind is a few KiB
-    c_before = None if C_HEAP is None else C_HEAP()
-    tracemalloc.start()
-    try:
-        # a second warm-up, traced: tracemalloc counts only blocks taken after its start,
-        # so a bounded store of them (a free list, which an untraced block leaves and a
-        # traced one joins) fills here, not in the measured loop. Without it a pickle
-        # round trip of compact_ids measured 9-15 KiB on 3.11 and 11-68 KiB on a
-        # free-threaded 3.13 whatever the number of calls; with it, under 6 and 1 KiB.
-        loop(WARM_UP)
+    with own_objects_collected():  # the collections walk this test's objects alone
+        loop(WARM_UP)  # caches, free lists, the id-object table fill here
         gc.collect()
-        rss_before = rss_bytes()
-        heap_before = tracemalloc.get_traced_memory()[0]
-        loop(calls)
-        gc.collect()
-        heap_after = tracemalloc.get_traced_memory()[0]
-        rss_after = rss_bytes()
-    finally:
-        tracemalloc.stop()
+        # read outside tracemalloc's run: its trace of every live block is itself malloc'ed
+        # (under ASan with PYTHONMALLOC=malloc that alone is more than the limit); what
+        # starting and stopping it leaves behind is a few KiB
+        c_before = None if C_HEAP is None else C_HEAP()
+        tracemalloc.start()
+        try:
+            # a second warm-up, traced: tracemalloc counts only blocks taken after its start,
+            # so a bounded store of them (a free list, which an untraced block leaves and a
+            # traced one joins) fills here, not in the measured loop. Without it a pickle
+            # round trip of compact_ids measured 9-15 KiB on 3.11 and 11-68 KiB on a
+            # free-threaded 3.13 whatever the number of calls; with it, under 6 and 1 KiB.
+            loop(WARM_UP)
+            gc.collect()
+            rss_before = rss_bytes()
+            heap_before = tracemalloc.get_traced_memory()[0]
+            loop(calls)
+            gc.collect()
+            heap_after = tracemalloc.get_traced_memory()[0]
+            rss_after = rss_bytes()
+        finally:
+            tracemalloc.stop()
     c_after = None if C_HEAP is None else C_HEAP()
     rss = None if rss_before is None or rss_after is None else rss_after - rss_before
     c_heap = None if c_before is None or c_after is None else c_after - c_before

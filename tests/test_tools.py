@@ -83,21 +83,26 @@ def test_matrix_fails_where_a_build_fails(tmp_path: Path) -> None:
     by ``|| true``)."""
     import shutil
     import subprocess
+    import sys
 
     (tmp_path / "tools").mkdir()
-    shutil.copy2(ROOT / "tools" / "test_matrix.sh", tmp_path / "tools")
-    (tmp_path / "pyproject.toml").write_text("")
+    for script in ("test_matrix.sh", "cache.sh"):
+        shutil.copy2(ROOT / "tools" / script, tmp_path / "tools")
+    (tmp_path / "pyproject.toml").write_text(
+        '[dependency-groups]\nbuild = ["setuptools"]\ntest = ["pytest"]\n')
     python = tmp_path / "versions" / "3.99.1" / "bin" / "python3"
     python.parent.mkdir(parents=True)
     python.write_text(  # venv, pip and pytest succeed; the build does not
-        '#!/bin/sh\ncase "$1 $2" in\n'
+        '#!/bin/sh\ncase "$1 $2" in\n  "-VV ") echo "Python 3.99.1"; exit 0 ;;\n'
         '  "-m venv") mkdir -p "$3/bin" && cp "$0" "$3/bin/python"; exit 0 ;;\n'
         '  "-m pip") exit 0 ;;\n  "-m pytest") echo "the tests ran"; exit 0 ;;\nesac\n'
         'echo "tokcore/_x_c.c:1:1: error: the compiler broke" >&2\nexit 1\n')
     python.chmod(0o755)
+    path = f"{Path(sys.executable).parent}:/usr/bin:/bin"  # a python3 for tools/cache.sh
     done = subprocess.run(["bash", "tools/test_matrix.sh"], cwd=tmp_path, capture_output=True,
-                          text=True, env={"PATH": "/usr/bin:/bin", "MATRIX": "3.99",
-                                          "PYENV_VERSIONS": str(tmp_path / "versions")},
+                          text=True, env={"PATH": path, "MATRIX": "3.99",
+                                          "PYENV_VERSIONS": str(tmp_path / "versions"),
+                                          "TOKCORE_CACHE": str(tmp_path / "cache")},
                           check=False)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "error: the compiler broke" in done.stdout
@@ -140,6 +145,86 @@ def test_make_bench_runs_only_what_its_venv_has() -> None:
             assert target, script.name
             rule = re.search(rf"^{target.group(1)}:.*\n((?:\t.*\n)+)", makefile, re.M)
             assert rule and f"bench/{script.name}" in rule.group(1), script.name
+
+
+def _ci_tree(tmp_path: Path, makefile: str) -> tuple[Path, dict[str, str]]:
+    """A git tree with this .ci/run and tools/cache.sh, a stub Makefile whose every target
+    echoes its name (and runs ``makefile``'s extra lines), and the environment to run it."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    tree = tmp_path / "tree"
+    for folder in (".ci", "tools", "tokcore", ".venv/bin"):
+        (tree / folder).mkdir(parents=True)
+    shutil.copy2(ROOT / ".ci" / "run", tree / ".ci")
+    shutil.copy2(ROOT / "tools" / "cache.sh", tree / "tools")
+    (tree / ".venv" / "bin" / "python").symlink_to(sys.executable)
+    (tree / "tokcore" / "_x_c.pyx").write_text("one\n")
+    (tree / "README.md").write_text("one\n")
+    (tree / ".gitignore").write_text("build/\n.venv/\n")
+    (tree / "Makefile").write_text("%:\n\t@echo make $@\n" + makefile)
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "CI_POLL": "0.05",
+           "TOKCORE_CACHE": str(tmp_path / "cache"), "GIT_AUTHOR_NAME": "t",
+           "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+    for command in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "x"]):
+        subprocess.run(command, cwd=tree, env=env, check=True)
+    return tree, env
+
+
+def _ci(tree: Path, env: dict[str, str], **more: str) -> tuple[int, str]:
+    import subprocess
+
+    done = subprocess.run(["bash", ".ci/run"], cwd=tree, env={**env, **more},
+                          capture_output=True, text=True, check=False)
+    return done.returncode, done.stdout + done.stderr
+
+
+def _skipped(output: str) -> list[str]:
+    return sorted(line.split(":")[1].strip() for line in output.splitlines()
+                  if line.startswith("ci: ") and ": skipped: " in line)
+
+
+needs_git_and_make = pytest.mark.skipif(
+    not all(__import__("shutil").which(tool) for tool in ("git", "make")),
+    reason="runs .ci/run in a git tree of its own with make")
+
+
+@needs_git_and_make
+def test_ci_skips_the_compiled_code_jobs_only_when_what_they_read_is_unchanged(
+        tmp_path: Path) -> None:
+    """.ci/run's READS jobs run, then are skipped in one line each while nothing they read
+    changes (a README edit is not theirs), and run again when a source changes; a job that
+    failed is not skipped the next time."""
+    tree, env = _ci_tree(tmp_path, '\t@[ -z "$(FAIL)" ] || [ "$@" != sanitize ] || exit 3\n')
+    compiled = ["sanitize", "test-aarch64", "test-cython-floor", "test-freethreaded"]
+    status, output = _ci(tree, env, FAIL="1")
+    assert status == 1 and "sanitize: FAILED" in output, output
+    assert _skipped(output) == [] and "make test-aarch64" in output
+    (tree / "README.md").write_text("two\n")
+    status, output = _ci(tree, env)
+    assert status == 0, output
+    assert _skipped(output) == compiled[1:], output  # sanitize had failed: it runs
+    status, output = _ci(tree, env)
+    assert status == 0 and _skipped(output) == compiled, output
+    assert "make test-matrix" in output and "make sanitize" not in output
+    (tree / "tokcore" / "_x_c.pyx").write_text("two\n")
+    status, output = _ci(tree, env)
+    assert status == 0 and _skipped(output) == [], output
+    status, output = _ci(tree, env, CI_ALL="1")
+    assert status == 0 and _skipped(output) == [], output
+
+
+@needs_git_and_make
+def test_ci_fails_past_its_budget(tmp_path: Path) -> None:
+    """A job still running past CI_BUDGET is stopped, its log so far printed, and the run
+    fails naming the budget."""
+    tree, env = _ci_tree(tmp_path, '\t@[ "$@" != test ] || { echo started; sleep 30; }\n')
+    status, output = _ci(tree, env, CI_BUDGET="2")
+    assert status == 1, output
+    assert "ci: FAILED: past the budget of 2 s (CI_BUDGET, .ci/run)" in output
+    assert "ci: test: stopped, its log so far" in output and "started" in output
 
 
 def test_make_test_vllm_runs_every_vllm_test() -> None:

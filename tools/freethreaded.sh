@@ -7,7 +7,7 @@
 # tried in order (TOKCORE_FT_PYTHONS, "version-debian_revision" each, default: 3.14.10 from
 # sid, then 3.13.5): the first one already built, else the first whose source the mirror has
 # (the Debian archive this machine's apt uses: tools/debian_mirror.sh).
-# Debian has no free-threaded binary packages, and sid's 3.14/3.15 source tarballs are not on
+# Debian has no free-threaded binary packages (no python3.X-nogil in sid), and sid's 3.14/3.15 source tarballs are not on
 # the mirror this project reaches (its binary packages are), so today 3.13.5 is what builds;
 # the script says which one it uses and why. TOKCORE_FT_PYTHON=/path/to/python3.Xt uses that
 # interpreter instead (the workflow's, from actions/setup-python). Then, with the GIL off
@@ -19,18 +19,27 @@
 # - the hot paths' tests under pytest-run-parallel, 4 threads on 2 cores: every test of the
 #   compiled twins run by 4 threads at once (the Python twins are the interpreter's to keep
 #   safe; their thread tests run in the suite above).
-# Quick hypothesis draws (TOKCORE_TEST_QUICK=1), as the CPython matrix. The tests that need
-# the HTTP clients (examples, stream close) are left out: their compiled parts have no
-# free-threaded wheels to install. FT_BUILD_ONLY=1: build the interpreter and stop.
+# Quick hypothesis draws, as the CPython matrix. The tests that need the HTTP clients
+# (examples, stream close) are left out: their compiled parts have no free-threaded wheels
+# to install. The venv is kept in the cache too (tools/cache.sh). FT_BUILD_ONLY=1: build
+# the interpreter and stop.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+. tools/cache.sh
 CANDIDATES=${TOKCORE_FT_PYTHONS:-"3.14.10-1 3.13.5-2"}
 TIMEFORMAT="freethreaded: %R s wall, %U s user + %S s sys"  # CPU time: what a busy host hides
-CACHE="${TOKCORE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tokcore}"
+# No test modules (_testcapi and the others, Lib/test: a third of what make install
+# byte-compiles three times over), which nothing here imports. The interpreter's folder
+# carries a key of these options, so changing them builds it anew.
+CONFIGURE=(--disable-gil --disable-test-modules)
+FLAVOUR=$(key "${CONFIGURE[@]}" < /dev/null)
 
-build_python() {  # build_python VERSION REVISION: 0 when $CACHE/cpython-VERSIONt is there
-    local version=$1 revision=$2 minor=${1%.*} src="$CACHE/src" prefix="$CACHE/cpython-${1}t"
+prefix_of() { echo "$CACHE/cpython-${1}t-$FLAVOUR"; }  # $1: the version
+
+build_python() {  # build_python VERSION REVISION: 0 when its prefix_of is there
+    local version=$1 revision=$2 minor=${1%.*} src="$CACHE/src" prefix
+    prefix=$(prefix_of "$version")
     [ -x "$prefix/bin/python${minor}t" ] && return 0
     local pool tarball="$src/python${minor}_$version.orig.tar.xz" dsc mirror
     mirror=$(bash tools/debian_mirror.sh) || return 1  # this machine's apt's Debian archive
@@ -50,16 +59,20 @@ build_python() {  # build_python VERSION REVISION: 0 when $CACHE/cpython-VERSION
         | sed "s|\$|  $tarball|" | sha256sum -c -
     echo "freethreaded: building CPython $version with --disable-gil (once, into $prefix)"
     rm -rf "$src/Python-$version" && tar -C "$src" -xJf "$tarball"
-    time (cd "$src/Python-$version" && ./configure --disable-gil --prefix="$prefix" -q \
+    time (cd "$src/Python-$version" && ./configure "${CONFIGURE[@]}" --prefix="$prefix" -q \
         && nice make -s -j"$(nproc)" >/dev/null 2>&1 && make -s install >/dev/null 2>&1)
     rm -rf "$src/Python-$version"
+    local old
+    for old in "$CACHE/cpython-${version}t" "$CACHE/cpython-${version}t-"????????????; do
+        [ "$old" = "$prefix" ] || rm -rf "$old"  # the same version built with other options
+    done
 }
 
 PY="${TOKCORE_FT_PYTHON:-}"  # a free-threaded interpreter of the caller's (GitHub's runners)
 for candidate in $([ -z "$PY" ] && echo "$CANDIDATES"); do
     version=${candidate%-*} revision=${candidate##*-}
     if build_python "$version" "$revision"; then
-        PY="$CACHE/cpython-${version}t/bin/python${version%.*}t"
+        PY="$(prefix_of "$version")/bin/python${version%.*}t"
         break
     fi
 done
@@ -69,16 +82,19 @@ echo "freethreaded: $("$PY" -VV)"
 [ "${FT_BUILD_ONLY:-0}" = 1 ] && exit 0
 
 version=$("$PY" -c "import sys; print('%d.%d' % sys.version_info[:2])")
-venv=".venv-${version}t"
-[ -x "$venv/bin/python" ] || "$PY" -m venv "$venv"
-pip="$venv/bin/python -m pip --disable-pip-version-check -q"
 # --only-binary: no compiler or Rust needed (newer hypothesis builds a native part from source)
-$pip install --only-binary :all: setuptools wheel "Cython>=3.1" pytest hypothesis numpy \
-    pytest-run-parallel
-# the wire tests' MessagePack oracle: msgpack has no free-threaded wheel, its pure-Python
-# packer and unpacker install from the sdist (no compiler); msgspec has neither, so the tests
-# that need msgspec itself say so and the rest use msgpack alone (TOKCORE_TEST_WITHOUT_MSGSPEC)
-MSGPACK_PUREPYTHON=1 $pip install --no-binary msgpack msgpack
+FT_PACKAGES=(setuptools wheel "Cython>=3.1" pytest hypothesis numpy pytest-run-parallel)
+fill_ft_venv() {  # $1: the venv's folder
+    "$1/bin/python" -m pip install -q --disable-pip-version-check --only-binary :all: \
+        "${FT_PACKAGES[@]}"
+    # the wire tests' MessagePack oracle: msgpack has no free-threaded wheel, its pure-Python
+    # packer and unpacker install from the sdist (no compiler); msgspec has neither, so the
+    # tests that need msgspec itself say so and the rest use msgpack alone
+    # (TOKCORE_TEST_WITHOUT_MSGSPEC)
+    MSGPACK_PUREPYTHON=1 "$1/bin/python" -m pip install -q --disable-pip-version-check \
+        --no-binary msgpack msgpack
+}
+venv=$(cached_venv "${version}t" "$PY" "${FT_PACKAGES[*]} msgpack (pure)" fill_ft_venv)
 
 echo "freethreaded: the compiled twins, built for $version free-threaded"
 TOKCORE_REQUIRE_EXTENSIONS=1 "$venv/bin/python" setup.py -q build_ext --inplace 2>&1 \
@@ -96,9 +112,11 @@ print('freethreaded: every compiled twin loaded, the GIL stays off:', sorted(_ba
 # hostile values and the setters refused mid-call among them)
 PYTEST=("$venv/bin/python" -W error::RuntimeWarning -m pytest -q -rfE -p no:cacheprovider
         -p pytest_gil_off --ignore=tests/integration --ignore=tests/stream/test_stream_close.py
-        --ignore=tests/test_docs.py --ignore=tests/writer/test_writer_shapes.py
+        --ignore=tests/writer/test_writer_shapes.py
         --ignore=tests/writer/test_writer_styles.py --ignore=tests/writer/test_writer_values.py)
-export PYTHONPATH="$PWD/tools" TOKCORE_TEST_QUICK=1 TOKCORE_TEST_WITHOUT_MSGSPEC=1
+# the quick draw, as the CPython matrix; the repository's text is make test's (conftest.py)
+export PYTHONPATH="$PWD/tools" TOKCORE_TEST_PROFILE=quick TOKCORE_TEST_WITHOUT_MSGSPEC=1 \
+    TOKCORE_TEST_CODE_ONLY=1
 
 echo "freethreaded: the suite on the compiled twins, GIL off"
 time (TOKCORE_REQUIRE_EXTENSIONS=1 TOKCORE_TEST_TWINS=c "${PYTEST[@]}" | tail -15)

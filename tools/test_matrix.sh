@@ -7,8 +7,8 @@
 #     by debootstrap and kept in ~/.cache/tokcore (tools/debian_root.sh), run natively in a
 #     chroot with this tree bind-mounted;
 #   - else a printed NOTICE (not tested here).
-# Each gets its own venv (.venv-3.X, or /opt/venv-3.X in the root) with the test group and
-# its own in-place build (the .so names carry the version, so they sit side by side with
+# Each gets its own venv with the build and test groups, kept until they change (in the
+# cache: tools/cache.sh; /opt/venv-3.X in the sid root), and its own in-place build (the .so names carry the version, so they sit side by side with
 # the main build). Both twins' tests run (TOKCORE_TEST_TWINS=c,py), on the quick draw
 # (tests/_budget.py): the C-API code changes between versions, and so does what the Python
 # twins follow (the running binascii and base64 above all); the tests that take no twin run
@@ -17,6 +17,7 @@
 #   MATRIX="3.14 3.15" tools/test_matrix.sh [pytest arguments...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. tools/cache.sh
 
 MINORS="${MATRIX:-3.12 3.13 3.14 3.15}"
 SID_MINORS="3.14 3.15"
@@ -27,6 +28,7 @@ PYTEST_ENV=(TOKCORE_REQUIRE_EXTENSIONS=1 TOKCORE_TEST_PROFILE=quick TOKCORE_TEST
 # twins' time here)
 PYTEST_ARGS=(-m pytest -q -rfE -p no:cacheprovider -n "${MATRIX_WORKERS:-1}"
              -m "not (memory and python_twin)")
+VENV_GROUPS=$(groups_text build test)  # what each venv holds, and its key
 status=0
 
 quiet_build() {  # $1: its log, then the interpreter's command: the in-place build, its
@@ -57,17 +59,13 @@ result() {  # $1: name, $2: start, $3: pytest's status, $4: its whole output (pr
 }
 
 # --- from pyenv --------------------------------------------------------------------------
+fill_test_venv() {  # $1: a venv's folder: the build and test groups
+    "$1/bin/python" -m pip install -q --disable-pip-version-check --group build --group test
+}
 pyenv_run() {  # $1: minor, $2: the interpreter's folder
-    local minor=$1 python=$2 start venv pip
+    local minor=$1 python=$2 start venv
     start=$(date +%s)
-    venv=".venv-$minor"
-    [ -x "$venv/bin/python" ] || "$python/bin/python3" -m venv "$venv"
-    pip="$venv/bin/python -m pip --disable-pip-version-check -q"
-    if ! [ "$venv/.deps" -nt pyproject.toml ]; then
-        $pip install -U "pip>=25.1"
-        $pip install --group build --group test
-        touch "$venv/.deps"
-    fi
+    venv=$(cached_venv "$minor" "$python/bin/python3" "$VENV_GROUPS" fill_test_venv)
     if ! quiet_build "build/test-matrix-$minor-build.log" "$venv/bin/python"; then
         build_failed "$(basename "$python")"
         return
@@ -107,13 +105,13 @@ sid_run() {  # $1: minor
         SID_ROOT=$(bash tools/debian_root.sh amd64 sid "$packages")
     fi
     venv=/opt/venv-$minor
-    if ! [ "$SID_ROOT$venv/.deps" -nt pyproject.toml ]; then
+    if [ "$(cat "$SID_ROOT$venv/.deps" 2>/dev/null)" != "$VENV_GROUPS" ]; then
         rm -rf "${SID_ROOT:?}$venv"
         in_sid "/usr/bin/python$minor" -m venv "$venv"
         in_sid "$venv/bin/python" -m pip install -q --disable-pip-version-check -U "pip>=25.1"
         in_sid "$venv/bin/python" -m pip install -q --disable-pip-version-check \
             --root-user-action=ignore --group build --group test
-        touch "$SID_ROOT$venv/.deps"
+        printf '%s' "$VENV_GROUPS" > "$SID_ROOT$venv/.deps"
     fi
     version=$(in_sid "$venv/bin/python" -c 'import platform; print(platform.python_version())')
     if ! quiet_build "build/test-matrix-$minor-build.log" in_sid "$venv/bin/python"; then

@@ -28,8 +28,7 @@ import fastapi
 import httpx
 import openai
 import pytest
-import uvicorn
-from _clients import kept
+from _clients import AsgiClient, Fronts, kept
 from _upstream import (
     CACHED,
     PROMPT,
@@ -129,44 +128,18 @@ class Stack:
     def __init__(self) -> None:
         self.server = Server()
         base = f"{self.server.url}?"
-        self.runners: list[web.AppRunner] = []
-        self.urls = {"aiohttp": self.serve_aiohttp(aiohttp_app(base)),
-                     "aiohttp-cancel": self.serve_aiohttp(aiohttp_app(base),
-                                                          handler_cancellation=True)}
+        self.fronts = Fronts()
         self.asgi = {"starlette": starlette_app(base), "fastapi": fastapi_app(base)}
-        self.uvicorns: list[tuple[uvicorn.Server, asyncio.Future[None]]] = []
+        self.urls = {"aiohttp": self.server.run(self.fronts.serve_aiohttp(aiohttp_app(base))),
+                     "aiohttp-cancel": self.server.run(self.fronts.serve_aiohttp(
+                         aiohttp_app(base), handler_cancellation=True))}
         for name, app in self.asgi.items():
-            self.urls[name] = self.server.run(self.start_uvicorn(app))
-
-    def serve_aiohttp(self, app: web.Application, **options: Any) -> str:
-        async def start() -> str:
-            runner = web.AppRunner(app, access_log=None, **options)
-            await runner.setup()
-            site = web.TCPSite(runner, "127.0.0.1", 0)
-            await site.start()
-            self.runners.append(runner)
-            return f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"  # type: ignore[union-attr]
-
-        return self.server.run(start())
-
-    async def start_uvicorn(self, app: Any) -> str:
-        config = uvicorn.Config(app, host="127.0.0.1", port=0, lifespan="off",
-                                log_config=None, log_level="debug", access_log=False)
-        server = uvicorn.Server(config)
-        self.uvicorns.append((server, asyncio.ensure_future(server.serve())))
-        while not server.started:
-            await asyncio.sleep(0.01)
-        port = server.servers[0].sockets[0].getsockname()[1]
-        return f"http://127.0.0.1:{port}"
+            self.urls[name] = self.server.run(self.fronts.serve_asgi(app))
 
     async def stop(self) -> None:
-        for server, task in self.uvicorns:
-            server.should_exit = True
-            await task
+        await self.fronts.stop()
         for app in self.asgi.values():
             await app.state.client.aclose()
-        for runner in self.runners:
-            await runner.cleanup()
 
     def close(self) -> None:
         self.server.run(self.stop())
@@ -299,41 +272,6 @@ def test_relay_response_checks_its_arguments_before_sending(stack: Stack) -> Non
 
 
 # --- ASGI 2.4's convention, and a cancelled response, driven by hand --------------------------
-
-class AsgiClient:
-    """What an ASGI server does for one POST whose client goes away after ``reads`` body
-    messages: before spec 2.4 ``receive`` then gives ``http.disconnect`` and ``send``
-    does nothing; from 2.4 on ``send`` raises an ``OSError``."""
-
-    def __init__(self, spec: str, reads: int) -> None:
-        self.spec, self.reads = spec, reads
-        self.bodies: list[bytes] = []
-        self.gone = asyncio.Event()
-        self.requested = False
-
-    async def receive(self) -> dict[str, Any]:
-        if not self.requested:
-            self.requested = True
-            return {"type": "http.request", "body": b"{}", "more_body": False}
-        await self.gone.wait()
-        return {"type": "http.disconnect"}
-
-    async def send(self, message: dict[str, Any]) -> None:
-        if self.gone.is_set():
-            if self.spec >= "2.4":
-                raise OSError("the client went away")
-            return
-        if message["type"] == "http.response.body" and message.get("body"):
-            self.bodies.append(message["body"])
-            if len(self.bodies) >= self.reads:
-                self.gone.set()
-
-    def scope(self, path: str) -> dict[str, Any]:
-        return {"type": "http", "asgi": {"version": "3.0", "spec_version": self.spec},
-                "http_version": "1.1", "method": "POST", "scheme": "http", "path": path,
-                "raw_path": path.encode(), "query_string": b"", "root_path": "",
-                "headers": [], "client": ("127.0.0.1", 50000), "server": ("127.0.0.1", 80)}
-
 
 async def relayed(url: str) -> tuple[httpx.AsyncClient, Any]:
     client = httpx.AsyncClient(timeout=None)

@@ -27,8 +27,7 @@ import fastapi
 import httpx
 import openai
 import pytest
-import uvicorn
-from _clients import kept
+from _clients import Fronts, kept
 from _upstream import CACHED, ERROR_MESSAGES, PROMPT, TOKENS, Server, released, served
 from aiohttp import web
 from starlette.applications import Starlette
@@ -91,6 +90,7 @@ class Stack:
         self.base = self.server.url.rsplit("/", 1)[0]
         self.dead = dead_url()
         self.hooks = Hooks()
+        self.fronts = Fronts()
         self.closers: list[Any] = []
         self.urls = self.server.run(self.start())
 
@@ -113,11 +113,11 @@ class Stack:
     async def start(self) -> dict[str, str]:
         session = aiohttp.ClientSession()
         client = httpx.AsyncClient(timeout=None)
-        self.closers += [session.close, client.aclose]
+        self.closers += [self.fronts.stop, session.close, client.aclose]
         urls = {"aiohttp": await self.serve_aiohttp(session, "async"),
                 "aiohttp+httpx": await self.serve_aiohttp(client, "sync"),
-                "starlette": await self.serve_asgi(self.starlette_app(client)),
-                "fastapi": await self.serve_asgi(self.fastapi_app(session))}
+                "starlette": await self.fronts.serve_asgi(self.starlette_app(client)),
+                "fastapi": await self.fronts.serve_asgi(self.fastapi_app(session))}
         return urls
 
     async def serve_aiohttp(self, client: Any, hook: str) -> str:
@@ -134,12 +134,7 @@ class Stack:
         app = web.Application()
         for path in ENDPOINTS:
             app.router.add_post(path, relay)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        self.closers.insert(0, runner.cleanup)
-        return f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"  # type: ignore[union-attr]
+        return await self.fronts.serve_aiohttp(app)
 
     async def starlette_relay(self, client: Any, request: Request, hook: str) -> Response:
         url, rid, timeout = self.target(request.url.path, dict(request.query_params))
@@ -166,21 +161,6 @@ class Stack:
         for path in ENDPOINTS:
             app.add_api_route(path, relay, methods=["POST"])
         return app
-
-    async def serve_asgi(self, app: Any) -> str:
-        config = uvicorn.Config(app, host="127.0.0.1", port=0, lifespan="off",
-                                log_config=None, log_level="debug", access_log=False)
-        server = uvicorn.Server(config)
-        task = asyncio.ensure_future(server.serve())
-        while not server.started:
-            await asyncio.sleep(0.01)
-
-        async def stop() -> None:
-            server.should_exit = True
-            await task
-
-        self.closers.insert(0, stop)
-        return f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
 
     async def stop(self) -> None:
         for close in self.closers:

@@ -23,8 +23,7 @@ import fastapi
 import httpx
 import openai
 import pytest
-import uvicorn
-from _clients import kept
+from _clients import AsgiClient, Fronts, kept
 from aiohttp import web
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -152,43 +151,18 @@ class Servers:
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
-        self.runners: list[web.AppRunner] = []
-        self.uvicorns: list[tuple[uvicorn.Server, asyncio.Future[None]]] = []
-        self.urls = {"aiohttp": self.run(self.start_aiohttp({})),
-                     "aiohttp-cancel": self.run(self.start_aiohttp(
-                         {"handler_cancellation": True})),
-                     "starlette": self.run(self.start_uvicorn(starlette_app())),
-                     "fastapi": self.run(self.start_uvicorn(fastapi_app()))}
+        self.fronts = Fronts()
+        self.urls = {"aiohttp": self.run(self.fronts.serve_aiohttp(aiohttp_app())),
+                     "aiohttp-cancel": self.run(self.fronts.serve_aiohttp(
+                         aiohttp_app(), handler_cancellation=True)),
+                     "starlette": self.run(self.fronts.serve_asgi(starlette_app())),
+                     "fastapi": self.run(self.fronts.serve_asgi(fastapi_app()))}
 
     def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(30)
 
-    async def start_aiohttp(self, options: dict[str, Any]) -> str:
-        runner = web.AppRunner(aiohttp_app(), access_log=None, **options)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        self.runners.append(runner)
-        return f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"  # type: ignore[union-attr]
-
-    async def start_uvicorn(self, app: Any) -> str:
-        config = uvicorn.Config(app, host="127.0.0.1", port=0, lifespan="off",
-                                log_config=None, log_level="debug", access_log=False)
-        server = uvicorn.Server(config)
-        self.uvicorns.append((server, asyncio.ensure_future(server.serve())))
-        while not server.started:
-            await asyncio.sleep(0.01)
-        return f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
-
-    async def stop(self) -> None:
-        for server, task in self.uvicorns:
-            server.should_exit = True
-            await task
-        for runner in self.runners:
-            await runner.cleanup()
-
     def close(self) -> None:
-        self.run(self.stop())
+        self.run(self.fronts.stop())
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(30)
         self.loop.close()
@@ -353,47 +327,13 @@ def _wait_for_records(caplog: pytest.LogCaptureFixture, text: str) -> list[Any]:
 
 # --- cancellation, ASGI 2.4's convention, the sources it takes --------------------------------
 
-class Asgi:
-    """An ASGI server's side of one request whose client goes away after ``reads`` bodies:
-    before spec 2.4 ``receive`` then gives ``http.disconnect``; from 2.4 ``send`` raises."""
-
-    def __init__(self, spec: str, reads: int) -> None:
-        self.spec, self.reads = spec, reads
-        self.bodies: list[bytes] = []
-        self.gone = asyncio.Event()
-        self.requested = False
-
-    async def receive(self) -> dict[str, Any]:
-        if not self.requested:
-            self.requested = True
-            return {"type": "http.request", "body": b"", "more_body": False}
-        await self.gone.wait()
-        return {"type": "http.disconnect"}
-
-    async def send(self, message: dict[str, Any]) -> None:
-        if self.gone.is_set():
-            if self.spec >= "2.4":
-                raise OSError("the client went away")
-            return
-        if message["type"] == "http.response.body" and message.get("body"):
-            self.bodies.append(message["body"])
-            if len(self.bodies) >= self.reads:
-                self.gone.set()
-
-    def scope(self) -> dict[str, Any]:
-        return {"type": "http", "asgi": {"version": "3.0", "spec_version": self.spec},
-                "http_version": "1.1", "method": "POST", "scheme": "http", "path": "/",
-                "raw_path": b"/", "query_string": b"", "root_path": "", "headers": [],
-                "client": ("127.0.0.1", 50000), "server": ("127.0.0.1", 80)}
-
-
 @pytest.mark.parametrize("spec", ["2.3", "2.4"])
 def test_event_stream_response_under_both_conventions(
         spec: str, quiet_logs: pytest.LogCaptureFixture) -> None:
     query, record = new_request(tokens="100000")
 
     async def run() -> None:
-        asgi = Asgi(spec, reads=3)
+        asgi = AsgiClient(spec, reads=3)
         await asyncio.wait_for(EventStreamResponse(frames("chat", query))(
             asgi.scope(), asgi.receive, asgi.send), 30)
 
@@ -408,7 +348,7 @@ def test_a_cancelled_event_stream_response_closes_its_generator() -> None:
     completions: list[Any] = []
 
     async def run() -> None:
-        asgi = Asgi("2.4", reads=1000)
+        asgi = AsgiClient("2.4", reads=1000)
         task = asyncio.ensure_future(EventStreamResponse(
             frames("chat", query), on_complete=completions.append)(
             asgi.scope(), asgi.receive, asgi.send))

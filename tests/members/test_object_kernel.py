@@ -173,19 +173,59 @@ def test_memo_keeps_the_lead(json_c: ModuleType, kernel: str) -> None:
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("alphabet", [b'"\\\n\rx', b'"\\ x{'])
+def test_memo_agrees_in_every_string_window(json_c: ModuleType, kernel: str,
+                                            alphabet: bytes) -> None:
+    """The memo's whole-text answer: a chat chunk with 1 to 4 bytes of its text changed to
+    quotes, backslashes, LF, CR or others (every input through one memo: each compared with
+    the one kept before it), and the same in its id, at the start of the members and just
+    before the usage member: the answers and the line ends are the scalar check's."""
+    content = CHUNK.index(b'" the"') + 1
+    for at, width in ((content, 5), (content + 1, 4), (content + 4, 2), (7, 4), (1, 3),
+                      (len(CHUNK) - 15, 3), (len(CHUNK) - 2, 1)):
+        for length in range(1, width + 1):
+            found = json_c._object_text_agree(alphabet, length, CHUNK[:at],
+                                              CHUNK[at + min(length, 2):], kernel, memo=True)
+            assert found is None, (at, length, found)
+
+
+OTHER = CHUNK.replace(b'" the"', b'" model"')
+EARLY = CHUNK.replace(b"chatcmpl-8", b"chatcmpl-9")
+MIDDLE = CHUNK.replace(b"Qwen2.5", b"Qwen2.6")  # after 64 bytes of members
+BROKEN = CHUNK[:-1] + b",}"  # begins as CHUNK does; no object, so not kept
+QUOTED = CHUNK.replace(b'" the"', b'" \\"the"')  # a quote in the text: its string ends
+ESCAPED = CHUNK.replace(b'" the"', b'" the\\\\"')  # ends in an escaped backslash
+NUMBER = CHUNK.replace(b'"created":1732000000', b'"created":17320000001')  # not in a string
+LINE = CHUNK.replace(b'" the"', b'" the\n"')  # a LF in a string: an object, not one line
+LONG = CHUNK.replace(b'" the"', b'"' + b"x" * 600 + b'"')  # too long to keep whole
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
 def test_memo_is_used(json_c: ModuleType, kernel: str) -> None:
-    """A stream's chunks that begin alike go on from the memo's blocks: both when the first
-    128 bytes of members are the same, one when only the first 64 are, none when the text
-    is short, changed at the start, or follows one that was no object (which is not kept)."""
+    """A stream's chunks go on from the memo: a text that differs from the kept one only
+    inside one of its strings (no quote, LF or CR there, no backslash just before the rest)
+    is answered from it (-1), with no block read; any other that begins with the same bytes
+    goes on from the blocks it fills (2 when the first 128 bytes of members are the same, 1
+    when only the first 64 are), 0 when it is short, changed at the start, or follows one that
+    was no object (which is not kept). Every answer and line end is the scalar check's."""
     if kernel not in json_c._kernels():
         pytest.skip(f"no {kernel} kernel on this CPU")
-    other = CHUNK.replace(b'" the"', b'" model"')
-    early = CHUNK.replace(b"chatcmpl-8", b"chatcmpl-9")
-    middle = CHUNK.replace(b"Qwen2.5", b"Qwen2.6")  # after 64 bytes of members
-    broken = CHUNK[:-1] + b",}"  # begins as CHUNK does; no object, so not kept
-    texts = [CHUNK, other, CHUNK, middle, CHUNK, early, early, b'{"a":1}', CHUNK + b"x",
-             CHUNK[:100], early, broken, CHUNK, broken, CHUNK]
-    assert json_c._memo_taken(texts, kernel) == [0, 2, 2, 1, 1, 0, 2, 0, 0, 0, 2, 0, 0, 2, 2]
+    texts = [CHUNK, OTHER, CHUNK, MIDDLE, CHUNK, EARLY, EARLY, b'{"a":1}', CHUNK + b"x",
+             CHUNK[:100], EARLY, BROKEN, CHUNK, BROKEN, CHUNK,
+             b'{"a":1}', CHUNK, QUOTED, CHUNK, CHUNK, ESCAPED, CHUNK, NUMBER, CHUNK, LINE, LINE,
+             CHUNK, LONG,
+             b'{"a":1}', LONG, LONG.replace(b"xxx", b"xyx"), CHUNK, b" " + CHUNK, b" " + OTHER]
+    taken = [0, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, -1, 0, -1,
+             0, 0, 2, 2, -1, 2, 2, 1, 1, 2, -1,
+             2, -1,
+             0, 0, 2, 2, 0, -1]
+    answers = json_c._memo_answers(texts, kernel)
+    assert [answer[2] for answer in answers] == taken
+    assert json_c._memo_taken(texts, kernel) == taken
+    for text, (answer, line, _) in zip(texts, answers):
+        expected = json_c._is_object_text(text, "scalar")
+        assert answer == expected, text
+        assert line is (None if not expected else b"\n" in text or b"\r" in text), text
 
 
 @pytest.mark.parametrize("at", [0, 1, 31, 32, 62, 63, 64, 65, 127, 128])
@@ -243,3 +283,36 @@ def test_kernel_agrees_on_objects(json_c: ModuleType, obj: dict[str, Any],
     assert check(json_c, changed) is scanned(changed), changed
     if change == "keep":
         assert scanned(text), text
+
+
+def whole_objects() -> st.SearchStrategy[Any]:
+    return st.dictionaries(st.text(max_size=8), json_values(), min_size=1, max_size=8)
+
+
+@settings(max_examples=examples(1500))
+@given(whole_objects(), SEPARATORS, st.booleans(), st.integers(min_value=0),
+       st.text(max_size=12), st.binary(max_size=6), st.booleans())
+def test_memo_agrees_on_changed_strings(json_c: ModuleType, obj: dict[str, Any],
+                                        separators: tuple[str, str], ascii_only: bool,
+                                        where: int, text: str, raw: bytes,
+                                        as_json: bool) -> None:
+    """An object, then the same with the bytes of one of its strings (a key or a value, at
+    any depth) changed: to another string's JSON (escapes and all) or to raw bytes (quotes,
+    backslashes, line ends and others), through one memo, both orders: every answer and line
+    end is the scalar check's."""
+    first = json.dumps(obj, separators=separators, ensure_ascii=ascii_only).encode()
+    quotes = [k for k in range(len(first)) if first[k] == 34
+              and (len(first[:k]) - len(first[:k].rstrip(b"\\"))) % 2 == 0]
+    opening = quotes[2 * (where % (len(quotes) // 2))]
+    closing = quotes[quotes.index(opening) + 1]
+    inner = json.dumps(text, ensure_ascii=ascii_only)[1:-1].encode() if as_json else raw
+    second = first[:opening + 1] + inner + first[closing:]
+    for kernel in KERNELS:
+        if kernel not in json_c._kernels():
+            continue
+        for texts in ([first, second], [second, first], [first, second, first, second]):
+            for each, (answer, line, _) in zip(texts, json_c._memo_answers(texts, kernel)):
+                expected = json_c._is_object_text(each, "scalar")
+                assert answer in (expected, -1), (kernel, texts)  # -1: the scalar decides
+                if answer == 1:
+                    assert line is (b"\n" in each or b"\r" in each), (kernel, texts)

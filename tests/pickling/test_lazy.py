@@ -25,6 +25,7 @@ import _pickle_kinds
 import numpy as np
 import pytest
 from _budget import examples
+from _heap import own_objects_collected
 from _pickle_kinds import (
     EAGER_MARKER,
     IDS,
@@ -652,26 +653,27 @@ def test_memory_is_flat_over_many_lazy_cycles(kind: type) -> None:
         if hasattr(relayed, "__dict__"):
             dict(vars(relayed))
 
-    for _ in range(100):
-        cycle()
-    gc.collect()
-    tracemalloc.start()
-    try:
-        # a first stretch traced, unmeasured: on a free-threaded build the memory of objects
-        # freed by one cycle is let go later, in batches (and a whole suite run before this
-        # test leaves more of it waiting), so the traced heap first grows to a bounded level
-        # (55 KiB for PyData under make test-freethreaded) and stays there; a leak grows in
-        # every stretch
-        for _ in range(MEMORY_CYCLES):
+    with own_objects_collected():  # the collections walk this test's objects alone
+        for _ in range(100):
             cycle()
         gc.collect()
-        start = tracemalloc.get_traced_memory()[0]
-        for _ in range(MEMORY_CYCLES):
-            cycle()
-        gc.collect()
-        grown = tracemalloc.get_traced_memory()[0] - start
-    finally:
-        tracemalloc.stop()
+        tracemalloc.start()
+        try:
+            # a first stretch traced, unmeasured: on a free-threaded build the memory of objects
+            # freed by one cycle is let go later, in batches (and a whole suite run before this
+            # test leaves more of it waiting), so the traced heap first grows to a bounded level
+            # (55 KiB for PyData under make test-freethreaded) and stays there; a leak grows in
+            # every stretch
+            for _ in range(MEMORY_CYCLES):
+                cycle()
+            gc.collect()
+            start = tracemalloc.get_traced_memory()[0]
+            for _ in range(MEMORY_CYCLES):
+                cycle()
+            gc.collect()
+            grown = tracemalloc.get_traced_memory()[0] - start
+        finally:
+            tracemalloc.stop()
     assert grown < MEMORY_LIMIT, grown
 
 

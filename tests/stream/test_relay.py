@@ -104,6 +104,24 @@ def openai_stream(eol: bytes = b"\n") -> list[Event]:
     return events
 
 
+def include_usage_stream(eol: bytes = b"\n") -> list[Event]:
+    """vLLM with include_usage: compact JSON, "usage":null in every chunk but the last, whose
+    texts differ from the one before in every way the relay's object memo reads (a quote, a
+    backslash last, a LF escape, a "usage" key in the text); among them events that end in
+    "usage":null but are no object or hold it in a string, spaced JSON, two data lines."""
+    words = [" Hello", " the", ' say "hi"', " the", "a\\", " b", "\n", "é", "\\u00e9",
+             '"usage":null}', ' "usage":null', "x" * 300, " end"]
+    events = [data_event(chunk_object(word, i, usage=None), eol) for i, word in enumerate(words)]
+    events[3:3] = [verbatim(b'data: {"id":"x","choices":[]],"usage":null}\n\n', eol),
+                   verbatim(b'data: {"id":"x\\","usage":null}\n\n', eol),
+                   verbatim(b'data: ["usage":null}\n\n', eol)]
+    events[8:8] = [data_event(chunk_object(" spaced", 8, usage=None), eol, SPACED),
+                   verbatim(b'data: {"id":"x",\ndata: "usage":null}\n\n', eol)]
+    events.append(data_event({"id": "x", "choices": []}, eol, usage=FINAL_USAGE))
+    events.append(verbatim(b"data: [DONE]\n\n", eol))
+    return events
+
+
 def continuous_stream(eol: bytes = b"\n") -> list[Event]:
     """continuous usage stats: usage in every event; event/id/retry lines; an error event."""
     events = [data_event(chunk_object(word, i), eol, usage={
@@ -123,6 +141,8 @@ STREAMS = {
     "vllm-cr": vllm_stream(b"\r"),
     "openai": openai_stream(),
     "openai-crlf": openai_stream(b"\r\n"),
+    "include-usage": include_usage_stream(),
+    "include-usage-crlf": include_usage_stream(b"\r\n"),
     "continuous": continuous_stream(),
     "continuous-cr": continuous_stream(b"\r"),
 }

@@ -10,12 +10,12 @@ tool call values) and the stream's constants (``ID``, ``MODEL``, ``CREATED``,
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any, Literal
 
 import msgspec
 import orjson
+from _frames import loads as loads  # the frames' data, for the tests that import it here
 from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 ID, MODEL, CREATED = "chatcmpl-8f3c2a1b", "Qwen/Qwen2.5-7B-Instruct", 1732000000
@@ -768,14 +768,3 @@ ORACLES: dict[tuple[str, str], Callable[[str, Step], bytes]] = {
     ("responses", "openai"): openai_responses,
     ("messages", "anthropic"): anthropic_messages,
 }
-
-
-def loads(frames: bytes) -> list[Any]:
-    """Each frame's data parsed (every frame of the writer is JSON, or ``[DONE]``)."""
-    out = []
-    for frame in frames.split(b"\n\n"):
-        for line in frame.split(b"\n"):
-            if line.startswith(b"data: "):
-                data = line[6:].rstrip(b" ")
-                out.append(data.decode() if data == b"[DONE]" else json.loads(data))
-    return out

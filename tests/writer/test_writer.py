@@ -13,6 +13,7 @@ from typing import Any
 import _twins
 import pytest
 from _budget import examples
+from _frames import loads
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -23,15 +24,6 @@ from tokcore.writer import _writer_py
 VLLM = StreamShape("chat", "vllm")
 
 
-def loads(frames: bytes) -> list[Any]:
-    """Each frame's data parsed (every frame of the writer is JSON, or ``[DONE]``)."""
-    out = []
-    for frame in frames.split(b"\n\n"):
-        for line in frame.split(b"\n"):
-            if line.startswith(b"data: "):
-                data = line[6:].rstrip(b" ")
-                out.append(data.decode() if data == b"[DONE]" else json.loads(data))
-    return out
 TEXT_PROBE = '{"id":"<<id>>","choices":[{"index":987654301,"delta":{"content":"<<text>>"}}]}'
 
 
@@ -192,6 +184,9 @@ def test_shape_and_frames() -> None:
      "tool_name must be a str, not NoneType"),
     (lambda w: w.usage(1, None), TypeError, "usage.completion_tokens must be an int"),
     (lambda w: w.steps([5]), TypeError, r"steps\[0\] must be a tuple, not int"),
+    (lambda w: w.steps([("a", None)]), TypeError, "index must be an int, not NoneType"),
+    (lambda w: w.step("a", None), TypeError, "index must be an int, not NoneType"),
+    (lambda w: w.write("text", "a", None), TypeError, "index must be an int, not NoneType"),
     (lambda w: w.steps([("a", 0, "text", None, None, None, None, None, None, None)]), ValueError,
      r"steps\[0\] must have 0 to 9 items"),
 ])

@@ -21,4 +21,10 @@ extras ``tokcore[aiohttp]``, ``[starlette]``, ``[fastapi]``, ``[httpx]`` bring t
   relayed bytes; closing a stream closes the response.
 - :mod:`tokcore.adapters.errors`: the error bodies and stream error events of each API, and
   an upstream's error put into them.
+- :mod:`tokcore.adapters.frames`: a server's own stream, the frames a ``StreamWriter``
+  wrote, as aiohttp's ``send_frames`` and Starlette's ``EventStreamResponse`` send it. No
+  framework.
+
+The adapters reach the relay through the stream wing's own names (``tokcore.stream``), never
+through its modules.
 """

@@ -16,8 +16,7 @@ from aiohttp import ClientError, ClientResponse, ClientSession
 from yarl import URL
 
 from .._args import Api
-from ..stream._relay import UsageRelay
-from ..stream._relay_py import DEFAULT_MAX_EVENT_BYTES
+from ..stream import DEFAULT_MAX_EVENT_BYTES, UsageRelay
 from .answer import (
     SSE_HEADERS,
     AnswerStream,

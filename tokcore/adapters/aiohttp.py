@@ -43,9 +43,7 @@ from aiohttp import ClientResponse, web
 from yarl import URL
 
 from .._args import Api
-from ..stream._relay import RelayCounts, UsageRelay
-from ..stream._relay_iter import _relay_of
-from ..stream._relay_py import DEFAULT_MAX_EVENT_BYTES
+from ..stream import DEFAULT_MAX_EVENT_BYTES, RelayCounts, UsageRelay, relay_of
 from ._aiohttp_client import _Body, aopen_answer
 from .answer import (
     SSE_HEADERS,
@@ -118,7 +116,7 @@ async def relay_response(request: web.BaseRequest, upstream: ClientResponse,
     client of ``request`` with usage rewritten, and return the prepared
     ``StreamResponse``. Give the counts or ``relay=`` (as ``arelay_usage``); the arguments
     are checked before anything is sent. :func:`relay_answer` relays any answer."""
-    usage_relay = _relay_of(prompt_tokens, cached_tokens, api, max_event_bytes, relay)
+    usage_relay = relay_of(prompt_tokens, cached_tokens, api, max_event_bytes, relay)
     check_hook(on_complete)
     stream = AnswerStream(_Body(upstream), usage_relay, api=api, status=status,
                           upstream=f"upstream {upstream.url}")

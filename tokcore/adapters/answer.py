@@ -34,11 +34,7 @@ from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 from .._args import Api, BytesLike
-from ..stream._relay import RelayCounts, UsageRelay
-from ..stream._relay_iter import arelay_usage
-from ..stream._relay_py import OUTCOME_FIELDS
-from ..stream._usage import rewrite_usage
-from ..stream._usage_py import make_rules, text_edits
+from ..stream import RelayCounts, UsageRelay, arelay_usage, rewrite_body
 from .errors import relayed_error
 
 __all__ = ["JSON_HEADERS", "SSE_HEADERS", "AnswerStream", "AsyncAnswer", "BaseAnswer",
@@ -131,23 +127,6 @@ def is_event_stream(content_type: str | None) -> bool:
 
 def is_success(status: int) -> bool:
     return 200 <= status <= 299
-
-
-def whole_body(body: bytes, prompt_tokens: int, cached_tokens: int | None,
-               api: Api) -> tuple[bytes, RelayCounts]:
-    """A whole answer's body with its usage rewritten, and what was done, counted as the
-    relay counts an event's usage (``events`` 0)."""
-    out = rewrite_usage(body, prompt_tokens, cached_tokens, api=api)
-    if out is not body:
-        return out, RelayCounts(rewritten=1)
-    # Unchanged: the reference twin says why (no usage, foreign, unreadable...); a body
-    # whose usage is rare enough that reading it twice costs nothing that matters.
-    counts = [0] * len(RelayCounts._fields)
-    field = OUTCOME_FIELDS.get(text_edits(body, make_rules(prompt_tokens, cached_tokens,
-                                                           api))[0])
-    if field is not None:
-        counts[field] = 1
-    return body, RelayCounts(*counts)
 
 
 def body_headers(content_type: str | None) -> dict[str, str]:
@@ -311,7 +290,7 @@ def body_answer(kind: type[A], api: Api, status: int, body: bytes, *, upstream: 
     """The answer (of class ``kind``) for an upstream that answered ``status`` with the
     whole ``body``: a 2xx with its usage rewritten, an error in the API's shape."""
     if is_success(status):
-        out, counts = whole_body(body, prompt_tokens, cached_tokens, api)
+        out, counts = rewrite_body(body, prompt_tokens, cached_tokens, api=api)
         return kind(api, status, body_headers(content_type), body=out, counts=counts,
                     upstream_status=status)
     (log.warning if status >= 500 else log.debug)("%s answered %d", upstream, status)

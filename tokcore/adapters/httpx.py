@@ -38,9 +38,7 @@ from typing import Any
 import httpx
 
 from .._args import Api
-from ..stream._relay import UsageRelay
-from ..stream._relay_iter import _relay_of, relay_usage
-from ..stream._relay_py import DEFAULT_MAX_EVENT_BYTES
+from ..stream import DEFAULT_MAX_EVENT_BYTES, UsageRelay, relay_of, relay_usage
 from .answer import (
     SSE_HEADERS,
     AnswerStream,
@@ -324,7 +322,7 @@ async def aopen_relay(client: httpx.AsyncClient, method: str, url: httpx.URL | s
     :func:`aopen_answer` decides it). The relay's arguments (the counts, or ``relay=``, as
     ``arelay_usage``) are checked before the request is sent; a transport error propagates
     (nothing is left open)."""
-    usage_relay = _relay_of(prompt_tokens, cached_tokens, api, max_event_bytes, relay)
+    usage_relay = relay_of(prompt_tokens, cached_tokens, api, max_event_bytes, relay)
     check_hook(on_complete)
     response = await client.send(client.build_request(method, url, **request), stream=True)
     return AsyncRelayStream(response, usage_relay, api=api, on_complete=on_complete)
@@ -336,7 +334,7 @@ def open_relay(client: httpx.Client, method: str, url: httpx.URL | str,
                relay: UsageRelay | None = None, on_complete: CompletionHook | None = None,
                **request: Any) -> RelayStream:
     """``aopen_relay`` for a sync ``httpx.Client``."""
-    usage_relay = _relay_of(prompt_tokens, cached_tokens, api, max_event_bytes, relay)
+    usage_relay = relay_of(prompt_tokens, cached_tokens, api, max_event_bytes, relay)
     check_hook(on_complete)
     response = client.send(client.build_request(method, url, **request), stream=True)
     return RelayStream(response, usage_relay, api=api, on_complete=on_complete)

@@ -59,8 +59,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from .._args import Api
-from ..stream._relay import RelayCounts, UsageRelay
-from ..stream._relay_py import DEFAULT_MAX_EVENT_BYTES
+from ..stream import DEFAULT_MAX_EVENT_BYTES, RelayCounts, UsageRelay
 from .answer import AnswerStream, AsyncAnswer, Completion, CompletionHook, check_hook, report
 from .client import aopen_answer as _open_any
 from .errors import stream_error_event

@@ -23,9 +23,11 @@
  * a few bytes, in every lane), with one exception it hands back: a backslash outside the
  * strings (never in JSON) could make the quote rule here differ from the scan's, which
  * reads no escape outside a string, so then the result is -1 and the scalar check decides.
- * A caller may keep a memo (_json_object_memo.h) of the state after a text's first blocks:
- * a text that begins with the same bytes goes on from it. -DTOK_SCAN_PORTABLE=1 (the
- * relay scans' switch) builds no kernel.
+ * A caller may keep a memo (_json_object_memo.h) of its last object: a text that differs
+ * from it only inside one of its strings (a chat chunk from the one before: its text) is
+ * answered by comparing the two, 32 bytes a step, with no block read; one that begins with
+ * the same bytes goes on from the state after the blocks they fill. -DTOK_SCAN_PORTABLE=1
+ * (the relay scans' switch) builds no kernel.
  */
 #ifndef TOK_JSON_OBJECT_H
 #define TOK_JSON_OBJECT_H
@@ -208,10 +210,11 @@ static inline uint64_t tok_object_escaped(uint64_t slash, int *odd) {
 }
 
 /* One block of the members from its masks (p: its bytes, read at its brackets); 1 to go on,
- * 0 when they are not members, -1 when a backslash is outside the strings */
+ * 0 when they are not members, -1 when a backslash is outside the strings; *strings: bit k
+ * set when byte k is in a string or opens one (the memo keeps them) */
 TOK_OB_STEP_TARGET
 static inline int tok_object_step(const unsigned char *p, const tok_object_masks *m,
-                                  tok_object_state *s) {
+                                  tok_object_state *s, uint64_t *strings) {
     uint64_t quotes = m->quote, in_string, open_quotes, nested = 0, nested_opens = 0, plain,
              tokens, seps, colons, commas, ps, pt, pa, bad;
     if (m->slash | (uint64_t)s->odd_slashes)
@@ -219,6 +222,7 @@ static inline int tok_object_step(const unsigned char *p, const tok_object_masks
     /* bit k: inside a string (its opening quote in, its closing quote out) */
     in_string = tok_object_prefix_xor(quotes) ^ s->in_string;
     s->in_string = (uint64_t)((int64_t)in_string >> 63);
+    *strings = in_string;
     if (m->slash & ~in_string)
         return -1;
     open_quotes = quotes & in_string;
@@ -298,27 +302,35 @@ static inline int tok_object_end(const tok_object_state *s) {
 
 /* The blocks of the members p[:length] from offset i (a multiple of 64) on, from state *s:
  * 1 when all were read, else 0 or -1 (as tok_object_step); after[b], for each block b under
- * TOK_OBJECT_MEMO_BLOCKS read whole, the state after it. AVX2 or NEON: 64 bytes are read
- * at a time, so the last bytes are copied into a block of spaces. */
+ * TOK_OBJECT_MEMO_BLOCKS read whole, the state after it, and strings[b] (whole or not) its
+ * string bits. AVX2 or NEON: 64 bytes are read at a time, so the last bytes are copied into
+ * a block of spaces. */
 TOK_OB_WHOLE_TARGET
 static int tok_object_blocks_whole(const unsigned char *p, Py_ssize_t length, Py_ssize_t i,
-                                  tok_object_state *s, tok_object_state *after) {
+                                   tok_object_state *s, tok_object_state *after,
+                                   uint64_t *strings) {
     tok_object_masks m;
     unsigned char last[64];
+    uint64_t bits;
     int r;
     for (; i + 64 <= length; i += 64) {
         tok_object_classify_whole(p + i, &m);
-        r = tok_object_step(p + i, &m, s);
+        r = tok_object_step(p + i, &m, s, &bits);
         if (r <= 0)
             return r;
-        if (i < 64 * TOK_OBJECT_MEMO_BLOCKS)
+        if (i < 64 * TOK_OBJECT_MEMO_BLOCKS) {
             after[i / 64] = *s;
+            strings[i / 64] = bits;
+        }
     }
     if (i < length) {  /* the last bytes, and spaces: they change nothing */
         memset(last, ' ', sizeof(last));
         memcpy(last, p + i, (size_t)(length - i));
         tok_object_classify_whole(last, &m);
-        return tok_object_step(last, &m, s);
+        r = tok_object_step(last, &m, s, &bits);
+        if (i < 64 * TOK_OBJECT_MEMO_BLOCKS)
+            strings[i / 64] = bits;
+        return r;
     }
     return 1;
 }
@@ -326,68 +338,200 @@ static int tok_object_blocks_whole(const unsigned char *p, Py_ssize_t length, Py
 #  if TOK_OBJECT_X86
 __attribute__((target(TOK_OB_512)))
 static int tok_object_blocks_avx512(const unsigned char *p, Py_ssize_t length, Py_ssize_t i,
-                                    tok_object_state *s, tok_object_state *after) {
+                                    tok_object_state *s, tok_object_state *after,
+                                    uint64_t *strings) {
     tok_object_masks m;
+    uint64_t bits;
     int r;
     for (; i < length; i += 64) {  /* bytes past the end: never read at a bracket */
         tok_object_classify_avx512(p + i, length - i, &m);
-        r = tok_object_step(p + i, &m, s);
+        r = tok_object_step(p + i, &m, s, &bits);
         if (r <= 0)
             return r;
-        if (i < 64 * TOK_OBJECT_MEMO_BLOCKS)  /* a last block not whole: never kept */
-            after[i / 64] = *s;
+        if (i < 64 * TOK_OBJECT_MEMO_BLOCKS) {
+            strings[i / 64] = bits;
+            after[i / 64] = *s;  /* a last block not whole: never taken (blocks counts it out) */
+        }
     }
     return 1;
 }
+
+/* Bit k: a[k] and b[k] differ, for k < 32 */
+__attribute__((target("avx2")))
+static inline uint32_t tok_object_differ32(const unsigned char *a, const unsigned char *b) {
+    return ~(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(
+        _mm256_loadu_si256((const __m256i *)(const void *)a),
+        _mm256_loadu_si256((const __m256i *)(const void *)b)));
+}
+
+/* How many bytes a[:n] and b[:n] have in common from the start, 32 a step */
+__attribute__((target("avx2")))
+static inline Py_ssize_t tok_object_same_start(const unsigned char *a, const unsigned char *b,
+                                               Py_ssize_t n) {
+    Py_ssize_t i = 0;
+    uint32_t differ;
+    for (; i + 32 <= n; i += 32)
+        if ((differ = tok_object_differ32(a + i, b + i)) != 0)
+            return i + __builtin_ctz(differ);
+    if (i < n && n >= 32) {  /* the last 32 bytes: those before i are the same */
+        differ = tok_object_differ32(a + n - 32, b + n - 32);
+        return differ ? n - 32 + __builtin_ctz(differ) : n;
+    }
+    while (i < n && a[i] == b[i])
+        i++;
+    return i;
+}
+
+/* How many bytes the texts ending just before a and b have in common at their ends, at
+ * most n, 32 a step */
+__attribute__((target("avx2")))
+static inline Py_ssize_t tok_object_same_end(const unsigned char *a, const unsigned char *b,
+                                             Py_ssize_t n) {
+    Py_ssize_t k = 0;
+    uint32_t differ;
+    for (; k + 32 <= n; k += 32)
+        if ((differ = tok_object_differ32(a - k - 32, b - k - 32)) != 0)
+            return k + __builtin_clz(differ);
+    if (k < n && n >= 32) {  /* the first 32 of the n bytes: those after them are the same */
+        differ = tok_object_differ32(a - n, b - n);
+        return differ ? n - 32 + __builtin_clz(differ) : n;
+    }
+    while (k < n && a[-k - 1] == b[-k - 1])
+        k++;
+    return k;
+}
+#  else
+/* The same, 8 bytes a step (aarch64: little-endian, the first byte the lowest) */
+static inline Py_ssize_t tok_object_same_start(const unsigned char *a, const unsigned char *b,
+                                               Py_ssize_t n) {
+    Py_ssize_t i = 0;
+    uint64_t x, y;
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&x, a + i, 8);
+        memcpy(&y, b + i, 8);
+        if (x != y)
+            return i + (__builtin_ctzll(x ^ y) >> 3);
+    }
+    while (i < n && a[i] == b[i])
+        i++;
+    return i;
+}
+
+static inline Py_ssize_t tok_object_same_end(const unsigned char *a, const unsigned char *b,
+                                             Py_ssize_t n) {
+    Py_ssize_t k = 0;
+    uint64_t x, y;
+    for (; k + 8 <= n; k += 8) {
+        memcpy(&x, a - k - 8, 8);
+        memcpy(&y, b - k - 8, 8);
+        if (x != y)
+            return k + (__builtin_clzll(x ^ y) >> 3);
+    }
+    while (k < n && a[-k - 1] == b[-k - 1])
+        k++;
+    return k;
+}
 #  endif
 
-/* The kernel's answer, with the memo (or NULL): its blocks skipped when the text begins
- * with their bytes, and refilled from a text that is an object and does not. */
+/* Whether p[:n] may lie inside a string and leave the members as they are: no quote (which
+ * would end it), no LF or CR (which the one-line answer counts) */
+static inline int tok_object_in_string_bytes(const unsigned char *p, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (p[i] == '"' || p[i] == '\n' || p[i] == '\r')
+            return 0;
+    return 1;
+}
+
+/* Whether the memo's whole text T answers for d[:n], whose first `same` bytes are T's: d is
+ * T with the bytes of one string changed. From the first byte where they differ to the last,
+ * T's and d's bytes (X in d, Y in T) hold no quote, LF or CR, and T is inside a string just
+ * before them (so Y lies in that one string, and X in its place); the byte before the rest
+ * is no backslash in either (so a quote there is a quote in both). A backslash in X or Y
+ * escapes no quote of its own text, and nothing after them reads how they began: d's
+ * members are T's with the string's bytes changed, an object whose lead, closing brace and
+ * line ends are T's. Then *line is T's; 0 when this does not show d's answer. */
+static inline int tok_object_memo_answers(const tok_object_memo *memo, const unsigned char *d,
+                                          Py_ssize_t n, Py_ssize_t same, int *line) {
+    const unsigned char *t = memo->text;
+    Py_ssize_t m = memo->stored, k = same - 1 - memo->start, rest;
+    if (same == n && same == m) {
+        *line = memo->line;
+        return 1;
+    }
+    if (k < 0 || k >= memo->members || !((memo->strings[k >> 6] >> (k & 63)) & 1))
+        return 0;
+    rest = tok_object_same_end(t + m, d + n, (m < n ? m : n) - same);
+    if (t[m - rest - 1] == '\\' || d[n - rest - 1] == '\\'
+            || !tok_object_in_string_bytes(d + same, n - rest - same)
+            || !tok_object_in_string_bytes(t + same, m - rest - same))
+        return 0;
+    *line = memo->line;
+    return 1;
+}
+
+/* The kernel's answer, with the memo (or NULL): the kept text's when the text differs from
+ * it only inside a string; else its blocks skipped as far as the text begins with their
+ * bytes, and the memo refilled from a text that is an object. */
 static inline int tok_object_text_kernel(int kernel, const unsigned char *d, Py_ssize_t n,
                                          int *line, tok_object_memo *memo) {
     tok_object_state s = {0, 0, 0, 0, 0, 0, 0, 0}, after[TOK_OBJECT_MEMO_BLOCKS];
+    uint64_t strings[TOK_OBJECT_MEMO_BLOCKS];
     const unsigned char *p;
-    Py_ssize_t length, i = 0, start;
-    int r, trailing = 0, kept = 0, whole;
-    if (memo != NULL)
+    Py_ssize_t length, i = 0, start, same = 0, keep;
+    int r, trailing = 0, kept = 0, whole, fits;
+    if (memo != NULL) {
         memo->taken = 0;
+        if (memo->stored) {
+            same = tok_object_same_start(memo->text, d, memo->stored < n ? memo->stored : n);
+            if (memo->whole && tok_object_memo_answers(memo, d, n, same, line)) {
+                memo->taken = TOK_OBJECT_MEMO_WHOLE;
+                return 1;
+            }
+        }
+    }
     if (!tok_object_frame(d, n, &p, &length, &s, &trailing))
         return 0;
     start = p - d;
     whole = length / 64 < TOK_OBJECT_MEMO_BLOCKS ? (int)(length / 64) : TOK_OBJECT_MEMO_BLOCKS;
-    if (memo != NULL && memo->blocks && memo->start == start && start <= TOK_OBJECT_MEMO_LEAD) {
-        /* the blocks kept that this text begins with, read whole here too: each byte
-         * compared once (the lead with the first block) */
-        Py_ssize_t same = 0, upto;
-        while (kept < memo->blocks && kept < whole) {
-            upto = start + 64 * (kept + 1);
-            if (memcmp(d + same, memo->text + same, (size_t)(upto - same)) != 0)
-                break;
-            same = upto;
-            kept++;
-        }
+    if (memo != NULL && memo->stored && memo->start == start && same > start) {
+        /* the blocks kept that this text begins with (its lead too: the same state before) */
+        kept = (int)((same - start) / 64);
+        if (kept > memo->blocks)
+            kept = memo->blocks;
+        if (kept > whole)
+            kept = whole;
         if (kept) {
             s = memo->after[kept - 1];
             i = 64 * kept;
-            memo->taken = kept;
+            memo->taken = kept;  /* the string bits of those blocks are the memo's too */
         }
     }
 #  if TOK_OBJECT_X86
-    r = kernel == TOK_OBJECT_WITH_AVX512 ? tok_object_blocks_avx512(p, length, i, &s, after)
-                                         : tok_object_blocks_whole(p, length, i, &s, after);
+    r = kernel == TOK_OBJECT_WITH_AVX512
+        ? tok_object_blocks_avx512(p, length, i, &s, after, strings)
+        : tok_object_blocks_whole(p, length, i, &s, after, strings);
 #  else
     (void)kernel;
-    r = tok_object_blocks_whole(p, length, i, &s, after);
+    r = tok_object_blocks_whole(p, length, i, &s, after, strings);
 #  endif
     if (r <= 0)
         return r;
     *line = s.line != 0 || trailing;
     r = tok_object_end(&s);
-    if (r && memo != NULL && kept < whole && start <= TOK_OBJECT_MEMO_LEAD) {
+    if (r && memo != NULL && start <= TOK_OBJECT_MEMO_LEAD) {
+        /* this text is kept: whole when it fits, else its lead and whole blocks */
+        fits = n <= TOK_OBJECT_MEMO_TEXT && length <= 64 * TOK_OBJECT_MEMO_BLOCKS;
+        keep = fits ? n : start + 64 * whole;
         for (int b = kept; b < whole; b++)
             memo->after[b] = after[b];
-        memcpy(memo->text, d, (size_t)(start + 64 * whole));
+        for (int b = kept; b < TOK_OBJECT_MEMO_BLOCKS && 64 * b < length; b++)
+            memo->strings[b] = strings[b];
+        memcpy(memo->text + same, d + same, (size_t)(keep > same ? keep - same : 0));
         memo->start = start;
+        memo->members = length;
+        memo->stored = keep;
+        memo->whole = fits;
+        memo->line = *line;
         memo->blocks = whole;
     }
     return r;

@@ -3,7 +3,6 @@ from libc.string cimport memcmp
 # named from tokcore/, the include path of every twin: the stream wing cimports this too
 cdef extern from "members/_json_object_memo.h":
     ctypedef struct tok_object_memo:
-        int blocks
         int taken
     void tok_object_memo_clear(tok_object_memo *memo) noexcept nogil
 
@@ -38,7 +37,7 @@ cdef int tok_object_next(tok_object *o, tok_member *m) noexcept nogil
 cdef bint tok_is_object_text(const unsigned char *d, Py_ssize_t n,
                              tok_object_memo *memo) noexcept nogil
 # The same, with no LF or CR in d[:n] (the relay's data field: one line); memo: the caller's
-# memo of its last object's first blocks (a stream's events begin alike), or NULL.
+# memo of its last object (a stream's events are alike: _json_object_memo.h), or NULL.
 cdef bint tok_is_object_line(const unsigned char *d, Py_ssize_t n,
                              tok_object_memo *memo) noexcept nogil
 # Whether m's key decodes to the key whose UTF-8 bytes are key[:length] (str_key: the same

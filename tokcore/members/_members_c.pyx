@@ -228,7 +228,7 @@ cdef bint tok_is_object_text(const unsigned char *d, Py_ssize_t n,
                              tok_object_memo *memo) noexcept nogil:
     """Whether ``d[:n]`` is a JSON object text as ``tok_object_next`` reads one (the
     pre-filter of a last ``"usage":null``): the vector kernel's answer where it has one.
-    ``memo``: the caller's memo of the first blocks of its last object, or NULL."""
+    ``memo``: the caller's memo of its last object (``_json_object_memo.h``), or NULL."""
     cdef int line
     cdef int answer = tok_object_text(d, n, &line, memo)
     return answer if answer >= 0 else _object_text_scalar(d, n)
@@ -238,7 +238,7 @@ cdef bint tok_is_object_line(const unsigned char *d, Py_ssize_t n,
                              tok_object_memo *memo) noexcept nogil:
     """``tok_is_object_text``, on one line: no LF or CR in ``d[:n]`` (the relay's test of
     a ``data`` field; the kernel sees them as it reads the text). ``memo``: the caller's
-    memo of the first blocks of its last object (``_json_object_memo.h``), or NULL."""
+    memo of its last object (``_json_object_memo.h``), or NULL."""
     cdef int line
     cdef int answer = tok_object_text(d, n, &line, memo)
     if answer >= 0:
@@ -349,17 +349,27 @@ cdef int _object_agree(int kernel, const unsigned char *alphabet, int k, unsigne
 
 def _memo_taken(texts, str kernel="avx2"):
     """The texts through one memo, as a relay's events: for each, how many of the memo's
-    blocks it went on from (for the tests that check the memo is used)."""
+    blocks it went on from, or -1 when the memo's text answered (it differs from the text only
+    inside a string); for the tests that check the memo is used."""
+    return [taken for _, _, taken in _memo_answers(texts, kernel)]
+
+
+def _memo_answers(texts, str kernel="avx2"):
+    """The texts through one memo, as a relay's events: for each, ``(answer, line, taken)``,
+    the kernel's answer (-1: the scalar check decides), whether it saw a LF or CR (for an
+    object) and ``_memo_taken``'s figure; for the tests that compare them with the scalar
+    check."""
     cdef tok_object_memo kept
-    cdef int line, number = _OBJECT_KERNELS.index(kernel)
+    cdef int answer, line, number = _OBJECT_KERNELS.index(kernel)
     cdef bytes text
     tok_object_memo_clear(&kept)
-    taken = []
+    answers = []
     for text in texts:
-        tok_object_text_with(number, <const unsigned char *>PyBytes_AS_STRING(text),
-                             PyBytes_GET_SIZE(text), &line, &kept)
-        taken.append(kept.taken)
-    return taken
+        line = 0
+        answer = tok_object_text_with(number, <const unsigned char *>PyBytes_AS_STRING(text),
+                                      PyBytes_GET_SIZE(text), &line, &kept)
+        answers.append((answer, bool(line) if answer == 1 else None, kept.taken))
+    return answers
 
 
 def _object_text_agree(bytes alphabet, int length, bytes before=b"", bytes after=b"",

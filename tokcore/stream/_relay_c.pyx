@@ -9,7 +9,8 @@ the Python twin's, step for step; argument checks and ``RelayCounts`` come from 
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.mem cimport PyMem_Free, PyMem_Realloc
+from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
+from libc.stdint cimport uint64_t
 from libc.string cimport memchr, memcmp, memcpy
 
 from tokcore.stream._bigevent_c cimport BigEvent, tok_big_event
@@ -144,6 +145,10 @@ cdef extern from "Python.h":
     long long PyLong_AsLongLongAndOverflow(object o, int *overflow) except? -1
 
 cdef object _DEFAULT_LIMIT = DEFAULT_MAX_EVENT_BYTES
+# how a read of one "usage":null event ends (compact, as servers write it), as the word its
+# last 8 bytes make: one compare tells the read to try it as one before any byte scan
+cdef uint64_t _NULL_END
+memcpy(&_NULL_END, <const char *>b':null}\n\n', 8)
 
 
 cdef UsageRules _plain_arguments(tuple args, dict kwargs, Py_ssize_t *limit):
@@ -191,6 +196,18 @@ ctypedef struct Piece:
     Py_ssize_t size
 
 
+cdef class UsageRelay
+
+
+cdef inline tok_object_memo *_object_memo(UsageRelay relay) noexcept:
+    """The relay's memo of the object check, made at its first use (NULL: no memory left)."""
+    if relay._memo == NULL:
+        relay._memo = <tok_object_memo *>PyMem_Malloc(sizeof(tok_object_memo))
+        if relay._memo != NULL:
+            tok_object_memo_clear(relay._memo)
+    return relay._memo
+
+
 cdef class UsageRelay:
     """Relay a ``text/event-stream`` byte stream, rewriting usage values on the way."""
 
@@ -200,18 +217,24 @@ cdef class UsageRelay:
     cdef char *_pend  # the start of an event whose blank line is not here yet
     cdef Py_ssize_t _pend_len, _pend_cap
     cdef bint _line_start, _cr, _first
+    # the last event was "usage":null on one data line (a stream that asked for usage sends
+    # one with every chunk until the last): the next one is tried as such before any scan
+    cdef bint _nulls
     cdef tok_busy _busy  # a call is running: a second one at the same time is refused
     cdef BigEvent _big  # the scan of an event too large to hold, or None
-    # the first blocks of the last "usage":null event's object, whose state its stream's next
-    # events (alike at their start) go on from (_json_object_memo.h, a fixed size)
-    cdef tok_object_memo _memo
+    # the object check's memo of the last "usage":null event's object, which its stream's
+    # next events (alike but for their text) are compared with (_json_object_memo.h, a fixed
+    # size): made at the first event that asks for it, so that a relay of a stream without
+    # "usage":null events costs nothing more to make (NULL then, and when no memory was left:
+    # the check runs without one)
+    cdef tok_object_memo *_memo
     cdef Piece *_pieces
     cdef Py_ssize_t _piece_cap
 
     def __cinit__(self):
         self._pend = NULL
         self._pieces = NULL
-        tok_object_memo_clear(&self._memo)
+        self._memo = NULL
 
     def __init__(self, *args, **kwargs):
         cdef int k
@@ -237,11 +260,13 @@ cdef class UsageRelay:
         self._cr = False
         self._big = None
         self._first = True
+        self._nulls = False
         tok_busy_leave(self, &self._busy)
 
     def __dealloc__(self):
         PyMem_Free(self._pend)
         PyMem_Free(self._pieces)
+        PyMem_Free(self._memo)
 
     @property
     def pending_bytes(self):
@@ -353,12 +378,33 @@ cdef class UsageRelay:
         # one line (no LF before the blank line, no CR): the object check sees them
         if not self._rules.single_path or \
                 not tok_null_usage_line(<const unsigned char *>d + start, n - 2 - start,
-                                        &self._memo):
+                                        _object_memo(self)):
+            self._nulls = False
             return False
         self._cr = False
         self._first = False
+        self._nulls = True
         self._counts[N_EVENTS] += 1
         return True
+
+    cdef Py_ssize_t _next_null_event(self, const char *d, Py_ssize_t pos,
+                                     Py_ssize_t n) noexcept:
+        """Just past the event at ``pos`` when it is a ``"usage":null`` event
+        (``_null_usage_event``) ending in ``null}`` and a blank line, else -1; only after
+        such an event (``_nulls``), at a line start. Its blank line is the first LF pair
+        after ``pos``: the event is one line. None of the byte scans runs: the usage key
+        candidates and the CR an event of one line has are its object check's."""
+        cdef const char *lf
+        if not self._nulls or pos >= n or d[pos] == 10 or d[pos] == 13:
+            return -1
+        lf = <const char *>memchr(d + pos, 10, n - pos)
+        if lf == NULL or lf + 1 >= d + n or lf[1] != 10 or lf - (d + pos) < 7 or \
+                memcmp(lf - 5, b"null}", 5) != 0:
+            return -1
+        if not self._null_usage_event(d + pos, lf + 2 - (d + pos)):
+            return -1
+        self._line_start = True
+        return lf + 2 - d
 
     cdef object _event(self, const char *d, Py_ssize_t n):
         """A complete event's rewritten bytes, or None when it goes out as it came."""
@@ -420,7 +466,8 @@ cdef class UsageRelay:
                                                tok_py_rules(self._rules))
         else:
             outcome = tok_usage_edits(self._rules, <const unsigned char *>d + value_start,
-                                      value_end - value_start, &e, &self._memo)
+                                      value_end - value_start, &e,
+                                      _object_memo(self) if self._rules.single_path else NULL)
             rewritten = None
             if outcome == O_REWRITTEN:
                 rewritten = tok_apply_edits(d, n, value_start, &e)
@@ -471,6 +518,7 @@ cdef class UsageRelay:
         cdef Py_ssize_t hold_from = -1  # the chunk's tail from here waits for more
         cdef bint has_cr, clean, drop_pending = False
         cdef bint holding = self._pend_len > 0  # an event started in an earlier chunk
+        cdef uint64_t word
         cdef bytes result, piece
         cdef char *out
         cdef BigEvent big
@@ -479,6 +527,12 @@ cdef class UsageRelay:
         clean = (self._pend_len == 0 and self._big is None and self._line_start
                  and n >= 2 and d[n - 1] == 10 and d[n - 2] == 10)
         if clean:
+            # after a "usage":null event, the next is tried as one before any scan: its object
+            # check reads it (as below); a stream without them pays one test
+            if self._nulls and n >= 16:
+                memcpy(&word, d + n - 8, 8)  # the last 8 bytes
+                if word == _NULL_END and self._null_usage_event(d, n):
+                    return chunk
             hit = tok_scan_events(d, n, 1, &ends, &last)
             if hit < 0:
                 self._cr = False  # complete events, no CR, no usage key: the chunk itself
@@ -513,6 +567,11 @@ cdef class UsageRelay:
                 self._cr = False
                 continue
             if not holding and not has_cr:
+                if hit < pos and not self._cr and self._line_start:
+                    end = self._next_null_event(d, pos, n)
+                    if end >= 0:  # out as it came, as _event would send it
+                        pos = end
+                        continue
                 if hit < pos:
                     # one pass: the next usage key, or, when there is none, the events that
                     # end in the rest and its last blank line

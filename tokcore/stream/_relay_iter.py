@@ -32,7 +32,7 @@ from ._relay import UsageRelay
 from ._relay_py import DEFAULT_MAX_EVENT_BYTES
 
 
-def _relay_of(prompt_tokens: int | None, cached_tokens: int | None, api: Api,
+def relay_of(prompt_tokens: int | None, cached_tokens: int | None, api: Api,
            max_event_bytes: int, relay: object) -> UsageRelay:
     """The caller's relay, or a new one from the counts: exactly one of the two (``relay``
     is checked at run time too: an untyped caller may pass anything)."""
@@ -79,7 +79,7 @@ def relay_usage(chunks: Iterable[BytesLike], prompt_tokens: int | None = None,
     ``relay=``, and ``TypeError`` for a source that is not iterable; afterwards, whatever
     the source or its closing raises, as it is.
     """
-    usage_relay = _relay_of(prompt_tokens, cached_tokens, api, max_event_bytes, relay)
+    usage_relay = relay_of(prompt_tokens, cached_tokens, api, max_event_bytes, relay)
     stream = _relay_sync(iter(chunks), chunks, usage_relay)
     # A generator closed before it started never runs its finally: run it to its first
     # yield, inside the try, so that closing it at once still closes the source.
@@ -136,7 +136,7 @@ def arelay_usage(chunks: AsyncIterable[BytesLike], prompt_tokens: int | None = N
     Raises as ``relay_usage`` does (``TypeError`` for a source that is not an async
     iterable).
     """
-    usage_relay = _relay_of(prompt_tokens, cached_tokens, api, max_event_bytes, relay)
+    usage_relay = relay_of(prompt_tokens, cached_tokens, api, max_event_bytes, relay)
     try:
         aiter_of = type(chunks).__aiter__
     except AttributeError:

@@ -1,8 +1,13 @@
-/* Byte scans for the SSE relay: 16 bytes a step with SSE2 (every x86-64 CPU) or NEON (every
- * aarch64 CPU) when the compiler targets it, else plain loops over memchr. The choice is made
- * at compile time; the portable loops are compiled everywhere too, so tests compare both on
- * the same machine (_relay_c._scan). glibc's memmem is slow for the short needles used here
- * (it measured 75-130 ns on a 240-byte event, against 13 ns for the SSE2 loop below).
+/* Byte scans for the SSE relay. Each scan has a portable loop (over memchr, compiled
+ * everywhere) and a vector one, SSE2 (every x86-64 CPU) or NEON (every aarch64 CPU,
+ * _ssescan_neon.h), the family chosen at compile time by _cpu.h: 16 bytes a step with SSE2,
+ * 32 with NEON. With SSE2 the relay's one-pass scan, tok_scan_events, reads 64 bytes a step
+ * (four 16-byte blocks), and on a CPU with AVX2 takes its AVX2 loop (two 32-byte blocks a
+ * step) instead: that choice is made at run time (tok_scan_init, when the module loads).
+ * With NEON it runs the three scans one after the other. The tests compare every loop with
+ * the portable one on the same machine (_relay_c._scan, _scan_agree). glibc's memmem is slow
+ * for the short needles used here (it measured 75-130 ns on a 240-byte event, against 13 ns
+ * for an SSE2 loop).
  *
  * tok_next_candidate: the first offset where a JSON spelling of the key "usage" may start
  *   ('"usage"' or '\u00', the prefix of every escaped letter of it), or, when with_cr is

@@ -177,7 +177,10 @@ cdef bint tok_null_usage_line(const unsigned char *d, Py_ssize_t n,
 cdef bint tok_ends_with_null_usage(const unsigned char *d, Py_ssize_t n) noexcept nogil:
     """Backwards: ``[,{] ws "usage" ws : ws null ws } ws END`` within the last 64 bytes."""
     cdef Py_ssize_t lowest = n - NULL_TAIL_WINDOW if n > NULL_TAIL_WINDOW else 0
-    cdef Py_ssize_t i = _back_over_token(d, n - 1, b"}", 1)
+    cdef Py_ssize_t i
+    if n >= 14 and memcmp(d + n - 14, b',"usage":null}', 14) == 0:
+        return True  # the compact spelling, as every server writes it
+    i = _back_over_token(d, n - 1, b"}", 1)
     i = _back_over_token(d, i, b"null", 4)
     i = _back_over_token(d, i, b":", 1)
     i = _back_over_token(d, i, b'"usage"', 7)

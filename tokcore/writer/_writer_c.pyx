@@ -18,7 +18,7 @@ cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.object cimport Py_TYPE, PyObject, PyTypeObject
-from cpython.ref cimport Py_DECREF
+from cpython.ref cimport Py_DECREF, Py_XDECREF
 from libc.stdint cimport INT64_MAX, INT64_MIN, uint64_t
 from libc.string cimport memcpy
 
@@ -53,6 +53,7 @@ cdef extern from "Python.h":
     double PyLong_AsDouble(object o)  # (its error checked and cleared by the caller)
     tuple PyList_AsTuple(object o)
     PyObject *PyErr_Occurred()
+    PyObject *PyErr_GetHandledException()  # (a new reference, or NULL)
     void PyErr_Clear()
     long long PyLong_AsLongLongAndOverflow(object o, int *overflow) except? -1
     Py_ssize_t PyTuple_GET_SIZE(object o)
@@ -1151,6 +1152,17 @@ One stream's frames as the server's own serializer writes them (the Python twin'
         self._seq = twin.sequence_number
         return out
 
+    cdef bint _failed(self, long long seq) noexcept:
+        """In a call's ``except BaseException:`` clause: the buffer emptied and the sequence
+        number as it was (``seq``); whether the error is _Slow (a value the C path does not
+        take: the caller hands the call to the Python twin) rather than one to raise."""
+        cdef PyObject *error = PyErr_GetHandledException()
+        cdef bint slow = error != NULL and <PyObject *>Py_TYPE(<object>error) == <PyObject *>_Slow
+        Py_XDECREF(error)
+        self._reset()
+        self._seq = seq
+        return slow
+
     def text(self, text, index=0):
         cdef Py_ssize_t n, hn, tn, mn
         cdef long long v = 1
@@ -1194,35 +1206,25 @@ One stream's frames as the server's own serializer writes them (the Python twin'
                         if tok_esc_scan(p, n, self._ascii) == n:  # the common text: a copy
                             hn, tn = PyBytes_GET_SIZE(head), PyBytes_GET_SIZE(tail)
                             out = PyBytes_FromStringAndSize(NULL, hn + n + 2 + tn)
-                            o = PyBytes_AS_STRING(out)
-                            tok_copy(o, PyBytes_AS_STRING(head), hn)
-                            o[hn] = 34  # '"'
-                            tok_copy(o + hn + 1, <const char *>p, n)
-                            o[hn + 1 + n] = 34
-                            tok_copy(o + hn + 2 + n, PyBytes_AS_STRING(tail), tn)
+                            _write_around(PyBytes_AS_STRING(out), PyBytes_AS_STRING(head), hn,
+                                          <const char *>p, n, PyBytes_AS_STRING(tail), tn)
                             return out
-                    try:
-                        self._put_around(head, tail, text)
-                    except _Slow:
-                        self._reset()
-                        return self._slow("text", (text, index), {})
-                    except BaseException:
-                        self._reset()
-                        raise
-                    return self._take()
-            _clear(&a)
-            a.v[S_TEXT] = <PyObject *>text
-            a.v[S_INDEX] = <PyObject *>index
+            else:
+                head = None
             try:
-                if self._comp.text is None:
-                    raise _Slow()
-                self._frame(self._comp.text, &a, False)
-            except _Slow:
-                self._reset()
-                return self._slow("text", (text, index), {})
+                if head is not None:  # a text to escape, between its choice's two parts
+                    self._put_around(head, tail, text)
+                else:
+                    if self._comp.text is None:
+                        raise _Slow()
+                    _clear(&a)
+                    a.v[S_TEXT] = <PyObject *>text
+                    a.v[S_INDEX] = <PyObject *>index
+                    self._frame(self._comp.text, &a, False)
             except BaseException:
-                self._reset()
-                raise
+                if not self._failed(self._seq):  # (one frame: unchanged)
+                    raise
+                return self._slow("text", (text, index), {})
             return self._take()
         finally:
             tok_busy_leave(self, &self._busy)
@@ -1280,14 +1282,10 @@ One stream's frames as the server's own serializer writes them (the Python twin'
                     _set(&a, S_TEXT, text)
                     a.v[S_INDEX] = <PyObject *>index
                     self._frame(f, &a, False)
-            except _Slow:
-                self._reset()
-                self._seq = seq
-                return self._slow("texts", (texts, index), {})
             except BaseException:
-                self._reset()
-                self._seq = seq
-                raise
+                if not self._failed(seq):
+                    raise
+                return self._slow("texts", (texts, index), {})
             return self._take()
         finally:
             tok_busy_leave(self, &self._busy)
@@ -1302,24 +1300,15 @@ One stream's frames as the server's own serializer writes them (the Python twin'
             try:
                 f = self._step_frame(kind, text, finish_reason)
                 _clear(&a)
-                _set(&a, S_TEXT, text)
-                a.v[S_INDEX] = <PyObject *>index
-                _set(&a, S_TOKEN_IDS, token_ids)
-                _set(&a, G_LOGPROBS, logprobs)
-                _set(&a, S_FINISH, finish_reason)
-                _set(&a, S_STOP, stop_reason)
-                _set(&a, G_USAGE, usage)
-                _set(&a, S_PROMPT_IDS, prompt_token_ids)
+                _step_values(&a, text, index, token_ids, logprobs, finish_reason, stop_reason,
+                             usage, prompt_token_ids)
                 self._frame(f, &a, False)
-            except _Slow:
-                self._reset()
-                return self._slow("step", (text, index), dict(
-                    kind=kind, token_ids=token_ids, logprobs=logprobs,
-                    finish_reason=finish_reason, stop_reason=stop_reason, usage=usage,
-                    prompt_token_ids=prompt_token_ids))
             except BaseException:
-                self._reset()
-                raise
+                if not self._failed(self._seq):  # (one frame: unchanged)
+                    raise
+                return self._slow("step", (text, index, kind, token_ids, logprobs,
+                                           finish_reason, stop_reason, usage,
+                                           prompt_token_ids), {})
             return self._take()
         finally:
             tok_busy_leave(self, &self._busy)
@@ -1386,23 +1375,13 @@ One stream's frames as the server's own serializer writes them (the Python twin'
                     prompt_ids = _item(item, 8) if m > 8 else None
                     f = self._step_frame(kind, text, finish)
                     _clear(&a)
-                    _set(&a, S_TEXT, text)
-                    _set(&a, S_INDEX, index)
-                    _set(&a, S_TOKEN_IDS, token_ids)
-                    _set(&a, G_LOGPROBS, logprobs)
-                    _set(&a, S_FINISH, finish)
-                    _set(&a, S_STOP, stop)
-                    _set(&a, G_USAGE, usage)
-                    _set(&a, S_PROMPT_IDS, prompt_ids)
+                    _step_values(&a, text, index, token_ids, logprobs, finish, stop, usage,
+                                 prompt_ids)
                     self._frame(f, &a, False)
-            except _Slow:
-                self._reset()
-                self._seq = seq
-                return self._slow("steps", (steps,), {})
             except BaseException:
-                self._reset()
-                self._seq = seq
-                raise
+                if not self._failed(seq):
+                    raise
+                return self._slow("steps", (steps,), {})
             return self._take()
         finally:
             tok_busy_leave(self, &self._busy)
@@ -1411,7 +1390,6 @@ One stream's frames as the server's own serializer writes them (the Python twin'
               finish_reason=None, stop_reason=None, usage=None, tool_index=0, tool_id=None,
               tool_name=None, item_id=None, content_index=0, prompt_token_ids=None):
         cdef Args a
-        cdef _Frame f
         cdef PyObject *found
         if not tok_busy_enter(self, &self._busy):
             raise in_use("StreamWriter")
@@ -1421,32 +1399,23 @@ One stream's frames as the server's own serializer writes them (the Python twin'
                     if PyUnicode_CheckExact(frame) else NULL
                 if found == NULL:
                     raise _Slow()
-                f = <_Frame>found
                 _clear(&a)
-                _set(&a, S_TEXT, text)
-                a.v[S_INDEX] = <PyObject *>index
-                _set(&a, S_TOKEN_IDS, token_ids)
-                _set(&a, G_LOGPROBS, logprobs)
-                _set(&a, S_FINISH, finish_reason)
-                _set(&a, S_STOP, stop_reason)
-                _set(&a, G_USAGE, usage)
+                _step_values(&a, text, index, token_ids, logprobs, finish_reason, stop_reason,
+                             usage, prompt_token_ids)
                 a.v[S_TOOL_INDEX] = <PyObject *>tool_index
                 _set(&a, S_TOOL_ID, tool_id)
                 _set(&a, S_TOOL_NAME, tool_name)
                 _set(&a, S_ITEM_ID, item_id)
                 a.v[S_CONTENT_INDEX] = <PyObject *>content_index
-                _set(&a, S_PROMPT_IDS, prompt_token_ids)
-                self._frame(f, &a, frame == "usage")
-            except _Slow:
-                self._reset()
+                self._frame(<_Frame>found, &a, frame == "usage")
+            except BaseException:
+                if not self._failed(self._seq):  # (one frame: unchanged)
+                    raise
                 return self._slow("write", (frame, text, index), dict(
                     token_ids=token_ids, logprobs=logprobs, finish_reason=finish_reason,
                     stop_reason=stop_reason, usage=usage, tool_index=tool_index,
                     tool_id=tool_id, tool_name=tool_name, item_id=item_id,
                     content_index=content_index, prompt_token_ids=prompt_token_ids))
-            except BaseException:
-                self._reset()
-                raise
             return self._take()
         finally:
             tok_busy_leave(self, &self._busy)
@@ -1460,34 +1429,32 @@ One stream's frames as the server's own serializer writes them (the Python twin'
         try:
             try:
                 if self._comp.usage is None:
-                    raise _Slow()
+                    raise _Slow()  # (the Python twin's ValueError)
                 _clear(&a)
                 a.v[G_USAGE] = <PyObject *>counts
                 self._frame(self._comp.usage, &a, True)
-            except _Slow:
-                self._reset()
-                return self._slow("usage", counts, {})
             except BaseException:
-                self._reset()
-                raise
+                if not self._failed(self._seq):  # (one frame: unchanged)
+                    raise
+                return self._slow("usage", counts, {})
             return self._take()
         finally:
             tok_busy_leave(self, &self._busy)
 
     def done(self):
         cdef Args a
-        cdef _Frame f = self._done
-        if f is None:
-            return self._slow("done", (), {})
         if not tok_busy_enter(self, &self._busy):
             raise in_use("StreamWriter")
         try:
-            _clear(&a)
             try:
-                self._frame(f, &a, False)
+                if self._done is None:
+                    raise _Slow()  # (the Python twin's ValueError)
+                _clear(&a)
+                self._frame(self._done, &a, False)
             except BaseException:
-                self._reset()
-                raise
+                if not self._failed(self._seq):  # (one frame: unchanged)
+                    raise
+                return self._slow("done", (), {})
             return self._take()
         finally:
             tok_busy_leave(self, &self._busy)
@@ -1507,13 +1474,25 @@ cdef inline void _clear(Args *a) noexcept:
         a.i[k] = 0
 
 
+cdef inline char *_write_around(char *o, const char *head, Py_ssize_t hn, const char *p,
+                                Py_ssize_t n, const char *tail, Py_ssize_t tn) noexcept:
+    """head[:hn], p[:n] quoted (a text that needs no escape), tail[:tn] at o; the end."""
+    tok_copy(o, head, hn)
+    o[hn] = 34  # '"'
+    tok_copy(o + hn + 1, p, n)
+    o[hn + 1 + n] = 34
+    tok_copy(o + hn + 2 + n, tail, tn)
+    return o + hn + n + 2 + tn
+
+
 cdef object _plain_frames(bytes head, bytes tail, tuple texts, int ascii):
     """The frames of texts that need no escape (ASCII str, no quote, backslash or control
     character) written straight into one bytes of their exact size; None when one needs
     more (the caller writes them through its buffer)."""
     cdef Py_ssize_t n = PyTuple_GET_SIZE(texts), k, hn, tn, total = 0, m
-    cdef const unsigned char *p
     cdef char *o
+    cdef const char *h = PyBytes_AS_STRING(head)
+    cdef const char *t = PyBytes_AS_STRING(tail)
     hn, tn = PyBytes_GET_SIZE(head), PyBytes_GET_SIZE(tail)
     for k in range(n):
         text = <object>PyTuple_GET_ITEM(texts, k)
@@ -1527,14 +1506,8 @@ cdef object _plain_frames(bytes head, bytes tail, tuple texts, int ascii):
     o = PyBytes_AS_STRING(out)
     for k in range(n):
         text = <object>PyTuple_GET_ITEM(texts, k)
-        m = PyUnicode_GET_LENGTH(text)
-        p = <const unsigned char *>PyUnicode_DATA(text)
-        tok_copy(o, PyBytes_AS_STRING(head), hn)
-        o[hn] = 34  # '"'
-        tok_copy(o + hn + 1, <const char *>p, m)
-        o[hn + 1 + m] = 34
-        tok_copy(o + hn + 2 + m, PyBytes_AS_STRING(tail), tn)
-        o += hn + m + 2 + tn
+        o = _write_around(o, h, hn, <const char *>PyUnicode_DATA(text),
+                          PyUnicode_GET_LENGTH(text), t, tn)
     return out
 
 
@@ -1563,6 +1536,22 @@ cdef inline Py_ssize_t _ndigits(long long v) noexcept:
 
 cdef inline void _set(Args *a, int slot, object value) noexcept:
     a.v[slot] = NULL if value is None else <PyObject *>value
+
+
+cdef inline void _step_values(Args *a, object text, object index, object token_ids,
+                              object logprobs, object finish, object stop, object usage,
+                              object prompt_ids) noexcept:
+    """A step's values set in a, cleared before (step, steps, write; borrowed: the caller
+    holds them while the frame is written). The index as given: None is no default but a
+    wrong type."""
+    _set(a, S_TEXT, text)
+    a.v[S_INDEX] = <PyObject *>index
+    _set(a, S_TOKEN_IDS, token_ids)
+    _set(a, G_LOGPROBS, logprobs)
+    _set(a, S_FINISH, finish)
+    _set(a, S_STOP, stop)
+    _set(a, G_USAGE, usage)
+    _set(a, S_PROMPT_IDS, prompt_ids)
 
 
 # The constructor's TypeErrors for arguments that do not bind are the Python twin's, message
