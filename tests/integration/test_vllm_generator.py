@@ -15,11 +15,13 @@ turn, each refused with one WARNING line naming it."""
 from __future__ import annotations
 
 import asyncio
+import importlib
 import random
 import re
+import sys
 import warnings
 from collections.abc import AsyncIterator, Callable, Iterator
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -39,17 +41,46 @@ with warnings.catch_warnings():  # (torch, imported by vLLM's engine modules, wa
     from vllm.entrypoints.openai.completion.serving import (  # noqa: E402
         OpenAIServingCompletion,
     )
-    from vllm.logprobs import FlatLogprobs, Logprob  # noqa: E402
+    from vllm.logprobs import (  # noqa: E402
+        FlatLogprobs,
+        Logprob,
+        append_logprobs_for_next_position,
+    )
     from vllm.outputs import CompletionOutput, RequestOutput  # noqa: E402
     from vllm.tokenizers.detokenizer_utils import convert_ids_list_to_tokens  # noqa: E402
     from vllm.v1.engine.logprobs import LogprobsProcessor  # noqa: E402
 
-from tokcore.plugins import _vllm_stream as stream  # noqa: E402
+from tokcore.plugins import _vllm_chat, _vllm_completion, _vllm_logprobs  # noqa: E402
+from tokcore.plugins import _vllm_names as names  # noqa: E402
+from tokcore.plugins import _vllm_patch as patch  # noqa: E402
+from tokcore.plugins import _vllm_processor as tabling  # noqa: E402
+from tokcore.plugins import _vllm_releases as releases  # noqa: E402
+from tokcore.plugins import _vllm_shapes as shapes  # noqa: E402
+from tokcore.plugins import _vllm_table as tables  # noqa: E402
+from tokcore.plugins import _vllm_targets as targets  # noqa: E402
 from tokcore.plugins import vllm as plugin  # noqa: E402
 
-CHAT = OpenAIServingChat.chat_completion_stream_generator
-COMPLETION = OpenAIServingCompletion.completion_stream_generator
+#: vLLM's own generators (the plugin's are installed for the module)
+CHAT = vars(OpenAIServingChat)["chat_completion_stream_generator"]
+COMPLETION = vars(OpenAIServingCompletion)["completion_stream_generator"]
+NEW_REQUEST = vars(LogprobsProcessor)["from_new_request"]
+#: the tabled logprobs processor (what the plugin gives the requests it writes)
+TABLED = tabling.tabled_class(LogprobsProcessor, append_logprobs_for_next_position,
+                                convert_ids_list_to_tokens)
+#: this vLLM's release (the plugin knows it: test_this_release_is_known)
+RELEASE = releases.detect(releases.fingerprint())[0]
+RULES = RELEASE.rules if RELEASE is not None else None
 
+
+def vllms(positions: Any) -> list[Any]:
+    return tabling.vllms(positions, append_logprobs_for_next_position)
+
+
+def token_table(tokenizer: Any) -> Any:
+    return tables.table(tokenizer, convert_ids_list_to_tokens)
+
+#: the model name the streams are written with
+MODEL = "model/é"
 TEXT = ("Plain words, \"quotes\", back\\slashes, tabs\t and newlines\n; accents é à ü ñ, "
         "Ελληνικά, русский, 中文字符, 日本語のテキスト, emoji 🙂🚀🧪, control \x01\x1f, "
         "<b>markup</b> & {json: [1, 2]} </script> \u2028 \u2029 end. ")
@@ -74,11 +105,11 @@ def tokenizer() -> Any:
 
 @pytest.fixture(scope="module", autouse=True)
 def installed() -> Iterator[None]:
-    assert stream.install_generators()
+    assert patch.install()
     try:
         yield
     finally:
-        stream.uninstall_generators()
+        patch.uninstall()
 
 
 def serving_chat(**options: Any) -> Any:
@@ -88,7 +119,7 @@ def serving_chat(**options: Any) -> Any:
         request_logger=None, response_role="assistant", enable_force_include_usage=False,
         system_fingerprint=None, enable_prompt_tokens_details=False,
         enable_per_request_metrics=False, return_tokens_as_token_ids=False,
-        log_error_stack=False), **options)
+        log_error_stack=False, enable_auto_tools=False, enable_log_deltas=True), **options)
     return serving
 
 
@@ -97,7 +128,8 @@ def serving_completion(**options: Any) -> Any:
     vars(serving).update(dict(
         enable_force_include_usage=False, system_fingerprint=None,
         enable_prompt_tokens_details=False, enable_per_request_metrics=False,
-        return_tokens_as_token_ids=False, log_error_stack=False), **options)
+        return_tokens_as_token_ids=False, log_error_stack=False, enable_log_outputs=False,
+        enable_log_deltas=True, request_logger=None), **options)
     return serving
 
 
@@ -194,12 +226,12 @@ class Script:
                         np.array(ranks, dtype=np.int64), None))
                 logprobs = proc.logprobs[-len(ids):] if ids else proc.logprobs[:0]
                 if self.odd == "missing" and ids and s == 0:
-                    logprobs = [dict(position) for position in stream._vllms(logprobs)]
+                    logprobs = [dict(position) for position in vllms(logprobs)]
                     del logprobs[0][ids[0]]
                 if self.odd == "undecoded" and ids and s == 0:
                     logprobs = [{i: Logprob(lp.logprob, lp.rank, None)
                                  for i, lp in position.items()}
-                                for position in stream._vllms(logprobs)]
+                                for position in vllms(logprobs)]
             output = CompletionOutput(index=c, text=text, token_ids=list(ids),
                                       cumulative_logprob=None, logprobs=logprobs,
                                       finish_reason=finish, stop_reason=stop)
@@ -212,8 +244,13 @@ class Script:
 
 
 async def _feed(items: list[Any]) -> AsyncIterator[Any]:
+    """The items, one a step; an exception among them is raised there (as vLLM's result
+    generator raises a request's error)."""
     for item in items:
         await asyncio.sleep(0)
+        error = item[1] if type(item) is tuple else item
+        if isinstance(error, BaseException):
+            raise error
         yield item
 
 
@@ -234,15 +271,14 @@ def run_chat(serving: Any, request: dict[str, Any], script: Script, ours: bool,
         {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True,
          **request})
     # (the tabled processor: for the requests the installed generator writes itself)
-    processor = stream._tabled_class(LogprobsProcessor) if (ours if tabled is None else tabled) \
-        else LogprobsProcessor
-    outputs = [res for _, res in script.outputs(processor)]
+    kind = TABLED if (ours if tabled is None else tabled) else LogprobsProcessor
+    outputs = [res for _, res in script.outputs(kind)]
     meta = RequestResponseMetadata(request_id="chatcmpl-x")
     method = OpenAIServingChat.chat_completion_stream_generator if ours else CHAT
-    gen = method(serving, req, _feed(outputs), "chatcmpl-x", "model/é",
+    gen = method(serving, req, _feed(outputs), "chatcmpl-x", MODEL,
                  [{"role": "user", "content": "hi"}], script.tokenizer, meta)
     body = asyncio.run(_drain(gen))
-    return body, meta.final_usage_info, gen.ag_code.co_name
+    return body, meta.final_usage_info, gen.ag_code
 
 
 def run_completion(serving: Any, request: dict[str, Any], script: Script, ours: bool,
@@ -251,25 +287,33 @@ def run_completion(serving: Any, request: dict[str, Any], script: Script, ours: 
         {"model": "m", "prompt": ["a", "b", "c"][:script.prompts] if script.prompts > 1
          else "a", "stream": True, "max_tokens": 16, **request})
     # (the tabled processor: for the requests the installed generator writes itself)
-    processor = stream._tabled_class(LogprobsProcessor) if (ours if tabled is None else tabled) \
-        else LogprobsProcessor
-    outputs = script.outputs(processor)
+    kind = TABLED if (ours if tabled is None else tabled) else LogprobsProcessor
+    outputs = script.outputs(kind)
     meta = RequestResponseMetadata(request_id="cmpl-x")
     method = OpenAIServingCompletion.completion_stream_generator if ours else COMPLETION
     gen = method(serving, req, [{}] * script.prompts, _feed(outputs), "cmpl-x", 1234567,
-                 "model/é", num_prompts=script.prompts, tokenizer=script.tokenizer,
+                 MODEL, num_prompts=script.prompts, tokenizer=script.tokenizer,
                  request_metadata=meta)
     body = asyncio.run(_drain(gen))
-    return body, meta.final_usage_info, gen.ag_code.co_name
+    return body, meta.final_usage_info, gen.ag_code
 
 
-def same(run: Callable[..., tuple[bytes, Any, str]], serving: Any, request: dict[str, Any],
-         script: Script, covered: bool = True) -> bytes:
+#: vLLM's error chunk, in either form (json.dumps', pydantic's)
+ERROR = re.compile(rb'(^|\n\n)data: \{"error": ?\{')
+
+
+def same(run: Callable[..., tuple[bytes, Any, Any]], serving: Any, request: dict[str, Any],
+         script: Any, covered: bool = True, error: bool | None = False) -> bytes:
+    """The stream written by vLLM's own generator and by the plugin's (``covered``: the
+    plugin's generator writes it, else vLLM's): the same bytes, but for ``created``, and the
+    same usage for vLLM's middleware. vLLM's stream is no error chunk unless ``error``:
+    a stand-in that vLLM's own generator fails on would make every stream one (None: either
+    way)."""
     theirs, their_usage, _ = run(serving, request, script, False)
-    ours, our_usage, name = run(serving, request, script, True, covered)
-    assert name == ("_chat" if run is run_chat else "_completion") or not covered, name
-    if not covered:
-        assert not name.startswith("_"), name
+    ours, our_usage, code = run(serving, request, script, True, covered)
+    plugin_code = (_vllm_chat if run is run_chat else _vllm_completion).stream.__code__
+    assert (code is plugin_code) == covered, code
+    assert error is None or bool(ERROR.search(theirs)) == error, theirs[-600:]
     assert _masked(ours) == _masked(theirs)
     assert our_usage == their_usage
     assert b"data: [DONE]\n\n" == ours[-14:]
@@ -394,8 +438,9 @@ def test_completion_server_options(tokenizer: Any) -> None:
              {"logprobs": 2}, script)
         same(run_completion, serving_completion(enable_per_request_metrics=True), usage,
              script, covered=False)
+        # (vLLM's own: the scripts have no prompt logprobs, so vLLM's generator fails)
         same(run_completion, serving_completion(), {"echo": True, "logprobs": 1}, script,
-             covered=False)
+             covered=False, error=True)
 
 
 @pytest.mark.parametrize("odd", ["missing", "undecoded"])
@@ -403,7 +448,8 @@ def test_completion_odd_logprobs_by_vllms_models(tokenizer: Any, odd: str) -> No
     for seed in range(4):
         script = Script(random.Random(seed), tokenizer, n=1, prompts=1, logprobs=3, odd=odd)
         same(run_completion, serving_completion(system_fingerprint="fp"),
-             {"logprobs": 2, "return_token_ids": True}, script)
+             {"logprobs": 2, "return_token_ids": True}, script,
+             error=None)  # ("missing": vLLM's KeyError, an error chunk, where it has ids)
 
 
 def test_an_error_finish_is_vllms_error_chunk(tokenizer: Any) -> None:
@@ -411,9 +457,13 @@ def test_an_error_finish_is_vllms_error_chunk(tokenizer: Any) -> None:
     key = next(iter(script.steps))
     ids, text, _, _ = script.steps[key][-1]
     script.steps[key][-1] = (ids, text, "error", None)
-    body = same(run_chat, serving_chat(), {}, script)
-    assert b'"InternalServerError"' in body
-    body = same(run_completion, serving_completion(), {}, script)
+    body = same(run_chat, serving_chat(), {}, script, error=True)
+    error = body.split(b"\n\n")[-3]
+    assert error == (b'data: {"error":{"message":"Internal server error","type":'
+                     b'"InternalServerError","param":null,"code":500}}' if RULES.chat_error_model
+                     else b'data: {"error": {"message": "Internal server error", "type": '
+                     b'"InternalServerError", "param": null, "code": 500}}'), error
+    body = same(run_completion, serving_completion(), {}, script, error=True)
     assert b'"InternalServerError"' in body
 
 
@@ -421,21 +471,30 @@ class Steps:
     """A stream written by hand: each step a ``RequestOutput`` of several outputs, as vLLM
     merges a request's outputs when its API server lags (the same objects for each run)."""
 
-    def __init__(self, tokenizer: Any, steps: list[tuple[int, list[dict[str, Any]]]],
-                 prompts: int = 1) -> None:
+    def __init__(self, tokenizer: Any, steps: list[tuple[int, Any]], prompts: int = 1,
+                 cached: int | None = None, kv_transfer_params: Any = None) -> None:
+        """``steps``: (prompt index, the outputs as dicts, or an exception the result
+        generator raises there); ``kv_transfer_params``: on the steps that finish every
+        output (as a disaggregated prefill's engine output carries them)."""
         self.tokenizer, self.steps, self.prompts = tokenizer, steps, prompts
+        self.cached, self.kv = cached, kv_transfer_params
 
-    def outputs(self, processor: type) -> list[tuple[int, RequestOutput]]:
-        result = []
+    def outputs(self, processor: type) -> list[tuple[int, Any]]:
+        result: list[tuple[int, Any]] = []
         for p, outputs in self.steps:
+            if isinstance(outputs, BaseException):
+                result.append((p, outputs))
+                continue
             made = [CompletionOutput(
                 index=o["index"], text=o.get("text", ""), token_ids=list(o.get("ids", [])),
                 cumulative_logprob=None, logprobs=o.get("logprobs"),
                 finish_reason=o.get("finish"), stop_reason=None) for o in outputs]
+            finished = all(o.get("finish") for o in outputs)
             result.append((p, RequestOutput(
                 request_id=f"r-{p}", prompt=f"prompt {p}", prompt_token_ids=[1, 2, 3],
-                prompt_logprobs=None, outputs=made,
-                finished=all(o.get("finish") for o in outputs), num_cached_tokens=None)))
+                prompt_logprobs=None, outputs=made, finished=finished,
+                num_cached_tokens=self.cached,
+                kv_transfer_params=self.kv if finished else None)))
         return result
 
 
@@ -474,13 +533,14 @@ def test_a_step_whose_one_output_raises(tokenizer: Any, api: str, odd: str,
         request: dict[str, Any] = {"n": 2, "return_token_ids": True}
         if logprobs:
             request.update(logprobs=True, top_logprobs=1)
-        body = same(run_chat, serving_chat(), request, Steps(tokenizer, [(0, ok), (0, step)]))
+        body = same(run_chat, serving_chat(), request, Steps(tokenizer, [(0, ok), (0, step)]),
+                    error=odd == "error")
     else:
         prompts = 2 if "two" in api else 1
         request = {"n": 2, "return_token_ids": True, **({"logprobs": 1} if logprobs else {})}
         steps = [(0, ok), (prompts - 1, step)]
         body = same(run_completion, serving_completion(), request,
-                    Steps(tokenizer, steps, prompts))
+                    Steps(tokenizer, steps, prompts), error=True)
     events = body.split(b"\n\n")
     if api == "chat" and odd == "missing":
         assert b"error" not in body
@@ -489,11 +549,146 @@ def test_a_step_whose_one_output_raises(tokenizer: Any, api: str, odd: str,
     assert (b'"text":"C"' in body or b'"content":"C"' in body) != first
 
 
+# --- what 0.33 and 0.34 changed (each release's own generator says what it writes)
+
+@pytest.mark.parametrize("api", ["chat", "completion"])
+@pytest.mark.parametrize("request_", [
+    {}, {"return_token_ids": True}, {"logprobs": 2},
+    {"stream_options": {"include_usage": True, "continuous_usage_stats": True}}], ids=repr)
+def test_an_empty_first_output_that_finishes(tokenizer: Any, api: str,
+                                             request_: dict[str, Any]) -> None:
+    """A choice whose first output has no text and no token and finishes (a length or abort
+    before any token): 0.32 writes nothing for it, 0.33 on a finish chunk (chat
+    ``"delta":{}``); beside it, a choice that streams, and a later empty output that
+    finishes, written by every release."""
+    logprobs = "logprobs" in request_
+    steps = [(0, [{"index": 0, "text": "A", "ids": [5]}]),
+             (0, [{"index": 1, "text": "", "ids": [], "finish": "length"}]),
+             (0, [{"index": 0, "text": "", "ids": [], "finish": "stop"}])]
+    for _, outputs in steps:
+        for output in outputs:
+            if logprobs:
+                output["logprobs"] = _logprobs(output["ids"])
+    request = {"n": 2, **request_}
+    if api == "chat":
+        if logprobs:
+            request = {**request, "logprobs": True, "top_logprobs": 1}
+        body = same(run_chat, serving_chat(), request, Steps(tokenizer, steps))
+        empty = b'"index":1,"delta":{},'
+    else:
+        if logprobs:
+            request = {**request, "logprobs": 1}
+        body = same(run_completion, serving_completion(), request, Steps(tokenizer, steps))
+        empty = b'"index":1,"text":"",'
+    assert (empty in body) == RULES.empty_finish, body
+
+
+@pytest.mark.parametrize("api", ["chat", "completion"])
+@pytest.mark.parametrize("logprobs", [False, True])
+def test_kv_transfer_params_on_the_finish(tokenizer: Any, api: str, logprobs: bool) -> None:
+    """A finishing engine output that carries kv_transfer_params (a disaggregated prefill's):
+    0.33 on writes them on the finish chunk (vLLM's models write that chunk for the plugin),
+    null on every other chunk its loop builds; 0.32 writes no such member."""
+    params = {"do_remote_prefill": True, "remote_block_ids": [1, 2], "remote_host": "h"}
+    steps = [(0, [{"index": 0, "text": "A", "ids": [5]}]),
+             (0, [{"index": 0, "text": "B", "ids": [6], "finish": "length"}])]
+    if logprobs:
+        for _, outputs in steps:
+            outputs[0]["logprobs"] = _logprobs(outputs[0]["ids"])
+    script = Steps(tokenizer, steps, kv_transfer_params=params)
+    request: dict[str, Any] = {"return_token_ids": True}
+    if api == "chat":
+        body = same(run_chat, serving_chat(system_fingerprint="fp"),
+                    {**request, **({"logprobs": True, "top_logprobs": 1} if logprobs else {})},
+                    script)
+    else:
+        body = same(run_completion, serving_completion(system_fingerprint="fp"),
+                    {**request, **({"logprobs": 1} if logprobs else {})}, script)
+    assert (b'"kv_transfer_params":{"do_remote_prefill":true,' in body) == \
+        RULES.kv_transfer_params, body
+    assert (b'"kv_transfer_params":null' in body) == RULES.kv_transfer_params, body
+
+
+@pytest.mark.parametrize("api", ["chat", "completion"])
+@pytest.mark.parametrize("error", ["retryable", "generation", "value"])
+def test_an_error_from_the_result_generator(tokenizer: Any, api: str, error: str) -> None:
+    """The result generator raises after a step (a request rejected by the engine: vLLM's
+    RetryableRequestError; a GenerationError; any other exception): the chunks before it,
+    then vLLM's error chunk for it (its type and code as the release maps them: 0.33 on,
+    completions say ServiceUnavailableError for a retryable one, chat InternalServerError),
+    then [DONE]."""
+    from vllm.exceptions import GenerationError, RetryableRequestError
+
+    raised = {"retryable": RetryableRequestError("rejected on arrival"),
+              "generation": GenerationError("boom"), "value": ValueError("bad \"value\" é")}
+    steps = [(0, [{"index": 0, "text": "A", "ids": [5]}]), (0, raised[error])]
+    run, serving = (run_chat, serving_chat()) if api == "chat" else \
+        (run_completion, serving_completion())
+    body = same(run, serving, {"stream_options": {"include_usage": True}},
+                Steps(tokenizer, steps), error=True)
+    events = body.split(b"\n\n")
+    assert b'"A"' in events[-4] and b'"error"' in events[-3], events
+
+
+def _logger() -> Any:
+    class Logger:
+        def __init__(self) -> None:
+            self.calls: list[Any] = []
+
+        def log_outputs(self, **what: Any) -> None:
+            self.calls.append(what)
+
+    return Logger()
+
+
+def test_a_server_that_logs_outputs(tokenizer: Any) -> None:
+    """--enable-log-outputs with a request logger: chat keeps vLLM's generator on every
+    release; completions too from 0.33 on (they log outputs there), the plugin's on 0.32."""
+    script = Script(random.Random(5), tokenizer, n=1, prompts=1, logprobs=None)
+    same(run_chat, serving_chat(enable_log_outputs=True, request_logger=_logger()), {},
+         script, covered=False)
+    same(run_completion, serving_completion(enable_log_outputs=True,
+                                            request_logger=_logger()), {}, script,
+         covered=not RULES.completion_logs_outputs)
+
+
+@pytest.mark.skipif(RULES is None or not RULES.weight_versions,
+                    reason="return_weight_versions: 0.33 on")
+def test_return_weight_versions_is_vllms(tokenizer: Any) -> None:
+    script = Script(random.Random(6), tokenizer, n=1, prompts=1, logprobs=None)
+    same(run_chat, serving_chat(), {"return_weight_versions": True}, script, covered=False)
+    same(run_completion, serving_completion(), {"return_weight_versions": True}, script,
+         covered=False)
+
+
+def test_chat_usage_with_prompt_details_is_vllms(tokenizer: Any) -> None:
+    """--enable-prompt-tokens-details with continuous usage and a cached count (0.34 writes
+    the prompt details in the role chunk's usage): vLLM's own generator."""
+    steps = [(0, [{"index": 0, "text": "A", "ids": [5]}]),
+             (0, [{"index": 0, "text": "B", "ids": [6], "finish": "stop"}])]
+    body = same(run_chat, serving_chat(enable_prompt_tokens_details=True),
+                {"stream_options": {"include_usage": True, "continuous_usage_stats": True}},
+                Steps(tokenizer, steps, cached=3), covered=False)
+    assert b'"cached_tokens":3' in body
+
+
+@pytest.mark.parametrize("model", ["m-987654321", 'q"987654321\\'])
+def test_a_model_name_with_vllms_probe_index(tokenizer: Any, model: str,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A model name holding the index 0.34's own template probes with: its template is not
+    used (its model writes the chunks), the same bytes."""
+    monkeypatch.setattr(sys.modules[__name__], "MODEL", model)
+    for seed in range(3):
+        script = Script(random.Random(seed), tokenizer, n=2, prompts=2, logprobs=None)
+        same(run_completion, serving_completion(), {"n": 2}, script)
+        same(run_chat, serving_chat(), {"n": 2}, script)
+
+
 # --- the table
 
 def test_the_table_is_vllms_decode(tokenizer: Any) -> None:
     """Every id's text in the table is convert_ids_list_to_tokens' (some are U+FFFD)."""
-    table = stream.TokenTable(tokenizer, convert_ids_list_to_tokens)
+    table = tables.TokenTable(tokenizer, convert_ids_list_to_tokens)
     ids = list(range(len(tokenizer)))
     random.Random(0).shuffle(ids)
     expected = convert_ids_list_to_tokens(tokenizer, ids)
@@ -505,7 +700,7 @@ def test_the_table_is_vllms_decode(tokenizer: Any) -> None:
     assert table.partial and len(table.partial) < len(ids)
     assert table.texts([]) == []
     assert table.texts(ids[:3] * 2) == expected[:3] * 2
-    assert stream.table(tokenizer) is stream.table(tokenizer)
+    assert token_table(tokenizer) is token_table(tokenizer)
 
 
 @pytest.mark.parametrize("cached", [False, True])
@@ -520,27 +715,27 @@ def test_a_grown_vocabulary_is_a_new_table(tokenizer: Any, cached: bool) -> None
     own = copy.deepcopy(tokenizer)
     tok = get_cached_tokenizer(own) if cached else own
     new_id = own.backend_tokenizer.get_vocab_size(with_added_tokens=True)
-    old = stream.table(tok)
+    old = token_table(tok)
     assert old.texts([new_id, 5]) == convert_ids_list_to_tokens(tok, [new_id, 5])
-    assert stream.table(tok) is old
+    assert token_table(tok) is old
     tok.add_tokens(["zqzqz"])
     assert convert_ids_list_to_tokens(tok, [new_id]) == ["zqzqz"]
-    assert stream.table(tok) is not old
-    assert stream.table(tok).texts([new_id, 5]) == ["zqzqz", old.texts([5])[0]]
-    processor = stream._tabled_class(LogprobsProcessor)(
+    assert token_table(tok) is not old
+    assert token_table(tok).texts([new_id, 5]) == ["zqzqz", old.texts([5])[0]]
+    processor = TABLED(
         tokenizer=tok, logprobs=[], prompt_logprobs=None, cumulative_logprob=0.0,
         num_logprobs=1, num_prompt_logprobs=None)
     processor._update_sample_logprobs((np.array([[new_id, 5]], dtype=np.int32),
                                        np.array([[-0.5, -1.0]], dtype=np.float32),
                                        np.array([1], dtype=np.int64), None))
-    assert stream._position(processor.logprobs[0])[0][2] == "zqzqz"
+    assert tabling.position(processor.logprobs[0])[0][2] == "zqzqz"
 
 
 def test_a_partial_text_is_marked_before_it_is_stored(tokenizer: Any) -> None:
     """``TokenTable.texts`` adds an id to ``partial`` before it stores its text: a reader on
     another thread (a free-threaded build) that finds a text ending in U+FFFD finds its id
     partial too, and vLLM's correction runs."""
-    table = stream.TokenTable(tokenizer, convert_ids_list_to_tokens)
+    table = tables.TokenTable(tokenizer, convert_ids_list_to_tokens)
     stored: list[int] = []
 
     class Texts(dict):  # type: ignore[type-arg]
@@ -564,15 +759,15 @@ def test_the_tabled_processor_is_vllms(tokenizer: Any, seed: int) -> None:
     script = Script(random.Random(seed), tokenizer, n=1, prompts=1, logprobs=6)
     theirs = [res.outputs[0].logprobs for _, res in script.outputs(LogprobsProcessor)]
     ours = [res.outputs[0].logprobs for _, res in script.outputs(
-        stream._tabled_class(LogprobsProcessor))]
+        TABLED)]
     def flat(x: Any) -> Any:
         return [[(i, lp.rank, lp.decoded_token, repr(lp.logprob)) for i, lp in p.items()]
-                for step in x for p in stream._vllms(step)]
+                for step in x for p in vllms(step)]
     assert flat(ours) == flat(theirs)
     # what the generators read of a record: the dict's entries, in its order
     entries = [[(i, repr(lp.logprob), lp.decoded_token) for i, lp in p.items()]
                for step in theirs for p in step]
-    assert [[(i, repr(lp), text) for i, lp, text in stream._position(p)]
+    assert [[(i, repr(lp), text) for i, lp, text in tabling.position(p)]
             for step in ours for p in step] == entries
     assert all(type(p) is tuple for step in ours for p in step)
 
@@ -599,15 +794,15 @@ def test_a_record_reads_as_vllms_dict(seed: int) -> None:
         record = (ids, logprobs, texts, rng.randint(1, 9), num)
         made: list[Any] = []
         append_logprobs_for_next_position(made, *record)
-        assert [(i, repr(lp), text) for i, lp, text in stream._position(record)] == \
+        assert [(i, repr(lp), text) for i, lp, text in tabling.position(record)] == \
             [(i, repr(e.logprob), e.decoded_token) for i, e in made[0].items()]
-        assert stream._record_dict(record) == made[0]
+        assert tabling.record_dict(record, append_logprobs_for_next_position) == made[0]
         # a completion's entries from the record (straight from its lists where it can)
         # and from vLLM's dict: the same
         for top, every in [(0, False), (1, False), (2, False), (5, False), (-1, False),
                            (1, True)]:
-            got = stream._completion_logprobs([ids[0]], [record], top, every, False, 3)
-            assert repr(got) == repr(stream._completion_logprobs(
+            got = _vllm_logprobs.completion_logprobs([ids[0]], [record], top, every, False, 3)
+            assert repr(got) == repr(_vllm_logprobs.completion_logprobs(
                 [ids[0]], [made[0]], top, every, False, 3))
 
 
@@ -625,9 +820,9 @@ def test_only_our_requests_are_tabled(tokenizer: Any) -> None:
 
     async def task() -> list[type]:
         kinds = [made()]
-        mark = stream._mark()
+        mark = tabling.mark()
         kinds.append(made())
-        assert stream._unmark(mark) is None and stream._unmark(None) is None
+        assert tabling.unmark(mark) is None and tabling.unmark(None) is None
         return [*kinds, made()]
 
     before, during, after = asyncio.run(task())
@@ -656,7 +851,7 @@ def test_one_task_serves_many_requests(tokenizer: Any) -> None:
     completion_request = CompletionRequest.model_validate(
         {"model": "m", "prompt": ["a", "b"], "stream": True, "max_tokens": 16, "logprobs": 3})
     conversation = [{"role": "user", "content": "hi"}]
-    stream._TABLES.clear()
+    tables._TABLES.clear()
 
     async def serve() -> None:
         llm = engine(tokenizer)
@@ -699,7 +894,7 @@ def test_one_task_serves_many_requests(tokenizer: Any) -> None:
         try:
             ours = await chat(OpenAIServingChat.chat_completion_stream_generator,
                               serving_chat(), chat_request)
-            texts = len(stream.table(tokenizer))
+            texts = len(token_table(tokenizer))
             assert texts  # (the covered stream's requests took the table's texts)
             assert await chat(CHAT, serving_chat(), chat_request) == ours
             full = await OpenAIServingChat.chat_completion_full_generator(
@@ -717,65 +912,136 @@ def test_one_task_serves_many_requests(tokenizer: Any) -> None:
             ours = await completion(OpenAIServingCompletion.completion_stream_generator)
             assert await completion(COMPLETION) == ours
             await direct("direct-2")
-            assert len(stream.table(tokenizer)) > texts  # (the completions' requests)
+            assert len(token_table(tokenizer)) > texts  # (the completions' requests)
         finally:
             await stop(llm)
 
     asyncio.run(serve())
 
 
-# --- the fingerprint and the switch
+# --- the release, the fingerprint and the switch
 
-def test_the_fingerprint_is_this_vllms() -> None:
-    """This vLLM is the one the mode was checked against: every source, pydantic-core's
-    release, and the probes' bytes both ways."""
-    found = stream.sources()
-    assert len(found) == len({id(item) for item in found.values()}) == len(stream.CHECKED) - 1
-    assert stream.fingerprint() == stream.CHECKED
-    assert stream.probes() == []
-    assert len(stream._probes_chat(stream._vllm())) + len(
-        stream._probes_completion(stream._vllm())) >= 10
+def test_this_release_is_known() -> None:
+    """This vLLM is a release the plugin knows: every target's source and pydantic-core's
+    release are its row's, each target is where the row says (absent where it says absent),
+    and the probe chunks come out the same both ways."""
+    assert RELEASE is not None, releases.detect(releases.fingerprint())[2]
+    found = releases.fingerprint(patch.originals())
+    assert found == RELEASE.digests
+    for target in targets.TARGETS:
+        item = names.resolve(target.name)
+        assert (isinstance(item, str) and item == names.ABSENT) == \
+            (RELEASE.digests[targets.short(target.name)] == names.ABSENT), target.name
+    ctx = patch.installed()
+    assert ctx is not None and ctx.release is RELEASE
+    assert shapes.probes(ctx) == []
+    assert len(shapes._chat(ctx)) + len(shapes._completion(ctx)) >= 12
+
+
+def test_the_shapes_are_the_builtin_ones_on_0_32() -> None:
+    """On 0.32 the frames built from vLLM's models are the stream writer's built-in
+    ``"vllm"`` shapes' probes, byte for byte (the built-in shapes were read from 0.32's
+    sources); on a later release they differ where its rules say."""
+    from tokcore.writer._writer_builtin import builtin
+
+    ctx = patch.installed()
+    assert ctx is not None
+    for api, made in (("chat", shapes._chat_probes), ("completions", shapes._completion_probes)):
+        ours = made(ctx.names, ctx.release.rules)
+        theirs = builtin(api, "vllm")[0]
+        for frame, probe in ours.items():
+            if api == "completions" and frame == "usage":  # (no reasoning: none written)
+                continue
+            if not RULES.kv_transfer_params:
+                assert probe == theirs[frame], (api, frame)
+            elif frame != "usage":
+                assert (',"kv_transfer_params":null}' in probe) == (frame != "start"), probe
+
+
+def test_the_registry_names_what_the_plugin_uses() -> None:
+    """Every patch is a target, replaced or wrapped, with its why, how, what it reproduces
+    and what would retire it; every name the plugin's code uses (``_vllm_names.Names``) is a
+    target or the class of one; the names are unique."""
+    by_name = {target.name: target for target in targets.TARGETS}
+    assert len(by_name) == len(targets.TARGETS)
+    assert len({targets.short(name) for name in by_name}) == len(by_name)
+    for item in targets.PATCHES:
+        assert by_name[item.target].role in ("replaced", "wrapped"), item.target
+        assert item.why and item.how and item.retire and item.reproduces
+        assert all(name in by_name for name in item.reproduces), item.reproduces
+    objects = {}
+    for target in targets.TARGETS:
+        found = names.resolve(target.name)
+        objects[id(getattr(found, "__func__", found))] = target.name
+        owner = target.name.partition(":")[2].split(".")[0]
+        if "." in target.name.partition(":")[2]:
+            objects[id(names.resolve(f"{target.name.partition(':')[0]}:{owner}"))] = owner
+    loaded = names.load()
+    for field in loaded._fields:
+        value = getattr(loaded, field)
+        if field.endswith("_serving"):  # (the generators' modules)
+            continue
+        if field == "OpenAIServingChat":  # (the replaced generator's class: patched now)
+            assert value is OpenAIServingChat
+            continue
+        assert id(value) in objects, field
+
+
+def test_the_sources_tool(tmp_path: Any) -> None:
+    """tools/vllm_sources.py writes every target present here with its digest (the plugin's
+    row's) and agrees with the plugin's row (--check)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent.parent
+    env = {"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"}
+    tool = str(root / "tools" / "vllm_sources.py")
+    done = subprocess.run([sys.executable, tool, "--out", str(tmp_path)], capture_output=True,
+                          text=True, env=env, check=True)
+    folder = Path(done.stdout.strip().splitlines()[-1])
+    assert folder == tmp_path / RELEASE.name
+    rows = [line.split("\t") for line in (folder / "INDEX.tsv").read_text().splitlines()[1:]]
+    assert len(rows) == len(targets.TARGETS)
+    for name, _, _, _, _, digest in rows:
+        assert RELEASE.digests[targets.short(name)] == digest, name
+        assert (folder / f"{targets.short(name)}.py").exists() == (digest != names.ABSENT)
+    done = subprocess.run([sys.executable, tool, "--check"], capture_output=True, text=True,
+                          env=env, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    done = subprocess.run([sys.executable, tool, "--table"], capture_output=True, text=True,
+                          env=env, check=True)
+    assert f'"{RELEASE.name}": Release("{RELEASE.name}", Rules(...)' in done.stdout
 
 
 @pytest.fixture
 def uninstalled(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
                 ) -> Iterator[Callable[..., list[str]]]:
-    """The generators uninstalled for the test, and installed again after it once its
-    patches are undone. The test calls the function given to try an install that must be
-    refused: it returns the install's WARNING lines."""
-    stream.uninstall_generators()
-    monkeypatch.setattr(stream, "_REFUSED", [])
+    """The plugin uninstalled for the test, and installed again after it once its patches
+    are undone. The test calls the function given to try an install that must be refused: it
+    returns the install's WARNING lines."""
+    patch.uninstall()
+    monkeypatch.setattr(patch, "_REFUSED", [])
 
-    def install(**options: Any) -> list[str]:
+    def install() -> list[str]:
         caplog.clear()
         with caplog.at_level("WARNING", "tokcore.plugins.vllm"):
-            assert not stream.install_generators(**options)
-        assert not stream._REPLACED  # (vLLM's generators, its processor: untouched)
+            assert not patch.install()
+        assert not patch._REPLACED and patch.installed() is None  # (vLLM untouched)
         return [r.getMessage() for r in caplog.records if r.name == "tokcore.plugins.vllm"]
 
     yield install
     monkeypatch.undo()
-    assert stream.install_generators()
+    assert patch.install()
 
 
-def _owner(name: str) -> Any:
-    """Where ``sources()`` finds a source by this name: its class, or the module it reads."""
-    v = stream._vllm()
-    classes = {cls.__name__: cls for cls in (
-        OpenAIServingChat, OpenAIServingCompletion, v["base"].GenerateBaseServing,
-        LogprobsProcessor, v["output_processor"].RequestState, v["outputs"].RequestOutput)}
-    if "." in name:
-        return classes[name.split(".")[0]]
-    modules = {"maybe_filter_parallel_tool_calls": "chat_serving",
-               "_make_prompt_tokens_details": "chat_serving", "as_list": "chat_serving",
-               "format_token_id_placeholder": "base", "build_spec_decoding_metrics": "base",
-               "should_include_usage": "api_utils", "create_sample_logprobs": "engine_logprobs",
-               "convert_ids_list_to_tokens": "detokenizer_utils",
-               "get_leading_space_marker": "detokenizer_utils",
-               "_restore_leading_spaces": "detokenizer_utils",
-               "append_logprobs_for_next_position": "vllm_logprobs",
-               "Logprob": "vllm_logprobs", "FlatLogprobs": "vllm_logprobs"}
-    return v[modules[name]]
+def _owner(name: str) -> tuple[Any, str]:
+    """Where a target is defined: its class or module, and its attribute there."""
+    module, _, qualname = name.partition(":")
+    if "." in qualname:
+        owner, attribute = qualname.rsplit(".", 1)
+        return names.resolve(f"{module}:{owner}"), attribute
+    return importlib.import_module(module), qualname
 
 
 def _changed(original: Any) -> Any:
@@ -783,7 +1049,7 @@ def _changed(original: Any) -> Any:
     source (as a vLLM release that changed it would have it)."""
     if isinstance(original, type):
         class Changed(original):  # type: ignore[misc, valid-type]
-            changed = True
+            changed: ClassVar[bool] = True
 
         Changed.__qualname__ = original.__qualname__
         return Changed
@@ -793,22 +1059,34 @@ def _changed(original: Any) -> Any:
         return function(*args, **kwargs)
 
     changed.__qualname__ = function.__qualname__
-    return classmethod(changed) if isinstance(original, classmethod) else changed
+    if isinstance(original, classmethod):
+        return classmethod(changed)
+    return staticmethod(changed) if isinstance(original, staticmethod) else changed
 
 
-@pytest.mark.parametrize("name", [name for name in stream.CHECKED if name != "pydantic-core"])
+PRESENT = [t.name for t in targets.TARGETS if RELEASE is not None and
+           RELEASE.digests[targets.short(t.name)] != names.ABSENT]
+
+
+@pytest.mark.parametrize("name", PRESENT, ids=targets.short)
 def test_a_changed_source_refuses(monkeypatch: pytest.MonkeyPatch, uninstalled: Any,
                                   name: str) -> None:
-    """Each vLLM function or class of ``sources()`` changed: the generators are not
-    installed, and the one WARNING line names it."""
-    owner = _owner(name)
-    attribute = name.split(".")[-1]
-    original = vars(owner)[attribute]
-    assert stream.sources()[name] in (original, getattr(original, "__func__", None))
-    monkeypatch.setattr(owner, attribute, _changed(original))
+    """Each target changed (as a release that changed it would have it): the plugin stays
+    off, and its one WARNING line names this release as the closest and the target as what
+    differs."""
+    owner, attribute = _owner(name)
+    monkeypatch.setattr(owner, attribute, _changed(vars(owner)[attribute]))
     lines = uninstalled()
-    assert len(lines) == 1 and lines[0].endswith("dump patch only"), lines
-    assert f"differs here: {name}: " in lines[0], lines
+    assert len(lines) == 1 and lines[0].endswith("off, vLLM's own streams"), lines
+    assert f"closest {RELEASE.name}, from which these differ: {targets.short(name)}): " \
+        in lines[0], lines
+
+
+def test_a_missing_target_refuses(monkeypatch: pytest.MonkeyPatch, uninstalled: Any) -> None:
+    """A target gone (as a release that removed it): named, absent here."""
+    monkeypatch.delattr(LogprobsProcessor, "_verify_tokens")
+    lines = uninstalled()
+    assert "differ: LogprobsProcessor._verify_tokens (absent here)): " in lines[0], lines
 
 
 def test_another_pydantic_core_refuses(monkeypatch: pytest.MonkeyPatch,
@@ -820,13 +1098,34 @@ def test_another_pydantic_core_refuses(monkeypatch: pytest.MonkeyPatch,
     assert len(lines) == 1 and "pydantic-core 2.99.0 (checked: 2.50.5)" in lines[0], lines
 
 
-def _reordered(cls: Any, first: str) -> Any:
-    """The model with its member ``first`` moved to the front."""
-    import pydantic
+def test_one_line_names_every_difference(monkeypatch: pytest.MonkeyPatch,
+                                         uninstalled: Any) -> None:
+    """Several differences: one WARNING line names them all, and another install that finds
+    the same writes none."""
+    import pydantic_core
 
-    fields = {first: cls.model_fields[first]} | dict(cls.model_fields)
-    return pydantic.create_model(cls.__name__, __config__=cls.model_config, **{
-        name: (field.annotation, field) for name, field in fields.items()})
+    monkeypatch.setattr(pydantic_core, "__version__", "2.99.1")
+    monkeypatch.setattr(LogprobsProcessor, "_verify_tokens",
+                        _changed(LogprobsProcessor._verify_tokens))
+    lines = uninstalled()
+    assert len(lines) == 1, lines
+    assert "differ: LogprobsProcessor._verify_tokens, pydantic-core 2.99.1 (checked: " \
+        "2.50.5)): " in lines[0], lines
+    assert uninstalled() == []
+
+
+def test_an_unknown_release_is_off(monkeypatch: pytest.MonkeyPatch, uninstalled: Any) -> None:
+    """This release's row gone (as a vLLM the plugin does not know yet): off, the line names
+    the closest known release and what differs from it; the switch's register() leaves
+    vLLM's streams as they are."""
+    others = {name: row for name, row in releases.RELEASES.items() if name != RELEASE.name}
+    monkeypatch.setattr(releases, "RELEASES", others)
+    lines = uninstalled()
+    assert len(lines) == 1 and f"is not a release it knows ({', '.join(others)}; closest " \
+        in lines[0], lines
+    monkeypatch.setenv(plugin.SWITCH, "1")
+    plugin.register()
+    assert plugin.mode() == "off"
 
 
 def _serialized(cls: Any, member: str) -> Any:
@@ -838,100 +1137,103 @@ def _serialized(cls: Any, member: str) -> Any:
         def _text(self, value: Any) -> Any:
             return str(value)
 
-    Serialized.__name__ = cls.__name__
+    Serialized.__name__ = Serialized.__qualname__ = cls.__name__
     return Serialized
 
 
-def _defaulted(cls: Any, member: str, value: Any) -> Any:
-    """The model with another default for ``member``."""
+def _reordered(cls: Any, first: str) -> Any:
+    """The model with its member ``first`` moved to the front."""
     import pydantic
 
-    field = cls.model_fields[member]
-    return pydantic.create_model(cls.__name__, __base__=cls, **{
-        member: (field.annotation, pydantic.Field(default=value))})
+    fields = {first: cls.model_fields[first]} | dict(cls.model_fields)
+    return pydantic.create_model(cls.__name__, __config__=cls.model_config, **{
+        name: (field.annotation, field) for name, field in fields.items()})
 
 
-@pytest.mark.parametrize("change", ["order", "serializer", "default", "nested serializer"])
-def test_changed_models_refuse(monkeypatch: pytest.MonkeyPatch, uninstalled: Any,
-                               change: str) -> None:
-    """vLLM's chunk models changed as another vLLM could have them (a member moved, a
-    serializer, a default, a nested model's serializer), where vLLM's generators find them:
-    the probes the stream writer writes are not their bytes, so the generators are not
-    installed, and the one WARNING line names the probes that differ."""
-    import pydantic
-
-    v = stream._vllm()
-    chat, completion = v["chat_serving"], v["completion_serving"]
-    if change == "order":
-        monkeypatch.setattr(chat, "ChatCompletionStreamResponse",
-                            _reordered(chat.ChatCompletionStreamResponse, "model"))
-        named = "the chat role chunk"
-    elif change == "serializer":
-        monkeypatch.setattr(chat, "ChatCompletionStreamResponse",
-                            _serialized(chat.ChatCompletionStreamResponse, "created"))
-        named = "the chat usage chunk"
-    elif change == "default":
-        monkeypatch.setattr(completion, "CompletionStreamResponse", _defaulted(
-            completion.CompletionStreamResponse, "object", "completion"))
-        named = "the completions usage chunk"
-    else:
-        usage = _serialized(completion.UsageInfo, "total_tokens")
-        chunk = pydantic.create_model(
-            "CompletionStreamResponse", __base__=completion.CompletionStreamResponse,
-            usage=(usage | None, pydantic.Field(default=None)))
-        monkeypatch.setattr(completion, "UsageInfo", usage)
-        monkeypatch.setattr(completion, "CompletionStreamResponse", chunk)
-        named = "the completions usage chunk"
+def test_a_model_changed_where_it_is_defined_refuses(monkeypatch: pytest.MonkeyPatch,
+                                                      uninstalled: Any) -> None:
+    """A chunk model changed in its own module (as a release would change it): the
+    fingerprint names it."""
+    module = importlib.import_module(targets.CHAT_PROTOCOL)
+    monkeypatch.setattr(module, "ChatCompletionStreamResponse",
+                        _reordered(module.ChatCompletionStreamResponse, "model"))
     lines = uninstalled()
-    assert len(lines) == 1 and lines[0].endswith("dump patch only"), lines
-    assert named in lines[0], lines
+    assert "differ: ChatCompletionStreamResponse): " in lines[0], lines
 
 
-def test_one_line_names_every_difference(monkeypatch: pytest.MonkeyPatch,
-                                         uninstalled: Any) -> None:
-    """Several differences: one WARNING line names them all, and another install that finds
-    the same writes none."""
-    import pydantic_core
-
-    monkeypatch.setattr(pydantic_core, "__version__", "2.99.1")
-    monkeypatch.setattr(LogprobsProcessor, "_verify_tokens",
-                        _changed(LogprobsProcessor._verify_tokens))
-    v = stream._vllm()
-    monkeypatch.setattr(v["chat_serving"], "ChatCompletionStreamResponse", _reordered(
-        v["chat_serving"].ChatCompletionStreamResponse, "model"))
+@pytest.mark.parametrize("api", ["chat", "completions"])
+def test_a_model_that_writes_a_member_its_own_way_refuses(
+        monkeypatch: pytest.MonkeyPatch, uninstalled: Any, api: str) -> None:
+    """A chunk model, where vLLM's generators find it, that writes a member its own way
+    (``created`` as text): the shapes built from it keep what it wrote of the probe's
+    sentinel, so the probe chunks differ both ways, and the one line names them."""
+    module = names.load().chat_serving if api == "chat" else names.load().completion_serving
+    cls = "ChatCompletionStreamResponse" if api == "chat" else "CompletionStreamResponse"
+    monkeypatch.setattr(module, cls, _serialized(getattr(module, cls), "created"))
     lines = uninstalled()
-    assert len(lines) == 1, lines
-    assert "differs here: LogprobsProcessor._verify_tokens, pydantic-core 2.99.1 (checked: " \
-        "2.50.5), the chat role chunk" in lines[0], lines
-    assert uninstalled() == []
+    assert len(lines) == 1 and "are not the stream writer's: " in lines[0], lines
+    assert f" {api} " in lines[0].split("writer's: ")[1], lines
 
 
-def test_another_fingerprint_keeps_the_dump_patch(uninstalled: Any) -> None:
-    """An install against another fingerprint (``expected``): refused, naming what differs."""
-    lines = uninstalled(expected={**stream.CHECKED, "as_list": "0" * 16})
-    assert len(lines) == 1 and "differs here: as_list: " in lines[0], lines
+def test_a_reordered_model_is_followed(monkeypatch: pytest.MonkeyPatch, tokenizer: Any
+                                       ) -> None:
+    """A chunk model, where vLLM's generators find it, with its members in another order:
+    the shapes are built from it, so the plugin's streams are still vLLM's bytes."""
+    patch.uninstall()
+    chat = names.load().chat_serving
+    monkeypatch.setattr(chat, "ChatCompletionStreamResponse", _reordered(
+        chat.ChatCompletionStreamResponse, "model"))
+    try:
+        assert patch.install()
+        for seed in range(3):
+            script = Script(random.Random(seed), tokenizer, n=2, prompts=1, logprobs=3)
+            body = same(run_chat, serving_chat(system_fingerprint="fp"),
+                        {"n": 2, "logprobs": True, "top_logprobs": 2}, script)
+            assert body.startswith(b'data: {"model":"model/\xc3\xa9","id":')
+    finally:
+        patch.uninstall()
+        monkeypatch.undo()
+        assert patch.install()
 
 
-@pytest.mark.parametrize(("value", "generators", "dump", "warns"), [
-    ("", False, False, False), ("0", False, False, False), ("dump", False, True, False),
-    ("generator", True, True, False), ("1", True, True, False),
-    ("yes", False, False, True)])
+@pytest.mark.parametrize(("value", "on", "warns"), [
+    ("", False, False), ("0", False, False), ("1", True, False), ("generator", True, False),
+    ("dump", False, True), ("yes", False, True)])
 def test_the_switch(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
-                    value: str, generators: bool, dump: bool, warns: bool) -> None:
-    stream.uninstall_generators()
-    plugin.uninstall()
+                    value: str, on: bool, warns: bool) -> None:
+    patch.uninstall()
     monkeypatch.setenv(plugin.SWITCH, value)
     try:
-        with caplog.at_level("WARNING", "tokcore.plugins.vllm"):
+        with caplog.at_level("INFO", "tokcore.plugins.vllm"):
             plugin.register()
-        assert (OpenAIServingChat.chat_completion_stream_generator is not CHAT) == generators
-        assert (OpenAIServingCompletion.completion_stream_generator is not COMPLETION) == \
-            generators
-        assert bool(plugin._PATCHED) == dump
-        assert len(caplog.records) == warns
-        assert plugin.mode() == ("generator" if generators else "dump" if dump else "off")
+            plugin.register()  # (again: nothing more)
+        assert (vars(OpenAIServingChat)["chat_completion_stream_generator"] is not CHAT) == on
+        assert (vars(OpenAIServingCompletion)["completion_stream_generator"] is not
+                COMPLETION) == on
+        assert (vars(LogprobsProcessor)["from_new_request"] is not NEW_REQUEST) == on
+        assert [r.levelname for r in caplog.records] == ["WARNING"] * 2 * warns
+        if value == "dump":
+            assert "the dump mode is gone" in caplog.records[0].getMessage()
+        assert plugin.mode() == ("generator" if on else "off")
     finally:
         plugin.uninstall()
-        stream.uninstall_generators()
-        assert stream.install_generators()
+        assert plugin.mode() == "off"
+        assert patch.install()
 
+
+def test_the_rust_frontend_is_named(monkeypatch: pytest.MonkeyPatch,
+                                    caplog: pytest.LogCaptureFixture) -> None:
+    """VLLM_USE_RUST_FRONTEND: vLLM's Rust process serves the API; the plugin says in one INFO
+    line that it changes nothing there (installed all the same: the Python processes are
+    vLLM's engine's)."""
+    patch.uninstall()
+    monkeypatch.setenv(plugin.SWITCH, "1")
+    monkeypatch.setenv("VLLM_USE_RUST_FRONTEND", "1")
+    try:
+        with caplog.at_level("INFO", "tokcore.plugins.vllm"):
+            plugin.register()
+        assert [r.levelname for r in caplog.records] == ["INFO"]
+        assert "VLLM_USE_RUST_FRONTEND" in caplog.records[0].getMessage()
+    finally:
+        plugin.uninstall()
+        assert patch.install()

