@@ -348,10 +348,8 @@ def main() -> None:
             SERVER_PIDS[api_urls[name]] = server.pid
         api = asyncio.run(drive_api(api_urls, args.rounds, args.requests, args.concurrency,
                                     args.output_tokens))
-    finally:
-        for process in processes:
-            process.terminate()
-            process.wait(timeout=10)
+    finally:  # asked to end, killed after 10 s: a loaded machine's uvicorn can take longer
+        example.stop_workers(processes)
 
     print(f"examples/disagg_proxy.py on loopback: {PROMPT_TOKENS}-token prompts, "
           f"{args.output_tokens} output tokens, {args.concurrency} concurrent streams, "

@@ -211,9 +211,11 @@ def main() -> int:
             # and may write them as JSON where BENCH_RECORD says (bench_e2e.py does)
             record = RESULTS / f"{script.stem}.json"
             record.unlink(missing_ok=True)
-            done = subprocess.run([sys.executable, str(script)], check=True,
-                                  capture_output=True, text=True,
-                                  env={**os.environ, "BENCH_RECORD": str(record)})
+            done = subprocess.run([sys.executable, str(script)], capture_output=True,
+                                  text=True, env={**os.environ, "BENCH_RECORD": str(record)})
+            if done.returncode:  # what it said, not only its exit status
+                sys.exit(f"{done.stdout}{done.stderr}\n{script.name} failed "
+                         f"(exit status {done.returncode})")
             out = done.stdout.rstrip()
             missed += [line.strip().removeprefix("MISSING").removeprefix("MISS").strip()
                        for line in out.splitlines() if line.lstrip().startswith("MISS")]
