@@ -317,8 +317,7 @@ def test_close_while_other_threads_feed(events_twin: ModuleType) -> None:
 
         def feeder(seed: int, decoder: Any = decoder, closed: Any = closed,
                    fed: list[int] = fed) -> None:
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline:
+            while True:  # until the decoder is closed (the closer always gets there)
                 chunk, expected = chunks[seed][len(fed) % 4]
                 try:
                     assert decoder.feed(chunk) == expected
@@ -328,9 +327,8 @@ def test_close_while_other_threads_feed(events_twin: ModuleType) -> None:
                 except ValueError as exc:
                     # the closer sets the event once close() has returned: a feed may see
                     # the closed decoder first
-                    assert str(exc) == "feed() after close()" and closed.wait(10)
+                    assert str(exc) == "feed() after close()" and closed.wait()
                     return
-            raise AssertionError("the decoder was never closed")
 
         def closer(decoder: Any = decoder, closed: Any = closed, fed: list[int] = fed) -> None:
             deadline = time.monotonic() + 10
@@ -686,11 +684,10 @@ def test_two_threads_feeding_one_relay(stream_twin: ModuleType) -> None:
                 outcomes.append("fed")
 
     rounds = 0
-    deadline = time.monotonic() + 30
     # until two calls overlapped (a loaded machine may run the two threads one after the
-    # other for a while), at least ROUNDS rounds
+    # other for a while: rounds are counted, not timed), at least ROUNDS rounds
     while rounds < ROUNDS or ("refused" not in outcomes and FREE_THREADED
-                              and time.monotonic() < deadline):
+                              and rounds < 25 * ROUNDS):
         at_once(2, feed)
         rounds += 1
     fed = outcomes.count("fed")
