@@ -335,7 +335,8 @@ def _has(dist: str) -> bool:
 def section(record: dict[str, Any]) -> str:
     """The benchmarks page's vLLM section (between its markers), from a recorded run."""
     m = record["machine"]
-    head = (f"Run of {record['date']} on {m['cpu']} ({m['cores']} cores, {m['system']}, "
+    load = f", load {m['load']}" if "load" in m else ""
+    head = (f"Run of {record['date']} on {m['cpu']} ({m['cores']} cores{load}, {m['system']}, "
             f"Python {m['python']}), tokcore at commit {record['tokcore']}, vLLM "
             f"{record['vllm']} (CPU wheel, torch "
             f"{record['torch']}): {record['concurrency']} concurrent streams of "

@@ -399,8 +399,8 @@ def test_the_end_to_end_figures_have_each_convention_both_ways() -> None:
 
 def test_the_vllm_section_is_the_recorded_bench_vllm_run() -> None:
     """docs/benchmarks.md's vLLM section is bench/bench_vllm.py's rendering of the recorded
-    run (docs/_static/bench/vllm.json): the three modes of each case, vLLM's version, the
-    goals."""
+    run (docs/_static/bench/vllm.json): the plugin off and on in each case, greedy and
+    sampled, at least 3 rounds, vLLM's version, the goals."""
     spec = importlib.util.spec_from_file_location("bench_vllm", ROOT / "bench" / "bench_vllm.py")
     assert spec and spec.loader
     bench = importlib.util.module_from_spec(spec)
