@@ -278,7 +278,8 @@ def run_chat(serving: Any, request: dict[str, Any], script: Script, ours: bool,
     meta = RequestResponseMetadata(request_id="chatcmpl-x")
     method = OpenAIServingChat.chat_completion_stream_generator if ours else CHAT
     gen = method(serving, req, _feed(outputs), "chatcmpl-x", MODEL,
-                 [{"role": "user", "content": "hi"}], script.tokenizer, meta)
+                 [{"role": "user", "content": "hi"}], script.tokenizer, meta,
+                 chat_template_kwargs=getattr(script, "chat_template_kwargs", None))
     body = asyncio.run(_drain(gen))
     return body, meta.final_usage_info, gen.ag_code
 
@@ -924,8 +925,13 @@ def test_one_task_serves_many_requests(tokenizer: Any) -> None:
 # --- reasoning parsers: vLLM's own parser objects, their deltas written by the plugin
 
 THINK, END_THINK = "<think>", "</think>"
-#: the reasoning parsers the plugin writes the deltas of (vLLM's names for them)
-REASONING = ["deepseek_r1", "qwen3"]
+#: the reasoning parsers the plugin writes the deltas of (vLLM's names for them; "thinking":
+#: the request's chat_template_kwargs ask for it, which deepseek_v3 reads)
+REASONING = ["deepseek_r1", "qwen3", "deepseek_v3", "deepseek_v3 thinking"]
+
+
+def template_kwargs(parser: str) -> dict[str, Any] | None:
+    return {"thinking": True} if parser.endswith(" thinking") else None
 
 
 @pytest.fixture(scope="module")
@@ -952,7 +958,7 @@ def parser_class(name: str, tokenizer: Any) -> Any:
     """The parser class vLLM's server composes for ``--reasoning-parser name``."""
     from vllm.parser import ParserManager
 
-    return ParserManager.get_parser(reasoning_parser_name=name, tokenizer=tokenizer)
+    return ParserManager.get_parser(reasoning_parser_name=name.split()[0], tokenizer=tokenizer)
 
 
 def serving_reasoning(name: str, tokenizer: Any, **options: Any) -> Any:
@@ -970,14 +976,15 @@ Plan = tuple[str, list[int], list[int], set[int], str]
 
 
 def reasoning_script(tokenizer: Any, plans: list[Plan], *, prompt: str, k: int | None,
-                     seed: int) -> Script:
+                     seed: int, parser: str = "") -> Script:
     """A Script (its outputs made as Script makes them) of one choice a plan, each step's
     text the decoded text of its ids, markers included, as a reasoning server's detokenizer
     writes them (``prompt``: ``open`` ends the prompt with <think>, ``closed`` with a
-    reasoning already closed)."""
+    reasoning already closed; ``parser``: its chat_template_kwargs are the request's)."""
     rng = random.Random(seed)
     vocab = len(tokenizer)
     script = object.__new__(Script)
+    script.chat_template_kwargs = template_kwargs(parser)  # type: ignore[attr-defined]
     script.tokenizer, script.vocab = tokenizer, vocab
     script.n, script.prompts, script.k, script.odd, script.flat = len(plans), 1, k, None, False
     tail = {"plain": [], "open": [2], "closed": [2, 7, 3]}[prompt]
@@ -1035,11 +1042,11 @@ _plans = st.tuples(st.sampled_from(["think", "open", "unclosed", "plain"]), _ids
                    st.sets(st.integers(1, 12), max_size=6), st.sampled_from(["stop", "length"]))
 
 
-@pytest.mark.parametrize("fingerprint", [None, "fp_3e1"])
 @pytest.mark.parametrize("request_", REASONING_REQUESTS, ids=repr)
 @pytest.mark.parametrize("parser", REASONING)
 @given(plans=st.lists(_plans, min_size=3, max_size=3),
-       prompt=st.sampled_from(["plain", "open", "closed"]), seed=st.integers(0, 2**16))
+       prompt=st.sampled_from(["plain", "open", "closed"]), seed=st.integers(0, 2**16),
+       fingerprint=st.sampled_from([None, "fp_3e1"]))
 def test_reasoning_bytes(thinking: Any, parser: str, request_: dict[str, Any],
                          fingerprint: str | None, plans: list[Plan], prompt: str,
                          seed: int) -> None:
@@ -1050,7 +1057,7 @@ def test_reasoning_bytes(thinking: Any, parser: str, request_: dict[str, Any],
     same bytes, the same usage (its reasoning tokens)."""
     n = request_.get("n", 1)
     script = reasoning_script(thinking, plans[:n], prompt=prompt, seed=seed,
-                              k=_k(request_, True))
+                              k=_k(request_, True), parser=parser)
     same(run_chat, serving_reasoning(parser, thinking, system_fingerprint=fingerprint),
          request_, script)
 
@@ -1077,7 +1084,8 @@ def test_reasoning_markers_split_at_every_point(thinking: Any, monkeypatch: pyte
         for cuts in range(32):
             plan = (shape, [10, 11], [12, 13], {b for b in range(1, 6) if cuts >> (b - 1) & 1},
                     "stop")
-            script = reasoning_script(thinking, [plan], prompt="plain", k=None, seed=cuts)
+            script = reasoning_script(thinking, [plan], prompt="plain", k=None, seed=cuts,
+                                      parser=parser)
             calls.clear()
             body = same(run_chat, serving_reasoning(parser, thinking), request_, script)
             assert len(calls) <= 2, (shape, cuts)
@@ -1087,9 +1095,9 @@ def test_reasoning_markers_split_at_every_point(thinking: Any, monkeypatch: pyte
 
 
 def test_reasoning_parsers_covered(thinking: Any) -> None:
-    """deepseek_r1 and qwen3 with no tool parser: the plugin's generator; another reasoning
-    parser, a tool parser beside one, a parser class that is not vLLM's composition, no
-    tokenizer: vLLM's own."""
+    """deepseek_r1, deepseek_v3 and qwen3 with no tool parser: the plugin's generator;
+    another reasoning parser (kimi_k2), a tool parser beside one, a parser class that is not
+    vLLM's composition, no tokenizer: vLLM's own."""
     from vllm.parser.abstract_parser import DelegatingParser
 
     from tokcore.plugins import _vllm_coverage as coverage
@@ -1114,7 +1122,7 @@ def test_reasoning_parsers_covered(thinking: Any) -> None:
             {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True})
         assert coverage.chat_covered(ctx, serving, request, "r", MODEL, [], thinking)
         assert not coverage.chat_covered(ctx, serving, request, "r", MODEL, [], None)
-    same(run_chat, serving_chat(parser_cls=parser_class("deepseek_v3", thinking),
+    same(run_chat, serving_chat(parser_cls=parser_class("kimi_k2", thinking),
                                 _include_reasoning_tokens_details=True, model_config=None),
          {"stream_options": {"include_usage": True}}, script, covered=False)
     # (vLLM's reasoning tokens' details without a parser: not a server vLLM makes)
@@ -1130,13 +1138,15 @@ def test_a_parser_that_cannot_be_made(tokenizer: Any, parser: str) -> None:
     vLLM's does."""
     from vllm.parser import ParserManager
 
-    cls = ParserManager.get_parser(reasoning_parser_name=parser, tokenizer=None)
+    cls = ParserManager.get_parser(reasoning_parser_name=parser.split()[0], tokenizer=None)
     serving = serving_chat(parser_cls=cls, _include_reasoning_tokens_details=True,
                            model_config=None)
     script = Script(random.Random(3), tokenizer, n=2, prompts=1, logprobs=None)
+    script.chat_template_kwargs = template_kwargs(parser)  # type: ignore[attr-defined]
+    raises = parser in ("deepseek_r1", "deepseek_v3 thinking")
     body = same(run_chat, serving, {"n": 2, "stream_options": {"include_usage": True}},
-                script, error=parser == "deepseek_r1" or None)
-    assert parser != "deepseek_r1" or body.count(b"data: ") == 2, body
+                script, error=raises or None)
+    assert not raises or body.count(b"data: ") == 2, body
 
 
 @pytest.mark.parametrize("parser", REASONING)
@@ -1150,11 +1160,14 @@ def test_reasoning_with_odd_steps(thinking: Any, parser: str) -> None:
     for _, outputs in steps:
         outputs[0]["logprobs"] = _logprobs(outputs[0]["ids"], missing=True)
     request = {"logprobs": True, "top_logprobs": 1, "return_token_ids": True}
+    script = Steps(thinking, steps, kv_transfer_params={"do_remote_prefill": True})
+    script.chat_template_kwargs = template_kwargs(parser)  # type: ignore[attr-defined]
     same(run_chat, serving_reasoning(parser, thinking, system_fingerprint="fp"), request,
-         Steps(thinking, steps, kv_transfer_params={"do_remote_prefill": True}))
+         script)
     steps[-1][1][0]["finish"] = "error"
-    same(run_chat, serving_reasoning(parser, thinking), request, Steps(thinking, steps),
-         error=True)
+    script = Steps(thinking, steps)
+    script.chat_template_kwargs = template_kwargs(parser)  # type: ignore[attr-defined]
+    same(run_chat, serving_reasoning(parser, thinking), request, script, error=True)
 
 
 # --- the release, the fingerprint and the switch

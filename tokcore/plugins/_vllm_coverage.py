@@ -3,13 +3,14 @@
 
 Chat Completions: covered when the server has no tool parser and either no reasoning parser
 (``parser_cls is None``) or one the plugin covers (``reasoning_covered``: ``deepseek_r1``,
-``qwen3``; its deltas are vLLM's parser's own, called as vLLM's generator calls it, and the
-request needs a tokenizer), and does not log outputs (``--enable-log-outputs``), the serving
-object is vLLM's own class (not a subclass), the request asks no ``return_prompt_text`` (nor,
-on 0.33 on, ``return_weight_versions``), its ``echo`` (if any) echoes nothing (the last
-message's role is not the answer's, or its content is empty), and, when it asks for usage
-(``stream_options.include_usage`` or ``--enable-force-include-usage``), the server has
-neither ``--enable-prompt-tokens-details`` nor per-request metrics. Any ``n``;
+``deepseek_v3``, ``qwen3``; its deltas are vLLM's parser's own, called as vLLM's generator
+calls it, and the request needs a tokenizer), and does not log outputs
+(``--enable-log-outputs``), the serving object is vLLM's own class (not a subclass), the
+request asks no ``return_prompt_text`` (nor, on 0.33 on, ``return_weight_versions``), its
+``echo`` (if any) echoes nothing (the last message's role is not the answer's, or its
+content is empty), and, when it asks for usage (``stream_options.include_usage`` or
+``--enable-force-include-usage``), the server has neither ``--enable-prompt-tokens-details``
+nor per-request metrics. Any ``n``;
 ``stream_options`` (usage, continuous usage); ``return_token_ids``; ``logprobs`` with any
 ``top_logprobs`` (-1 too), ``logprob_token_ids``, ``return_tokens_as_token_ids`` (the
 request's or the server's); stop strings and token ids; the ``system_fingerprint`` where vLLM
@@ -49,7 +50,8 @@ def last_message(conversation: Any, role: str) -> Any:
 def reasoning_covered(ctx: Context, parser_cls: Any) -> bool:
     """Whether a server's parser class is a reasoning parser the plugin writes the deltas
     of, with no tool parser: the class vLLM composes (a ``DelegatingParser`` subclass that
-    only names its parsers) around ``deepseek_r1``'s or ``qwen3``'s reasoning parser."""
+    only names its parsers) around ``deepseek_r1``'s, ``deepseek_v3``'s or ``qwen3``'s
+    reasoning parser."""
     names = ctx.names
     if not isinstance(parser_cls, type) or parser_cls.__bases__ != (names.DelegatingParser,):
         return False
@@ -60,6 +62,7 @@ def reasoning_covered(ctx: Context, parser_cls: Any) -> bool:
     reasoning = held.get("reasoning_parser_cls")
     return reasoning is not None and (
         reasoning is names.DeepSeekR1ReasoningParser or
+        reasoning is names.DeepSeekV3ReasoningParser or
         reasoning is vars(names.Qwen3Parser).get("reasoning_parser_cls"))
 
 

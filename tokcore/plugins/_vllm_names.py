@@ -18,6 +18,7 @@ from ._vllm_targets import (
     CHAT_STEP,
     COMPLETION,
     DEEPSEEK_R1,
+    DEEPSEEK_V3,
     DETOKENIZER,
     ENGINE_LOGPROBS,
     EXCEPTIONS,
@@ -84,6 +85,7 @@ class Names(NamedTuple):
     ChatCompletionNamedToolChoiceParam: Any
     DelegatingParser: Any
     DeepSeekR1ReasoningParser: Any
+    DeepSeekV3ReasoningParser: Any
     Qwen3Parser: Any
     # the chunk models, as the generators' modules name them
     ChatCompletionStreamResponse: Any
@@ -127,6 +129,7 @@ def load() -> Names:
             CHAT_PROTOCOL).ChatCompletionNamedToolChoiceParam,
         DelegatingParser=importlib.import_module(PARSER).DelegatingParser,
         DeepSeekR1ReasoningParser=importlib.import_module(DEEPSEEK_R1).DeepSeekR1ReasoningParser,
+        DeepSeekV3ReasoningParser=importlib.import_module(DEEPSEEK_V3).DeepSeekV3ReasoningParser,
         Qwen3Parser=importlib.import_module(QWEN3).Qwen3Parser,
         ChatCompletionStreamResponse=chat.ChatCompletionStreamResponse,
         ChatCompletionResponseStreamChoice=chat.ChatCompletionResponseStreamChoice,

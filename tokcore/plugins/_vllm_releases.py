@@ -134,6 +134,8 @@ _V0_32_0 = {
     "DelegatingParser": "df0984e45bc8f0fe",
     "BaseThinkingReasoningParser": "f719845d7afa0e61",
     "DeepSeekR1ReasoningParser": "87566abd81f84ad7",
+    "DeepSeekV3ReasoningParser": "e079c701811a7763",
+    "IdentityReasoningParser": "4ebd3e835f76c3e1",
     "ParserEngineReasoningAdapter": "b50cb4f541c45b14",
     "make_adapters": "512e1d237f8beea5",
     "Qwen3Parser": "8d2ea512527f3ca0",

@@ -47,6 +47,8 @@ PARSER_MANAGER = "vllm.parser.parser_manager"
 PARSER_ADAPTERS = "vllm.parser.engine.adapters"
 REASONING_BASIC = "vllm.reasoning.basic_parsers"
 DEEPSEEK_R1 = "vllm.reasoning.deepseek_r1_reasoning_parser"
+DEEPSEEK_V3 = "vllm.reasoning.deepseek_v3_reasoning_parser"
+IDENTITY = "vllm.reasoning.identity_reasoning_parser"
 QWEN3 = "vllm.parser.qwen3"
 
 Role = Literal["replaced", "wrapped", "reproduced", "called", "model"]
@@ -127,6 +129,11 @@ TARGETS: tuple[Target, ...] = (
            "deepseek_r1's base: the <think> markers' streaming rules"),
     Target(f"{DEEPSEEK_R1}:DeepSeekR1ReasoningParser", "called",
            "the deepseek_r1 reasoning parser (covered)"),
+    Target(f"{DEEPSEEK_V3}:DeepSeekV3ReasoningParser", "called",
+           "the deepseek_v3 reasoning parser (covered): deepseek_r1's with the request's "
+           "thinking, else the identity parser"),
+    Target(f"{IDENTITY}:IdentityReasoningParser", "called",
+           "deepseek_v3's without thinking: every step content"),
     Target(f"{PARSER_ADAPTERS}:ParserEngineReasoningAdapter", "called",
            "the qwen3 reasoning parser's class (made by make_adapters)"),
     Target(f"{PARSER_ADAPTERS}:make_adapters", "called",
