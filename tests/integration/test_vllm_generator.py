@@ -24,6 +24,8 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, ClassVar
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 pytest.importorskip("vllm", reason="vLLM is not installed here: make test-vllm runs this")
 
@@ -276,7 +278,8 @@ def run_chat(serving: Any, request: dict[str, Any], script: Script, ours: bool,
     meta = RequestResponseMetadata(request_id="chatcmpl-x")
     method = OpenAIServingChat.chat_completion_stream_generator if ours else CHAT
     gen = method(serving, req, _feed(outputs), "chatcmpl-x", MODEL,
-                 [{"role": "user", "content": "hi"}], script.tokenizer, meta)
+                 [{"role": "user", "content": "hi"}], script.tokenizer, meta,
+                 chat_template_kwargs=getattr(script, "chat_template_kwargs", None))
     body = asyncio.run(_drain(gen))
     return body, meta.final_usage_info, gen.ag_code
 
@@ -917,6 +920,254 @@ def test_one_task_serves_many_requests(tokenizer: Any) -> None:
             await stop(llm)
 
     asyncio.run(serve())
+
+
+# --- reasoning parsers: vLLM's own parser objects, their deltas written by the plugin
+
+THINK, END_THINK = "<think>", "</think>"
+#: the reasoning parsers the plugin writes the deltas of (vLLM's names for them; "thinking":
+#: the request's chat_template_kwargs ask for it, which deepseek_v3 reads)
+REASONING = ["deepseek_r1", "qwen3", "deepseek_v3", "deepseek_v3 thinking"]
+
+
+def template_kwargs(parser: str) -> dict[str, Any] | None:
+    return {"thinking": True} if parser.endswith(" thinking") else None
+
+
+@pytest.fixture(scope="module")
+def thinking() -> Any:
+    """TEXT's byte-level tokenizer (made here, no download) with the reasoning parsers'
+    markers, ``<think>`` and ``</think>``, as tokens of their own (ids 2 and 3)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=400,
+                                  special_tokens=["<s>", "</s>", THINK, END_THINK],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator([TEXT] * 20 + [TEXT[i:] for i in range(0, len(TEXT), 7)],
+                            trainer=trainer)
+    made = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>")
+    assert made.convert_tokens_to_ids([THINK, END_THINK]) == [2, 3]
+    return made
+
+
+def parser_class(name: str, tokenizer: Any) -> Any:
+    """The parser class vLLM's server composes for ``--reasoning-parser name``."""
+    from vllm.parser import ParserManager
+
+    return ParserManager.get_parser(reasoning_parser_name=name.split()[0], tokenizer=tokenizer)
+
+
+def serving_reasoning(name: str, tokenizer: Any, **options: Any) -> Any:
+    """A chat server with ``--reasoning-parser name`` (vLLM sets the reasoning tokens'
+    details with any reasoning parser)."""
+    return serving_chat(parser_cls=parser_class(name, tokenizer),
+                        _include_reasoning_tokens_details=True, model_config=None, **options)
+
+
+#: a choice's answer: its shape (``think``: <think> reasoning </think> content; ``open``: the
+#: reasoning without its <think>, as the template opened it; ``unclosed``: <think> and a
+#: reasoning never closed; ``plain``: content alone), its reasoning and content token ids,
+#: where its steps are cut, its finish
+Plan = tuple[str, list[int], list[int], set[int], str]
+
+
+def reasoning_script(tokenizer: Any, plans: list[Plan], *, prompt: str, k: int | None,
+                     seed: int, parser: str = "") -> Script:
+    """A Script (its outputs made as Script makes them) of one choice a plan, each step's
+    text the decoded text of its ids, markers included, as a reasoning server's detokenizer
+    writes them (``prompt``: ``open`` ends the prompt with <think>, ``closed`` with a
+    reasoning already closed; ``parser``: its chat_template_kwargs are the request's)."""
+    rng = random.Random(seed)
+    vocab = len(tokenizer)
+    script = object.__new__(Script)
+    script.chat_template_kwargs = template_kwargs(parser)  # type: ignore[attr-defined]
+    script.tokenizer, script.vocab = tokenizer, vocab
+    script.n, script.prompts, script.k, script.odd, script.flat = len(plans), 1, k, None, False
+    tail = {"plain": [], "open": [2], "closed": [2, 7, 3]}[prompt]
+    script.prompt_ids = [[rng.randrange(4, vocab) for _ in range(3)] + tail]
+    script.cached = rng.choice([None, 0, 3])
+    script.steps, script.draws = {}, {}
+    for c, (shape, reasoning, content, cuts, finish) in enumerate(plans):
+        body = [4 + i % (vocab - 4) for i in reasoning]
+        answer = [4 + i % (vocab - 4) for i in content]
+        ids = {"think": [2, *body, 3, *answer], "open": [*body, 3, *answer],
+               "unclosed": [2, *body], "plain": answer}[shape]
+        bounds = [0, *sorted(cut for cut in cuts if 0 < cut < len(ids)), len(ids)]
+        pieces = [ids[a:b] for a, b in zip(bounds, bounds[1:], strict=False)] or [[]]
+        steps, draws = [], []
+        for s, piece in enumerate(pieces):
+            last = s == len(pieces) - 1
+            stop = rng.choice([None, "\n", 2]) if last and finish == "stop" else None
+            steps.append((piece, tokenizer.decode(piece, skip_special_tokens=False),
+                          finish if last else None, stop))
+            rows_ids, rows_lp, ranks = [], [], []
+            for sampled in piece:
+                top = [rng.randrange(vocab) for _ in range((k or 1) - 1)]
+                rows_ids.append([sampled, *top])
+                rows_lp.append(sorted((rng.uniform(-9, 0) for _ in range(k or 1)),
+                                      reverse=True))
+                ranks.append(rng.randint(1, 9))
+            draws.append((rows_ids, rows_lp, ranks))
+        script.steps[0, c], script.draws[0, c] = steps, draws
+    queues = {key: list(range(len(v))) for key, v in script.steps.items()}
+    script.order = []
+    while queues:
+        key = rng.choice(sorted(queues))
+        script.order.append((*key, queues[key].pop(0)))
+        if not queues[key]:
+            del queues[key]
+    return script
+
+
+REASONING_REQUESTS = [
+    {},
+    {"stream_options": {"include_usage": True}},
+    {"stream_options": {"include_usage": True, "continuous_usage_stats": True}},
+    {"return_token_ids": True, "stream_options": {"include_usage": False,
+                                                  "continuous_usage_stats": True}},
+    {"logprobs": True, "top_logprobs": 2},
+    {"n": 2, "stream_options": {"include_usage": True, "continuous_usage_stats": True}},
+    {"n": 3, "logprobs": True, "top_logprobs": 1, "return_token_ids": True},
+    {"include_reasoning": False, "logprobs": True, "return_token_ids": True,
+     "stream_options": {"include_usage": True, "continuous_usage_stats": True}},
+    {"include_reasoning": False, "n": 2},
+]
+
+_ids = st.lists(st.integers(0, 10**6), max_size=5)
+_plans = st.tuples(st.sampled_from(["think", "open", "unclosed", "plain"]), _ids, _ids,
+                   st.sets(st.integers(1, 12), max_size=6), st.sampled_from(["stop", "length"]))
+
+
+@pytest.mark.parametrize("request_", REASONING_REQUESTS, ids=repr)
+@pytest.mark.parametrize("parser", REASONING)
+@given(plans=st.lists(_plans, min_size=3, max_size=3),
+       prompt=st.sampled_from(["plain", "open", "closed"]), seed=st.integers(0, 2**16),
+       fingerprint=st.sampled_from([None, "fp_3e1"]))
+def test_reasoning_bytes(thinking: Any, parser: str, request_: dict[str, Any],
+                         fingerprint: str | None, plans: list[Plan], prompt: str,
+                         seed: int) -> None:
+    """A server with a reasoning parser: each choice's answer reasoning then content, content
+    alone, a reasoning never closed, its steps cut anywhere (a marker alone, a marker with
+    the text on either side, a step of several tokens), an empty step; the prompt with a
+    reasoning open or closed. vLLM's parser objects make the deltas in both generators: the
+    same bytes, the same usage (its reasoning tokens)."""
+    n = request_.get("n", 1)
+    script = reasoning_script(thinking, plans[:n], prompt=prompt, seed=seed,
+                              k=_k(request_, True), parser=parser)
+    same(run_chat, serving_reasoning(parser, thinking, system_fingerprint=fingerprint),
+         request_, script)
+
+
+@pytest.mark.parametrize("request_", [
+    {}, {"return_token_ids": True, "stream_options": {"include_usage": True,
+                                                      "continuous_usage_stats": True}}],
+    ids=repr)
+@pytest.mark.parametrize("parser", REASONING)
+def test_reasoning_markers_split_at_every_point(thinking: Any, monkeypatch: pytest.MonkeyPatch,
+                                                parser: str, request_: dict[str, Any]) -> None:
+    """<think> a b </think> c d, cut in every way (each of the 32 ways to cut 6 tokens into
+    steps), three shapes: the same bytes as vLLM's; and the writer writes the steps, vLLM's
+    models at most two a stream, the deltas that are not one text of one kind (deepseek_r1's
+    step that closes the reasoning; with token ids, the <think> step's ``"delta":{}``)."""
+    from tokcore.plugins import _vllm_fallback
+
+    calls: list[int] = []
+    step = _vllm_fallback.chat_step
+    monkeypatch.setattr(_vllm_fallback, "chat_step",
+                        lambda *args, **kwargs: calls.append(1) or step(*args, **kwargs))
+    ours = theirs = 0
+    for shape in ("think", "open", "unclosed"):
+        for cuts in range(32):
+            plan = (shape, [10, 11], [12, 13], {b for b in range(1, 6) if cuts >> (b - 1) & 1},
+                    "stop")
+            script = reasoning_script(thinking, [plan], prompt="plain", k=None, seed=cuts,
+                                      parser=parser)
+            calls.clear()
+            body = same(run_chat, serving_reasoning(parser, thinking), request_, script)
+            assert len(calls) <= 2, (shape, cuts)
+            ours += body.count(b"data: ") - 2 - len(calls)  # (the role chunk, [DONE])
+            theirs += len(calls)
+    assert theirs * 2 < ours, (theirs, ours)
+
+
+def test_reasoning_parsers_covered(thinking: Any) -> None:
+    """deepseek_r1, deepseek_v3 and qwen3 with no tool parser: the plugin's generator;
+    another reasoning parser (kimi_k2), a tool parser beside one, a parser class that is not
+    vLLM's composition, no tokenizer: vLLM's own."""
+    from vllm.parser.abstract_parser import DelegatingParser
+
+    from tokcore.plugins import _vllm_coverage as coverage
+
+    ctx = patch.installed()
+    assert ctx is not None
+    plan: Plan = ("think", [10, 11], [12], {2, 4}, "stop")
+    script = reasoning_script(thinking, [plan], prompt="plain", k=None, seed=0)
+    for name in REASONING:
+        cls = parser_class(name, thinking)
+        assert coverage.reasoning_covered(ctx, cls)
+        with_tools = type("_Parser", (DelegatingParser,), {
+            "reasoning_parser_cls": cls.reasoning_parser_cls, "tool_parser_cls": object})
+        assert not coverage.reasoning_covered(ctx, with_tools)
+        overridden = type("_Parser", (DelegatingParser,), {
+            "reasoning_parser_cls": cls.reasoning_parser_cls, "tool_parser_cls": None,
+            "parse_delta": DelegatingParser.parse_delta})
+        assert not coverage.reasoning_covered(ctx, overridden)
+        assert not coverage.reasoning_covered(ctx, type("_Sub", (cls,), {}))
+        serving = serving_reasoning(name, thinking)
+        request = ChatCompletionRequest.model_validate(
+            {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True})
+        assert coverage.chat_covered(ctx, serving, request, "r", MODEL, [], thinking)
+        assert not coverage.chat_covered(ctx, serving, request, "r", MODEL, [], None)
+    same(run_chat, serving_chat(parser_cls=parser_class("kimi_k2", thinking),
+                                _include_reasoning_tokens_details=True, model_config=None),
+         {"stream_options": {"include_usage": True}}, script, covered=False)
+    # (vLLM's reasoning tokens' details without a parser: not a server vLLM makes)
+    same(run_chat, serving_chat(_include_reasoning_tokens_details=True), {}, script,
+         covered=False)
+
+
+@pytest.mark.parametrize("parser", REASONING)
+def test_a_parser_that_cannot_be_made(tokenizer: Any, parser: str) -> None:
+    """A reasoning parser whose markers the tokenizer has not (its class composed without
+    the server's check): deepseek_r1's raises when it is made, before the first step, and
+    the stream is vLLM's error chunk and [DONE]; qwen3's is made and reads the answer as
+    vLLM's does."""
+    from vllm.parser import ParserManager
+
+    cls = ParserManager.get_parser(reasoning_parser_name=parser.split()[0], tokenizer=None)
+    serving = serving_chat(parser_cls=cls, _include_reasoning_tokens_details=True,
+                           model_config=None)
+    script = Script(random.Random(3), tokenizer, n=2, prompts=1, logprobs=None)
+    script.chat_template_kwargs = template_kwargs(parser)  # type: ignore[attr-defined]
+    raises = parser in ("deepseek_r1", "deepseek_v3 thinking")
+    body = same(run_chat, serving, {"n": 2, "stream_options": {"include_usage": True}},
+                script, error=raises or None)
+    assert not raises or body.count(b"data: ") == 2, body
+
+
+@pytest.mark.parametrize("parser", REASONING)
+def test_reasoning_with_odd_steps(thinking: Any, parser: str) -> None:
+    """A reasoning server's stream with a step whose logprobs the writer has no frame for,
+    an error finish, kv_transfer_params on the finish (0.33 on): vLLM's bytes."""
+    steps = [(0, [{"index": 0, "text": THINK, "ids": [2]}]),
+             (0, [{"index": 0, "text": "ab", "ids": [10, 11]}]),
+             (0, [{"index": 0, "text": END_THINK + "c", "ids": [3, 12]}]),
+             (0, [{"index": 0, "text": "d", "ids": [13], "finish": "stop"}])]
+    for _, outputs in steps:
+        outputs[0]["logprobs"] = _logprobs(outputs[0]["ids"], missing=True)
+    request = {"logprobs": True, "top_logprobs": 1, "return_token_ids": True}
+    script = Steps(thinking, steps, kv_transfer_params={"do_remote_prefill": True})
+    script.chat_template_kwargs = template_kwargs(parser)  # type: ignore[attr-defined]
+    same(run_chat, serving_reasoning(parser, thinking, system_fingerprint="fp"), request,
+         script)
+    steps[-1][1][0]["finish"] = "error"
+    script = Steps(thinking, steps)
+    script.chat_template_kwargs = template_kwargs(parser)  # type: ignore[attr-defined]
+    same(run_chat, serving_reasoning(parser, thinking), request, script, error=True)
 
 
 # --- the release, the fingerprint and the switch

@@ -12,7 +12,8 @@ are streamed from each, and the
 raw bytes of each answer (httpx, read as they come, not parsed) are compared with the
 plugin-off server's, only the ``id`` and ``created`` members masked (they are the request's
 and the second's). A second configuration (``--reasoning-parser deepseek_r1
---enable-prompt-tokens-details``) has requests of its own.
+--enable-prompt-tokens-details``) and a third (``--reasoning-parser qwen3``) have requests of
+their own (reasoning, content, usage with reasoning tokens, hidden reasoning).
 
 The servers run with ``--lockstep`` (:func:`_vllm_server.lockstep`): vLLM merges a
 request's engine outputs when its API server has not taken the last one yet, so that how
@@ -190,6 +191,8 @@ def reasoning_matrix() -> dict[str, Request]:
         "reasoning n=2": lambda _: (c, chat(n=2, max_tokens=32, **SEEDED,
                                             **USAGE)),
         "reasoning max_tokens=1": lambda _: (c, chat(max_tokens=1, **USAGE)),
+        "reasoning hidden": lambda _: (c, chat(max_tokens=48, include_reasoning=False,
+                                               return_token_ids=True, **SEEDED)),
         "cached prompt": lambda _: (c, chat(LONG, **USAGE)),
         "cached prompt again": lambda _: (c, chat(LONG, **USAGE)),
         "cached completion": lambda _: (p, completion(LONG, **USAGE)),
@@ -197,10 +200,29 @@ def reasoning_matrix() -> dict[str, Request]:
     }
 
 
+def qwen3_matrix() -> dict[str, Request]:
+    """The qwen3 reasoning parser's requests (no prompt details: with usage too, the
+    plugin writes them)."""
+    c = "/v1/chat/completions"
+    return {
+        "qwen3 plain": lambda _: (c, chat()),
+        "qwen3 usage": lambda _: (c, chat(**BOTH)),
+        "qwen3 ends": lambda _: (c, chat(max_tokens=48, **SEEDED, **BOTH)),
+        "qwen3 ids and logprobs": lambda _: (c, chat(max_tokens=48, return_token_ids=True,
+                                                     logprobs=True, top_logprobs=2,
+                                                     **SEEDED)),
+        "qwen3 n=2": lambda _: (c, chat(n=2, max_tokens=32, **SEEDED, **BOTH)),
+        "qwen3 hidden": lambda _: (c, chat(max_tokens=48, include_reasoning=False,
+                                           return_token_ids=True, **SEEDED, **USAGE)),
+        "qwen3 max_tokens=1": lambda _: (c, chat(max_tokens=1, **BOTH)),
+    }
+
+
 CONFIGS: dict[str, tuple[list[str], Callable[[], dict[str, Request]]]] = {
     "default": ([], plain_matrix),
     "reasoning": (["--reasoning-parser", "deepseek_r1", "--enable-prompt-tokens-details"],
                   reasoning_matrix),
+    "qwen3": (["--reasoning-parser", "qwen3"], qwen3_matrix),
 }
 
 

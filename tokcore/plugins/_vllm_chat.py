@@ -2,7 +2,14 @@
 straight from the engine's ``RequestOutput`` s: vLLM 0.32's
 ``chat_completion_stream_generator``, and 0.33's and 0.34's ``chat_completion_stream_generator``
 (the wrapper that dumps) and ``chat_completion_stream_generator_raw`` (what it dumps, a step's
-delta by ``ChatStreamProcessor.step``) together, without a parser. What differs between the
+delta by ``ChatStreamProcessor.step``) together. Without a parser the delta is the step's
+text; with a reasoning parser (``_vllm_coverage.reasoning_covered``) it is what vLLM's own
+parser returns, one parser a choice, made and called as that release's generator makes and
+calls it (0.32: ``parse_delta``; 0.33 on: vLLM's ``ChatStreamProcessor.step``), and the
+usage counts its reasoning tokens by the parser's ``count_reasoning_tokens`` as vLLM does. A
+delta of one text of one kind (``content``, ``reasoning``; nothing on a finish) is written
+by the writer's frames; any other (both in one step, a member set to None, a delta with only
+logprobs or token ids) by vLLM's models (``_vllm_fallback``). What differs between the
 releases is the context's ``Rules`` (``_vllm_releases``) and its shapes (``_vllm_shapes``)."""
 
 from __future__ import annotations
@@ -28,13 +35,52 @@ def _frame(data: str) -> bytes:
     return f"data: {data}\n\n".encode()
 
 
+def _written(delta: Any, delta_class: Any) -> tuple[str, str | None] | None:
+    """What the writer writes of a parser's delta: its kind and text (text None: nothing,
+    ``"delta":{}``); None where its frames do not write it as pydantic dumps it."""
+    if type(delta) is not delta_class or delta.__pydantic_extra__ or delta.tool_calls:
+        return None
+    fields = delta.model_fields_set  # (exclude_unset: the members its maker set)
+    if "tool_calls" in fields:  # (empty: vLLM's serializer drops it)
+        fields = fields - {"tool_calls"}
+    if not fields:
+        return "text", None
+    if len(fields) == 1:
+        if "content" in fields:
+            if type(delta.content) is str:
+                return "text", delta.content
+        elif "reasoning" in fields and type(delta.reasoning) is str:
+            return "reasoning", delta.reasoning
+    return None
+
+
 async def stream(ctx: Context, serving: Any, request: Any,
                  result_generator: AsyncIterator[Any], request_id: str, model_name: str,
-                 tokenizer: Any, request_metadata: Any) -> AsyncGenerator[bytes, None]:
+                 tokenizer: Any, request_metadata: Any,
+                 chat_template_kwargs: Any = None) -> AsyncGenerator[bytes, None]:
     """The stream's bytes, vLLM's own but for ``created`` (the clock's)."""
     names, rules = ctx.names, ctx.release.rules
     created = int(time.time())
     n = 1 if request.n is None else request.n
+    parsers: list[Any] | None = None
+    processors: list[Any] = []
+    if serving.parser_cls is not None:  # (a reasoning parser: made as vLLM makes it)
+        try:
+            if tokenizer is None:
+                raise ValueError("Tokenizer not available when `skip_tokenizer_init=True`")
+            parsers = [serving._make_parser(request, tokenizer, chat_template_kwargs)
+                       for _ in range(n)]
+            if rules.chat_step_processor:
+                processors = [names.ChatStreamProcessor(
+                    request, parser, enable_auto_tools=serving.enable_auto_tools,
+                    parser_cls=serving.parser_cls) for parser in parsers]
+        except Exception as e:
+            log.exception("Error in parser creation.")
+            yield _frame(serving.create_error_response(e).model_dump_json()
+                         if rules.chat_error_model else
+                         serving.create_streaming_error_response(e))
+            yield b"data: [DONE]\n\n"
+            return
     previous_num_tokens = [0] * n
     finish_sent = [False] * n
     num_prompt_tokens = 0
@@ -57,9 +103,19 @@ async def stream(ctx: Context, serving: Any, request: Any,
     kv_transfer = rules.kv_transfer_params
     empty_finish = rules.empty_finish
     #: a chunk without a finish is text and index alone (the writer's cheapest call)
-    bare = not want_logprobs and not return_ids and not continuous
+    bare = not want_logprobs and not return_ids and not continuous and parsers is None
+    # a reasoning parser's: its deltas, the reasoning tokens its usage counts
+    hide = parsers is not None and not request.include_reasoning
+    reasoning = [0] * n if parsers is not None and serving._include_reasoning_tokens_details \
+        else None
+    generated: list[list[int]] = [[] for _ in range(n)] if reasoning is not None else []
+    tools_streamed = [False] * n
+    named_tool = parsers is not None and not rules.chat_step_processor and \
+        isinstance(request.tool_choice, names.ChatCompletionNamedToolChoiceParam)
+    delta_class = names.DeltaMessage
     generation_error = names.GenerationError
     last_res = None
+    usage: Any = None  # (two counts, or four: the reasoning tokens last)
     out: list[bytes] = []  # (the step's chunks not yet written)
     # (until the first step: the requests result_generator adds are ours)
     token: contextvars.Token[bool] | None = mark()
@@ -74,7 +130,8 @@ async def stream(ctx: Context, serving: Any, request: Any,
             if first:
                 token = unmark(token)
                 prompt_ids = res.prompt_token_ids if return_ids else None
-                usage = (num_prompt_tokens, 0) if continuous else None
+                usage = None if not continuous else (num_prompt_tokens, 0) \
+                    if reasoning is None else (num_prompt_tokens, 0, None, 0)
                 yield b"".join([plain.write("start", index=i, usage=usage,
                                             prompt_token_ids=prompt_ids) for i in range(n)])
                 first = False
@@ -90,16 +147,65 @@ async def stream(ctx: Context, serving: Any, request: Any,
                 odd = False
                 if want_logprobs:
                     assert output.logprobs is not None, "Did not output logprobs"
-                    try:
-                        logprobs = chat_logprobs(token_ids, output.logprobs, top, every, as_ids)
-                    except Odd:
-                        odd = True
+                    if not hide:  # (hidden reasoning: vLLM drops a step's logprobs)
+                        try:
+                            logprobs = chat_logprobs(token_ids, output.logprobs, top, every,
+                                                     as_ids)
+                        except Odd:
+                            odd = True
                 text = output.text
                 empty = False
                 if not text and not token_ids and not previous_num_tokens[i]:
                     if finish is None or not empty_finish:
                         continue
                     empty = True  # (0.33 on: the finish of an empty output, "delta":{})
+                if parsers is not None:
+                    ids_list = token_ids if isinstance(token_ids, list) else list(token_ids)
+                    if processors:  # (0.33 on: vLLM's step, its parser's delta)
+                        delta, finish = processors[i].step(text, ids_list, finish,
+                                                           res.prompt_token_ids)
+                    else:  # (0.32: the generator's own calls)
+                        delta = parsers[i].parse_delta(
+                            delta_text=text, delta_token_ids=ids_list, request=request,
+                            prompt_token_ids=res.prompt_token_ids, finished=finish is not None)
+                        if delta is not None and delta.tool_calls:
+                            tools_streamed[i] = True
+                        if finish is not None:
+                            finish = "tool_calls" if tools_streamed[i] and not named_tool and \
+                                finish == "stop" else finish or "stop"
+                    previous_num_tokens[i] += len(token_ids)
+                    if reasoning is not None:
+                        generated[i].extend(token_ids)
+                        if continuous:
+                            reasoning[i] = parsers[i].count_reasoning_tokens(
+                                tuple(generated[i]))
+                    if delta is None:  # (the parser has nothing to write yet)
+                        if finish is None and (not want_logprobs or hide) and \
+                                (not return_ids or hide):
+                            continue
+                        delta = delta_class()
+                    ids = ids_list if return_ids and not hide else None
+                    usage = None if not continuous else \
+                        (num_prompt_tokens, previous_num_tokens[i]) if reasoning is None else \
+                        (num_prompt_tokens, previous_num_tokens[i], None, reasoning[i])
+                    if finish is not None:
+                        finish_sent[i] = True
+                        if kv_transfer and res.kv_transfer_params is not None:
+                            odd = True
+                    written = None if odd else _written(delta, delta_class)
+                    if written is None or (finish is None and written[1] is None):
+                        out.append(fallback.chat_step(
+                            ctx, serving, request, tokenizer, output, ids, usage, finish,
+                            include_usage, request_id, model_name, created,
+                            res.kv_transfer_params if kv_transfer else None, False, delta,
+                            hide))
+                    elif finish is None:
+                        out.append(plain.step(written[1], i, written[0], ids, logprobs,
+                                              usage=usage))
+                    else:
+                        out.append(last.step(written[1], i, written[0], ids, logprobs,
+                                             finish, output.stop_reason, usage))
+                    continue
                 previous_num_tokens[i] += len(token_ids)
                 ids = (token_ids if type(token_ids) is list else list(token_ids)) \
                     if return_ids else None
@@ -127,16 +233,27 @@ async def stream(ctx: Context, serving: Any, request: Any,
                 yield step
         token = unmark(token)  # (no step came)
         completion_tokens = sum(previous_num_tokens)
+        reasoning_tokens = None
+        if reasoning is not None and parsers is not None:
+            if not continuous:
+                for i, parser in enumerate(parsers):
+                    if generated[i]:
+                        reasoning[i] = parser.count_reasoning_tokens(tuple(generated[i]))
+            reasoning_tokens = sum(reasoning)
         if include_usage:
             metrics = names.build_spec_decoding_metrics(last_res) if n == 1 else None
             if metrics is None:
-                yield stamped.usage(num_prompt_tokens, completion_tokens)
+                yield stamped.usage(num_prompt_tokens, completion_tokens, None,
+                                    reasoning_tokens)
             else:
                 yield fallback.final_usage(ctx, True, serving, request_id, model_name, created,
-                                           num_prompt_tokens, completion_tokens, None, metrics)
+                                           num_prompt_tokens, completion_tokens, None, metrics,
+                                           reasoning_tokens)
         request_metadata.final_usage_info = names.UsageInfo(
             prompt_tokens=num_prompt_tokens, completion_tokens=completion_tokens,
-            total_tokens=num_prompt_tokens + completion_tokens, completion_tokens_details=None)
+            total_tokens=num_prompt_tokens + completion_tokens,
+            completion_tokens_details=None if reasoning_tokens is None else
+            names.make_completion_tokens_details(reasoning_tokens))
     except generation_error as e:
         token = unmark(token)
         if out:  # (vLLM's generator wrote the step's chunks before the one that raised)

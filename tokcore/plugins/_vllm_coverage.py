@@ -1,13 +1,16 @@
 """Which requests the vLLM plugin writes itself, decided per request before the first byte
 (every other one gets vLLM's own generator, called as it is).
 
-Chat Completions: covered when the server has no tool or reasoning parser
-(``parser_cls is None``) and does not log outputs (``--enable-log-outputs``), the serving
-object is vLLM's own class (not a subclass), the request asks no ``return_prompt_text`` (nor,
-on 0.33 on, ``return_weight_versions``), its ``echo`` (if any) echoes nothing (the last
-message's role is not the answer's, or its content is empty), and, when it asks for usage
-(``stream_options.include_usage`` or ``--enable-force-include-usage``), the server has
-neither ``--enable-prompt-tokens-details`` nor per-request metrics. Any ``n``;
+Chat Completions: covered when the server has no tool parser and either no reasoning parser
+(``parser_cls is None``) or one the plugin covers (``reasoning_covered``: ``deepseek_r1``,
+``deepseek_v3``, ``qwen3``; its deltas are vLLM's parser's own, called as vLLM's generator
+calls it, and the request needs a tokenizer), and does not log outputs
+(``--enable-log-outputs``), the serving object is vLLM's own class (not a subclass), the
+request asks no ``return_prompt_text`` (nor, on 0.33 on, ``return_weight_versions``), its
+``echo`` (if any) echoes nothing (the last message's role is not the answer's, or its
+content is empty), and, when it asks for usage (``stream_options.include_usage`` or
+``--enable-force-include-usage``), the server has neither ``--enable-prompt-tokens-details``
+nor per-request metrics. Any ``n``;
 ``stream_options`` (usage, continuous usage); ``return_token_ids``; ``logprobs`` with any
 ``top_logprobs`` (-1 too), ``logprob_token_ids``, ``return_tokens_as_token_ids`` (the
 request's or the server's); stop strings and token ids; the ``system_fingerprint`` where vLLM
@@ -29,7 +32,12 @@ from typing import Any
 
 from ._vllm_shapes import Context
 
-__all__ = ["chat_covered", "completion_covered", "last_message"]
+__all__ = ["chat_covered", "completion_covered", "last_message", "reasoning_covered"]
+
+#: what the class ``ParserManager._compose_parser`` makes for a reasoning parser alone holds
+#: (beyond the names every class has)
+_COMPOSED = frozenset({"reasoning_parser_cls", "tool_parser_cls", "tool_strict_level",
+                       "_abc_impl"})
 
 
 def last_message(conversation: Any, role: str) -> Any:
@@ -39,11 +47,32 @@ def last_message(conversation: Any, role: str) -> Any:
     return ""
 
 
+def reasoning_covered(ctx: Context, parser_cls: Any) -> bool:
+    """Whether a server's parser class is a reasoning parser the plugin writes the deltas
+    of, with no tool parser: the class vLLM composes (a ``DelegatingParser`` subclass that
+    only names its parsers) around ``deepseek_r1``'s, ``deepseek_v3``'s or ``qwen3``'s
+    reasoning parser."""
+    names = ctx.names
+    if not isinstance(parser_cls, type) or parser_cls.__bases__ != (names.DelegatingParser,):
+        return False
+    held = vars(parser_cls)
+    if any(not (key.startswith("__") or key in _COMPOSED) for key in held) or \
+            held.get("tool_parser_cls") is not None:
+        return False
+    reasoning = held.get("reasoning_parser_cls")
+    return reasoning is not None and (
+        reasoning is names.DeepSeekR1ReasoningParser or
+        reasoning is names.DeepSeekV3ReasoningParser or
+        reasoning is vars(names.Qwen3Parser).get("reasoning_parser_cls"))
+
+
 def chat_covered(ctx: Context, serving: Any, request: Any, request_id: Any, model_name: Any,
                  conversation: Any, tokenizer: Any) -> bool:
     """Whether the plugin writes this chat request's stream (the module's docstring)."""
-    if type(serving) is not ctx.names.OpenAIServingChat or \
-            serving.parser_cls is not None or serving._include_reasoning_tokens_details or \
+    parser_cls = serving.parser_cls if type(serving) is ctx.names.OpenAIServingChat else None
+    if type(serving) is not ctx.names.OpenAIServingChat or (
+            serving._include_reasoning_tokens_details if parser_cls is None else
+            (tokenizer is None or not reasoning_covered(ctx, parser_cls))) or \
             (serving.enable_log_outputs and serving.request_logger) or \
             request.return_prompt_text or type(request_id) is not str or \
             type(model_name) is not str or \

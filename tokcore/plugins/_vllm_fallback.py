@@ -1,8 +1,10 @@
 """The steps of a covered stream that the vLLM plugin leaves to vLLM's own models, built and
 dumped as the release's generator builds and dumps them: a logprobs position the writer has
 no frame for (none, no sampled entry, no decoded text: not seen from vLLM's engine), a finish
-chunk that carries ``kv_transfer_params`` (0.33 on: a disaggregated prefill's), and the
-final usage chunk with speculative decoding metrics."""
+chunk that carries ``kv_transfer_params`` (0.33 on: a disaggregated prefill's), a reasoning
+parser's delta that is not one text of one kind (reasoning and content in one step, a member
+set to None, a delta with nothing but logprobs or token ids), and the final usage chunk with
+speculative decoding metrics."""
 
 from __future__ import annotations
 
@@ -15,18 +17,23 @@ __all__ = ["chat_step", "completion_step", "final_usage"]
 
 
 def chat_step(ctx: Context, serving: Any, request: Any, tokenizer: Any, output: Any,
-              ids: list[int] | None, usage: tuple[int, int] | None, finish: str | None,
-              include_usage: bool, request_id: str, model_name: str, created: int,
-              kv_transfer_params: Any, empty: bool) -> bytes:
-    """A chat step (``empty``: a first output that is empty and finishes, 0.33 on)."""
+              ids: list[int] | None, usage: Any, finish: str | None, include_usage: bool,
+              request_id: str, model_name: str, created: int, kv_transfer_params: Any,
+              empty: bool, delta: Any = None, hide: bool = False) -> bytes:
+    """A chat step (``empty``: a first output that is empty and finishes, 0.33 on;
+    ``delta``: a reasoning parser's delta, as it returned it; ``hide``: its request hides
+    the reasoning, so no logprobs; ``usage``: its last count, of three or more, the reasoning
+    tokens)."""
     n, rules = ctx.names, ctx.release.rules
     logprobs = serving._create_chat_logprobs(
         token_ids=output.token_ids,
         top_logprobs=vllms(output.logprobs, n.append_logprobs_for_next_position),
         tokenizer=tokenizer, num_output_top_logprobs=request.top_logprobs,
         logprob_token_ids=request.logprob_token_ids,
-        return_as_token_id=request.return_tokens_as_token_ids) if request.logprobs else None
-    delta = n.DeltaMessage() if empty else n.DeltaMessage(content=output.text)
+        return_as_token_id=request.return_tokens_as_token_ids) \
+        if request.logprobs and not hide else None
+    if delta is None:
+        delta = n.DeltaMessage() if empty else n.DeltaMessage(content=output.text)
     if finish is None:
         choice = n.ChatCompletionResponseStreamChoice(
             index=output.index, delta=delta, logprobs=logprobs, finish_reason=None,
@@ -36,6 +43,8 @@ def chat_step(ctx: Context, serving: Any, request: Any, tokenizer: Any, output: 
             index=output.index, delta=delta, logprobs=logprobs, finish_reason=finish,
             stop_reason=output.stop_reason, token_ids=ids,
             **({"weight_versions": None} if rules.weight_versions else {}))
+    if not rules.chat_step_processor:  # (0.32 filters the choice; 0.33 on, the step's delta)
+        choice = n.maybe_filter_parallel_tool_calls(choice, request)
     chunk = n.ChatCompletionStreamResponse(
         id=request_id, object="chat.completion.chunk", created=created, choices=[choice],
         model=model_name, **({"kv_transfer_params": kv_transfer_params if finish else None}
@@ -45,7 +54,8 @@ def chat_step(ctx: Context, serving: Any, request: Any, tokenizer: Any, output: 
     if usage is not None:
         chunk.usage = n.UsageInfo(
             prompt_tokens=usage[0], completion_tokens=usage[1],
-            total_tokens=usage[0] + usage[1], completion_tokens_details=None)
+            total_tokens=usage[0] + usage[1], completion_tokens_details=None
+            if len(usage) < 3 else n.make_completion_tokens_details(usage[-1]))
     return f"data: {chunk.model_dump_json(exclude_unset=True)}\n\n".encode()
 
 
@@ -85,11 +95,14 @@ def completion_step(ctx: Context, serving: Any, request: Any, tokenizer: Any, ou
 
 def final_usage(ctx: Context, chat: bool, serving: Any, request_id: str, model_name: str,
                 created: int, prompt: int, completion: int, cached: int | None,
-                metrics: Any) -> bytes:
-    """The final usage chunk with speculative decoding metrics."""
+                metrics: Any, reasoning: int | None = None) -> bytes:
+    """The final usage chunk with speculative decoding metrics (``reasoning``: the reasoning
+    tokens of a chat stream with a reasoning parser)."""
     n = ctx.names
     usage = n.UsageInfo(prompt_tokens=prompt, completion_tokens=completion,
                         total_tokens=prompt + completion)
+    if reasoning is not None:
+        usage.completion_tokens_details = n.make_completion_tokens_details(reasoning)
     if cached is not None:
         usage.prompt_tokens_details = n.PromptTokenUsageInfo(cached_tokens=cached)
     per_request = n.PerRequestMetrics()

@@ -11,7 +11,21 @@ from __future__ import annotations
 import importlib
 from typing import Any, NamedTuple
 
-from ._vllm_targets import BASE, CHAT, COMPLETION, DETOKENIZER, ENGINE_LOGPROBS, EXCEPTIONS
+from ._vllm_targets import (
+    BASE,
+    CHAT,
+    CHAT_PROTOCOL,
+    CHAT_STEP,
+    COMPLETION,
+    DEEPSEEK_R1,
+    DEEPSEEK_V3,
+    DETOKENIZER,
+    ENGINE_LOGPROBS,
+    EXCEPTIONS,
+    PARSER,
+    QWEN3,
+    TOOL_CALLS,
+)
 
 __all__ = ["ABSENT", "Names", "load", "resolve", "version"]
 
@@ -64,6 +78,15 @@ class Names(NamedTuple):
     append_logprobs_for_next_position: Any
     convert_ids_list_to_tokens: Any
     make_prompt_tokens_details: Any
+    make_completion_tokens_details: Any
+    maybe_filter_parallel_tool_calls: Any
+    # the reasoning parsers' (a chat step's delta is the parser's, called as vLLM calls it)
+    ChatStreamProcessor: Any  # (0.33 on; ABSENT on 0.32)
+    ChatCompletionNamedToolChoiceParam: Any
+    DelegatingParser: Any
+    DeepSeekR1ReasoningParser: Any
+    DeepSeekV3ReasoningParser: Any
+    Qwen3Parser: Any
     # the chunk models, as the generators' modules name them
     ChatCompletionStreamResponse: Any
     ChatCompletionResponseStreamChoice: Any
@@ -98,6 +121,16 @@ def load() -> Names:
         convert_ids_list_to_tokens=importlib.import_module(
             DETOKENIZER).convert_ids_list_to_tokens,
         make_prompt_tokens_details=chat._make_prompt_tokens_details,
+        make_completion_tokens_details=chat._make_completion_tokens_details,
+        maybe_filter_parallel_tool_calls=importlib.import_module(
+            TOOL_CALLS).maybe_filter_parallel_tool_calls,
+        ChatStreamProcessor=resolve(f"{CHAT_STEP}:ChatStreamProcessor"),
+        ChatCompletionNamedToolChoiceParam=importlib.import_module(
+            CHAT_PROTOCOL).ChatCompletionNamedToolChoiceParam,
+        DelegatingParser=importlib.import_module(PARSER).DelegatingParser,
+        DeepSeekR1ReasoningParser=importlib.import_module(DEEPSEEK_R1).DeepSeekR1ReasoningParser,
+        DeepSeekV3ReasoningParser=importlib.import_module(DEEPSEEK_V3).DeepSeekV3ReasoningParser,
+        Qwen3Parser=importlib.import_module(QWEN3).Qwen3Parser,
         ChatCompletionStreamResponse=chat.ChatCompletionStreamResponse,
         ChatCompletionResponseStreamChoice=chat.ChatCompletionResponseStreamChoice,
         ChatCompletionLogProbs=chat.ChatCompletionLogProbs,

@@ -101,7 +101,8 @@ def _patch(ctx: Context) -> None:
             chat_template_kwargs: Any = None, mm_token_counts: Any = None) -> Any:
         if chat_covered(ctx, self, request, request_id, model_name, conversation, tokenizer):
             return _vllm_chat.stream(ctx, self, request, result_generator, request_id,
-                                     model_name, tokenizer, request_metadata)
+                                     model_name, tokenizer, request_metadata,
+                                     chat_template_kwargs)
         return chat_original(self, request, result_generator, request_id, model_name,
                              conversation, tokenizer, request_metadata,
                              chat_template_kwargs=chat_template_kwargs,

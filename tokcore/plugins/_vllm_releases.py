@@ -44,6 +44,9 @@ class Rules(NamedTuple):
     #: the completions generator logs outputs (``--enable-log-outputs``: such a server keeps
     #: vLLM's generator, as chat always did)
     completion_logs_outputs: bool
+    #: a chat choice's step is ``ChatStreamProcessor.step`` (its parser's delta, its finish
+    #: reason), where 0.32's generator calls the parser's ``parse_delta`` itself
+    chat_step_processor: bool
 
 
 class Release(NamedTuple):
@@ -126,9 +129,20 @@ _V0_32_0 = {
     "ChatStreamProcessor.__init__": _A,
     "ChatStreamProcessor.step": _A,
     "keeps_tool_calls": _A,
+    "OpenAIServingChat._make_parser": "7d97ffc12087d22f",
+    "ParserManager._compose_parser": "5265b7658f1807d6",
+    "DelegatingParser": "df0984e45bc8f0fe",
+    "BaseThinkingReasoningParser": "f719845d7afa0e61",
+    "DeepSeekR1ReasoningParser": "87566abd81f84ad7",
+    "DeepSeekV3ReasoningParser": "e079c701811a7763",
+    "IdentityReasoningParser": "4ebd3e835f76c3e1",
+    "ParserEngineReasoningAdapter": "b50cb4f541c45b14",
+    "make_adapters": "512e1d237f8beea5",
+    "Qwen3Parser": "8d2ea512527f3ca0",
     "maybe_filter_parallel_tool_calls": "41ed6e6cc26e8e6a",
     "resolve_finish_reason": _A,
     "chat_top_logprobs_limit": _A,
+    "ChatCompletionNamedToolChoiceParam": "c63986479800dda0",
     "ChatCompletionRequest": "12cfed99cdb069e9",
     "OpenAIServingCompletion.completion_stream_generator": "3f590ecb8478e275",
     "OpenAIServingCompletion.__init__": "321fd18beab5c13e",
@@ -194,6 +208,9 @@ _V0_33_0 = {**_V0_32_0,
     "ChatStreamProcessor.__init__": "65d411e7d1270997",
     "ChatStreamProcessor.step": "d13cbe65e56dc6a2",
     "keeps_tool_calls": "e3aa9bd7328b12a1",
+    "ParserManager._compose_parser": "a20559099f8a6efe",
+    "DelegatingParser": "d2ccc5bd3c898c40",
+    "ParserEngineReasoningAdapter": "960e8761cb01ce88",
     "maybe_filter_parallel_tool_calls": "8f3f0fa01e1ceb32",
     "resolve_finish_reason": "02f4b4c4d35169a4",
     "chat_top_logprobs_limit": "0087b503fb561cc5",
@@ -219,17 +236,24 @@ _V0_34_0 = {**_V0_33_0,
     "ChatCompletionRequest": "58025009579b2cd2",
     "OpenAIServingCompletion.completion_stream_generator": "ae7a34e4d73a7805",
     "_delta_frame_template": "fd9d6b33ad73dbe0",
+    "DelegatingParser": "f6d11ca391880f2e",
+    "BaseThinkingReasoningParser": "5cbe6d0e85e8ec3c",
+    "ParserEngineReasoningAdapter": "802246870261e8ed",
+    "Qwen3Parser": "0840b82872f367de",
     "LogprobsProcessor.from_new_request": "f8d6ad2b8e4dccc4",
     "UsageInfo": "1fddd5cf2558444d",
 }
 RELEASES: dict[str, Release] = {
     "0.32.0": Release("0.32.0", Rules(
         kv_transfer_params=False, weight_versions=False, empty_finish=False,
-        chat_error_model=False, completion_logs_outputs=False), _V0_32_0),
+        chat_error_model=False, completion_logs_outputs=False,
+        chat_step_processor=False), _V0_32_0),
     "0.33.0": Release("0.33.0", Rules(
         kv_transfer_params=True, weight_versions=True, empty_finish=True,
-        chat_error_model=True, completion_logs_outputs=True), _V0_33_0),
+        chat_error_model=True, completion_logs_outputs=True,
+        chat_step_processor=True), _V0_33_0),
     "0.34.0": Release("0.34.0", Rules(
         kv_transfer_params=True, weight_versions=True, empty_finish=True,
-        chat_error_model=True, completion_logs_outputs=True), _V0_34_0),
+        chat_error_model=True, completion_logs_outputs=True,
+        chat_step_processor=True), _V0_34_0),
 }

@@ -17,7 +17,7 @@ import logging
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from ..writer._writer import StreamShape, StreamWriter
+from ..writer._writer import StreamShape, StreamWriter, Usage
 from ..writer._writer_rules import PROBE as P
 from ._vllm_names import Names
 from ._vllm_releases import Release, Rules
@@ -91,9 +91,22 @@ def _chat_probes(n: Names, rules: Rules) -> dict[str, str]:
                            **on_finish)], **on_chunk)
     finish.system_fingerprint = P.system_fingerprint
     finish.usage = usage()
+    # (a reasoning parser's deltas: DeltaMessage(reasoning=...), on a step and on its finish)
+    reasoning = chunk([choice(index=P.index, delta=n.DeltaMessage(reasoning=P.text),
+                              logprobs=logprobs(), finish_reason=None,
+                              token_ids=list(P.token_ids))], **on_chunk)
+    reasoning.usage = usage()
+    finish_reasoning = chunk([choice(index=P.index, delta=n.DeltaMessage(reasoning=P.text),
+                                     logprobs=logprobs(), finish_reason=P.finish_reason,
+                                     stop_reason=P.stop_reason, token_ids=list(P.token_ids),
+                                     **on_finish)], **on_chunk)
+    finish_reasoning.system_fingerprint = P.system_fingerprint
+    finish_reasoning.usage = usage()
     final = chunk([], usage=usage(True), system_fingerprint=P.system_fingerprint, metrics=None)
     return {"start": _frame(start, exclude_unset=True), "text": _frame(text, exclude_unset=True),
             "finish": _frame(finish, exclude_unset=True),
+            "reasoning": _frame(reasoning, exclude_unset=True),
+            "finish_reasoning": _frame(finish_reasoning, exclude_unset=True),
             "usage": _frame(final, exclude_unset=True, exclude_none=True)}
 
 
@@ -160,16 +173,18 @@ def _chat(ctx: Context) -> Probes:
     tokens = [_TEXT, "a", "\ufffd", "a"]
     values = _LOGPROBS
 
-    def chunk(choices: list[Any], usage: tuple[int, int] | None = None, **extra: Any) -> Any:
+    def chunk(choices: list[Any], usage: tuple[int, ...] | None = None, **extra: Any) -> Any:
         made = n.ChatCompletionStreamResponse(id=_RID, object="chat.completion.chunk",
                                               created=_CREATED, choices=choices, model=_MODEL,
                                               **extra)
-        if usage is not None:
-            made.usage = n.UsageInfo(prompt_tokens=usage[0], completion_tokens=usage[1],
-                                     total_tokens=sum(usage), completion_tokens_details=None)
+        if usage is not None:  # (a third count: the reasoning tokens of a reasoning parser)
+            made.usage = n.UsageInfo(
+                prompt_tokens=usage[0], completion_tokens=usage[1],
+                total_tokens=usage[0] + usage[1], completion_tokens_details=None
+                if len(usage) < 3 else n.make_completion_tokens_details(usage[2]))
         return made
 
-    def start(ids: list[int] | None, usage: tuple[int, int] | None) -> Any:
+    def start(ids: list[int] | None, usage: tuple[int, ...] | None) -> Any:
         return chunk([n.ChatCompletionResponseStreamChoice(
             index=1, delta=n.DeltaMessage(role="assistant", content=""), logprobs=None,
             finish_reason=None)], usage, prompt_token_ids=ids, prompt_text=None)
@@ -188,9 +203,10 @@ def _chat(ctx: Context) -> Probes:
                for k, token in enumerate(tokens)]
     step = n.ChatCompletionResponseStreamChoice
 
-    def final() -> Any:
+    def final(reasoning: int | None = None) -> Any:
         usage = n.UsageInfo(prompt_tokens=3, completion_tokens=5, total_tokens=8,
-                            completion_tokens_details=None)
+                            completion_tokens_details=None if reasoning is None else
+                            n.make_completion_tokens_details(reasoning))
         usage.prompt_tokens_details = n.make_prompt_tokens_details(False, 2, None, None)
         return n.ChatCompletionStreamResponse(id=_RID, object="chat.completion.chunk",
                                               created=_CREATED, choices=[], model=_MODEL,
@@ -238,6 +254,37 @@ def _chat(ctx: Context) -> Probes:
         "the chat usage chunk": (
             lambda: stamped.usage(3, 5),
             lambda: _frame(final(), exclude_unset=True, exclude_none=True).encode()),
+        "the chat role chunk with reasoning tokens": (
+            lambda: plain.write("start", index=1, usage=Usage(3, 0, None, 0)),
+            lambda: _frame(start(None, (3, 0, 0)), **unset).encode()),
+        "a chat reasoning step": (
+            lambda: plain.step(_TEXT, 1, kind="reasoning", usage=Usage(3, 4, None, 4)),
+            lambda: _frame(chunk([step(
+                index=1, delta=n.DeltaMessage(reasoning=_TEXT), logprobs=None,
+                finish_reason=None, token_ids=None)], (3, 4, 4), **on_chunk),
+                **unset).encode()),
+        "a chat reasoning step with logprobs": (
+            lambda: plain.step(_TEXT, 0, kind="reasoning", token_ids=[5, 6, 7, 8],
+                               logprobs=entries),
+            lambda: _frame(chunk([step(
+                index=0, delta=n.DeltaMessage(reasoning=_TEXT), logprobs=logprobs(),
+                finish_reason=None, token_ids=[5, 6, 7, 8])], **on_chunk), **unset).encode()),
+        "the chat reasoning finish chunk": (
+            lambda: stamped.step("a", 0, kind="reasoning", finish_reason="length",
+                                 stop_reason=None),
+            lambda: _frame(chunk([step(
+                index=0, delta=n.DeltaMessage(reasoning="a"), logprobs=None,
+                finish_reason="length", stop_reason=None, token_ids=None, **on_finish)],
+                system_fingerprint=_FP, **on_chunk), **unset).encode()),
+        "the chat finish chunk with reasoning tokens": (
+            lambda: plain.step("!", 1, finish_reason="stop", usage=Usage(3, 5, None, 0)),
+            lambda: _frame(chunk([step(
+                index=1, delta=n.DeltaMessage(content="!"), logprobs=None,
+                finish_reason="stop", stop_reason=None, token_ids=None, **on_finish)],
+                (3, 5, 0), **on_chunk), **unset).encode()),
+        "the chat usage chunk with reasoning tokens": (
+            lambda: stamped.usage(3, 5, None, 2),
+            lambda: _frame(final(2), exclude_unset=True, exclude_none=True).encode()),
     }
 
 

@@ -42,6 +42,14 @@ LOGPROBS = "vllm.logprobs"
 OUTPUT_PROCESSOR = "vllm.v1.engine.output_processor"
 OUTPUTS = "vllm.outputs"
 COLLECTIONS = "vllm.utils.collection_utils"
+PARSER = "vllm.parser.abstract_parser"
+PARSER_MANAGER = "vllm.parser.parser_manager"
+PARSER_ADAPTERS = "vllm.parser.engine.adapters"
+REASONING_BASIC = "vllm.reasoning.basic_parsers"
+DEEPSEEK_R1 = "vllm.reasoning.deepseek_r1_reasoning_parser"
+DEEPSEEK_V3 = "vllm.reasoning.deepseek_v3_reasoning_parser"
+IDENTITY = "vllm.reasoning.identity_reasoning_parser"
+QWEN3 = "vllm.parser.qwen3"
 
 Role = Literal["replaced", "wrapped", "reproduced", "called", "model"]
 
@@ -101,18 +109,46 @@ TARGETS: tuple[Target, ...] = (
     Target(f"{CHAT}:_make_completion_tokens_details", "called",
            "a usage's completion details (none without a reasoning parser)"),
     Target(f"{CHAT_STEP}:ChatStreamProcessor.__init__", "reproduced",
-           "0.33 on: a choice's step state, no parser"),
+           "0.33 on: a choice's step state (reproduced without a parser; made as vLLM "
+           "makes it with a reasoning parser)"),
     Target(f"{CHAT_STEP}:ChatStreamProcessor.step", "reproduced",
            "0.33 on: a step's delta (content, or {} for an empty first output that "
-           "finishes) and finish reason"),
+           "finishes) and finish reason (reproduced without a parser; called with one)"),
     Target(f"{MESSAGES}:keeps_tool_calls", "reproduced",
-           "0.33 on: called per choice (no effect without a parser)"),
+           "0.33 on: called per choice (no effect without a tool parser)"),
+    # --- Chat Completions with a reasoning parser (vLLM's parser objects, called as its
+    # generator calls them; the plugin writes the deltas they return)
+    Target(f"{CHAT}:OpenAIServingChat._make_parser", "called",
+           "a choice's parser, made as vLLM's generator makes it"),
+    Target(f"{PARSER_MANAGER}:ParserManager._compose_parser", "called",
+           "a server's parser class: a DelegatingParser subclass naming its reasoning and "
+           "tool parser classes (what the coverage reads)"),
+    Target(f"{PARSER}:DelegatingParser", "called",
+           "parse_delta per step, count_reasoning_tokens for the usage's reasoning tokens"),
+    Target(f"{REASONING_BASIC}:BaseThinkingReasoningParser", "called",
+           "deepseek_r1's base: the <think> markers' streaming rules"),
+    Target(f"{DEEPSEEK_R1}:DeepSeekR1ReasoningParser", "called",
+           "the deepseek_r1 reasoning parser (covered)"),
+    Target(f"{DEEPSEEK_V3}:DeepSeekV3ReasoningParser", "called",
+           "the deepseek_v3 reasoning parser (covered): deepseek_r1's with the request's "
+           "thinking, else the identity parser"),
+    Target(f"{IDENTITY}:IdentityReasoningParser", "called",
+           "deepseek_v3's without thinking: every step content"),
+    Target(f"{PARSER_ADAPTERS}:ParserEngineReasoningAdapter", "called",
+           "the qwen3 reasoning parser's class (made by make_adapters)"),
+    Target(f"{PARSER_ADAPTERS}:make_adapters", "called",
+           "makes the engine parsers' reasoning classes (qwen3's: Qwen3Parser's "
+           "reasoning_parser_cls)"),
+    Target(f"{QWEN3}:Qwen3Parser", "called", "the qwen3 reasoning parser's engine (covered)"),
     Target(f"{TOOL_CALLS}:maybe_filter_parallel_tool_calls", "reproduced",
            "called per chunk (no effect without tool calls)"),
     Target(f"{TOOL_CALLS}:resolve_finish_reason", "reproduced",
            "0.33 on: the chat finish reason (the engine's, or stop)"),
     Target(f"{BASE}:chat_top_logprobs_limit", "reproduced",
            "0.33 on: how many top logprobs a chat position writes"),
+    Target(f"{CHAT_PROTOCOL}:ChatCompletionNamedToolChoiceParam", "called",
+           "0.32: a named tool_choice keeps the stop finish reason of a choice with tool "
+           "calls"),
     Target(f"{CHAT_PROTOCOL}:ChatCompletionRequest", "called",
            "the request's members the plugin reads, their defaults and meaning"),
     # --- Completions
