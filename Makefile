@@ -194,8 +194,9 @@ test-vllm: build $(VLLM_VENV)/.installed
 		-W ignore::FutureWarning $(VLLM_RUN_TESTS) $(VLLM_TEST_ARGS)
 
 # Optional, not in make bench: a real vLLM API server's CPU per streamed token with the plugin
-# off, TOKCORE_VLLM_PLUGIN=dump and =generator (bench/bench_vllm.py; three servers of the
-# tiny model of tests/integration/_vllm_server.py, pinned; some 15 minutes on 2 cores). The
+# off and on (TOKCORE_VLLM_PLUGIN=generator), on greedy and sampled streams (bench/bench_vllm.py;
+# two servers of the tiny model of tests/integration/_vllm_server.py, pinned, alternated
+# rounds; some 15 to 30 minutes on 2 cores). The
 # run is recorded in docs/_static/bench/vllm.json; bench/bench_vllm.py --docs writes the
 # benchmarks page's section from it.
 .PHONY: bench-vllm

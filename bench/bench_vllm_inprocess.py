@@ -373,7 +373,8 @@ GUIDE_MARKERS = ("<!-- vllm-releases: begin (bench/bench_vllm_inprocess.py --doc
                  "<!-- vllm-releases: end -->")
 #: what the plugin writes itself on each release (the rest is vLLM's own generator)
 COVERED = {
-    "0.32.0": "chat without a tool or reasoning parser; completions (the list above)",
+    "0.32.0": "chat without a tool parser, with no reasoning parser or `deepseek_r1`, "
+              "`deepseek_v3`, `qwen3`; completions (the list above)",
     "0.33.0": "as 0.32.0, but `return_weight_versions` and, for completions, "
               "`--enable-log-outputs` stay vLLM's",
     "0.34.0": "as 0.33.0",
