@@ -15,8 +15,9 @@ from libc.string cimport memcpy
 from tokcore._freethreading cimport tok_busy_enter, tok_busy_leave
 
 from tokcore._args import in_use
-from tokcore.stream._bigevent_py import N_OUTCOMES, path_keys
-from tokcore.stream._dialects import NONE, NOT_OBJECT, TOO_LARGE, UNREADABLE
+from tokcore.stream._bigevent_py import N_OUTCOMES, PATH_KEYS, PathKeys, path_keys
+from tokcore.stream._dialects import NONE, NOT_OBJECT, TOO_LARGE, UNREADABLE, Dialect
+from tokcore.stream._usage_py import Rules
 from tokcore.stream._fields import rewrite_value
 from tokcore.members._members_py import decode_key
 
@@ -38,6 +39,30 @@ cdef enum:
 cdef int O_NONE = NONE, O_NOT_OBJECT = NOT_OBJECT, O_TOO_LARGE = TOO_LARGE
 cdef int O_UNREADABLE = UNREADABLE
 assert N_OUTCOMES <= 8
+
+# Rules, Dialect and PathKeys are named tuples, read here by position: a read by name goes
+# through the type's attribute cache, whose hits depend on where the names' strings landed
+# in memory (a scan's start counted 3,135 or 3,520 instructions by process before)
+cdef Py_ssize_t R_DIALECT = Rules._fields.index("dialect")
+cdef Py_ssize_t D_NAME = Dialect._fields.index("name")
+cdef Py_ssize_t K_DIALECT = PathKeys._fields.index("dialect")
+cdef Py_ssize_t K_PATHS = PathKeys._fields.index("paths")
+cdef Py_ssize_t K_PREFIXES = PathKeys._fields.index("prefixes")
+cdef Py_ssize_t K_RAW_KEYS = PathKeys._fields.index("raw_keys")
+cdef Py_ssize_t K_KEY_LIMIT = PathKeys._fields.index("key_limit")
+cdef dict KEYS_BY_NAME = PATH_KEYS
+
+
+cdef tuple keys_of(object rules):
+    """path_keys(rules.dialect), read by position for the built-in dialects."""
+    cdef object dialect, keys
+    if type(rules) is Rules:
+        dialect = (<tuple>rules)[R_DIALECT]
+        if type(dialect) is Dialect:
+            keys = KEYS_BY_NAME.get((<tuple>dialect)[D_NAME])
+            if keys is not None and (<tuple>keys)[K_DIALECT] is dialect:
+                return <tuple>keys
+    return tuple(path_keys(rules.dialect))
 cdef const char *BOM = b"\xef\xbb\xbf"
 cdef const char *DATA = b"data"
 cdef const char *JOINER = b"\n"
@@ -73,9 +98,9 @@ cdef class BigEvent:
         cdef int k
         self._rules = rules
         self._max = max_bytes
-        keys = path_keys(rules.dialect)  # made once per dialect
-        self._paths, self._prefixes, self._raw_keys = keys.paths, keys.prefixes, keys.raw_keys
-        self._key_limit = keys.key_limit
+        cdef tuple keys = keys_of(rules)  # made once per dialect
+        self._paths, self._prefixes = keys[K_PATHS], keys[K_PREFIXES]
+        self._raw_keys, self._key_limit = keys[K_RAW_KEYS], keys[K_KEY_LIMIT]
         assert self._key_limit < TOK_KEY_MAX
         for k in range(8):
             self.outcomes[k] = 0

@@ -79,13 +79,13 @@ def _make_path_keys(dialect: Dialect) -> PathKeys:
                     {utf8(key): key for path in paths for key in path})
 
 
-_PATH_KEYS = {name: _make_path_keys(spec) for name, spec in DIALECTS.items()}
+PATH_KEYS = {name: _make_path_keys(spec) for name, spec in DIALECTS.items()}
 
 
 def path_keys(dialect: Dialect) -> PathKeys:
     """The ``PathKeys`` of a dialect: those made at import for ``DIALECTS``' own (a scan per
     event too large to hold is started often: nothing is built per scan)."""
-    keys = _PATH_KEYS.get(dialect.name)
+    keys = PATH_KEYS.get(dialect.name)
     return keys if keys is not None and keys.dialect is dialect else _make_path_keys(dialect)
 
 
@@ -474,4 +474,4 @@ class BigEvent:
         self._lit = bytearray((byte,))
 
 
-__all__ = ["BigEvent", "N_OUTCOMES", "PathKeys", "path_keys"]
+__all__ = ["BigEvent", "N_OUTCOMES", "PATH_KEYS", "PathKeys", "path_keys"]
