@@ -40,9 +40,11 @@ C_FILES=(
     tests/writer/test_writer.py::test_every_kernel_writes_the_same  # the writer's NEON text
 )
 # random streams through the relay against json: 2 minutes here, the Python oracle's time;
-# generated objects through the object check: 160 s for 20 drawn under emulation (the NEON
-# kernel meets every input of the enumerated tests, in C, and the objects run on x86)
+# generated objects through the object check and its memo: 160 s and 84 s for 20 drawn under
+# emulation (the NEON kernel and the memo meet every input of the enumerated tests, in C:
+# every window, every string window; the drawn objects run on x86)
 C_DESELECT="test_generated_streams_against_json or test_kernel_agrees_on_objects"
+C_DESELECT="$C_DESELECT or test_memo_agrees_on_changed_strings"
 PY_FILES=(tests/ids/test_b64.py tests/ids/test_pack.py)
 # --broad: every file but these, which repeat whole workloads thousands of times (80 s to
 # 10 minutes each here) or need other programs
