@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# make test-matrix: both twins' suites on every other CPython the project supports
-# (3.11 is the venv's: make test). Each version comes from
+# make test-matrix: the suite on every other CPython the project supports (3.11 is the
+# venv's: make test), the newest first. Each version comes from
 #   - pyenv's versions folder, when it has that minor (the newest patch release there): a
 #     new machine of this kind has 3.9-3.13 there;
 #   - else, for 3.14 and 3.15, Debian sid's python3.X packages, in an amd64 sid root made once
@@ -8,11 +8,15 @@
 #     chroot with this tree bind-mounted;
 #   - else a printed NOTICE (not tested here).
 # Each gets its own venv with the build and test groups, kept until they change (in the
-# cache: tools/cache.sh; /opt/venv-3.X in the sid root), and its own in-place build (the .so names carry the version, so they sit side by side with
-# the main build). Both twins' tests run (TOKCORE_TEST_TWINS=c,py), on the quick draw
-# (tests/_budget.py): the C-API code changes between versions, and so does what the Python
-# twins follow (the running binascii and base64 above all); the tests that take no twin run
-# once, and the Python twins' memory tests not at all (below).
+# cache: tools/cache.sh; /opt/venv-3.X in the sid root), and its own in-place build (the .so
+# names carry the version, so they sit side by side with the main build).
+# On the quick draw (tests/_budget.py), on each version: every test but the Python twins'
+# alone (the C-API code changes between versions: its #if branches, the API's rules); the
+# Python twins' tests of PY_STDLIB, whose twins follow what the running standard library
+# does (binascii's and base64's errors, int and buffer conversions, pickle's protocols, json's
+# numbers); and, on the newest found, the Python twins' tests whole (the same Python code on
+# every version: what a version changes under it shows on the newest; 3.11 is make test's).
+# The Python twins' memory tests are make test's alone (below).
 #
 #   MATRIX="3.14 3.15" tools/test_matrix.sh [pytest arguments...]
 set -euo pipefail
@@ -23,11 +27,14 @@ MINORS="${MATRIX:-3.12 3.13 3.14 3.15}"
 SID_MINORS="3.14 3.15"
 VERSIONS="${PYENV_VERSIONS:-$( (pyenv root 2>/dev/null || echo "$HOME/.pyenv") | tail -1)/versions}"
 PYTEST_ENV=(TOKCORE_REQUIRE_EXTENSIONS=1 TOKCORE_TEST_PROFILE=quick TOKCORE_TEST_TWINS=c,py)
+PYTEST_ARGS=(-m pytest -q -rfE -p no:cacheprovider -n "${MATRIX_WORKERS:-1}")
 # the Python twins' memory tests are make test's: a Python twin holds no memory but the
 # interpreter's objects, which is no C-API code of ours (they are two fifths of the Python
 # twins' time here)
-PYTEST_ARGS=(-m pytest -q -rfE -p no:cacheprovider -n "${MATRIX_WORKERS:-1}"
-             -m "not (memory and python_twin)")
+PY_MARK="python_twin and not memory"
+PY_STDLIB=(tests/ids/test_b64.py tests/ids/test_pack.py tests/ids/test_wire.py
+           tests/ids/test_sizes.py tests/pickling tests/members/test_members.py)
+WHOLE=yes  # the Python twins' tests whole: on the first version run, the newest found
 VENV_GROUPS=$(groups_text build test)  # what each venv holds, and its key
 status=0
 
@@ -49,13 +56,29 @@ build_failed() {  # $1: name
 mkdir -p build
 result() {  # $1: name, $2: start, $3: pytest's status, $4: its whole output (printed on failure)
     if [ "$3" -eq 0 ]; then
-        tail -3 "$4"
+        grep -E "(passed|failed|errors?|no tests ran).* in [0-9.]+s" "$4" || tail -3 "$4"
         echo "test-matrix: $1: ok in $(( $(date +%s) - $2 )) s"
     else
         cat "$4"
         echo "test-matrix: $1: FAILED"
         status=1
     fi
+}
+
+suite() {  # $1: the log, $2: the venv's python, then what runs it (in_sid, or nothing):
+    # the runs the header says, their output in the log; fails if one fails
+    local log=$1 python=$2 rc=0 py_rc=0
+    shift 2
+    "$@" env "${PYTEST_ENV[@]}" "$python" "${PYTEST_ARGS[@]}" -m "not python_twin" \
+        "${EXTRA[@]}" > "$log" 2>&1 || rc=$?
+    local selection=("${PY_STDLIB[@]}")
+    if [ ${#EXTRA[@]} -gt 0 ]; then selection=("${EXTRA[@]}")
+    elif [ "$WHOLE" = yes ]; then selection=(); WHOLE=no; fi
+    "$@" env "${PYTEST_ENV[@]}" "$python" "${PYTEST_ARGS[@]}" -m "$PY_MARK" \
+        "${selection[@]}" >> "$log" 2>&1 || py_rc=$?
+    [ "$py_rc" -eq 5 ] && [ ${#EXTRA[@]} -gt 0 ] && py_rc=0  # the caller's selection: none
+    [ "$rc" -ne 0 ] && return "$rc"
+    return "$py_rc"
 }
 
 # --- from pyenv --------------------------------------------------------------------------
@@ -71,8 +94,7 @@ pyenv_run() {  # $1: minor, $2: the interpreter's folder
         return
     fi
     local log="build/test-matrix-$minor.log" rc=0
-    env "${PYTEST_ENV[@]}" "$venv/bin/python" "${PYTEST_ARGS[@]}" "${EXTRA[@]}" > "$log" 2>&1 \
-        || rc=$?
+    suite "$log" "$venv/bin/python" || rc=$?
     result "$(basename "$python")" "$start" "$rc" "$log"
 }
 
@@ -119,13 +141,12 @@ sid_run() {  # $1: minor
         return
     fi
     local log="build/test-matrix-$minor.log" rc=0
-    in_sid env "${PYTEST_ENV[@]}" "$venv/bin/python" "${PYTEST_ARGS[@]}" "${EXTRA[@]}" \
-        > "$log" 2>&1 || rc=$?
+    suite "$log" "$venv/bin/python" in_sid || rc=$?
     result "$version (Debian sid)" "$start" "$rc" "$log"
 }
 
 EXTRA=("$@")
-for minor in $MINORS; do
+for minor in $(printf '%s\n' $MINORS | sort -rV); do  # the newest first
     python=$(ls -d "$VERSIONS/$minor".* 2>/dev/null | grep -E "/$minor\.[0-9]+$" | sort -V | tail -1) || true
     if [ -n "$python" ] && [ -x "$python/bin/python3" ]; then
         pyenv_run "$minor" "$python"
