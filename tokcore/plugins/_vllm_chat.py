@@ -164,8 +164,10 @@ async def stream(ctx: Context, serving: Any, request: Any,
         else None
     generated: list[list[int]] = [[] for _ in range(n)] if reasoning is not None else []
     tools_streamed = [False] * n
+    # (0.32 keeps "stop" when the named function's name is truthy, as its code reads it)
     named_tool = parsers is not None and not rules.chat_step_processor and \
-        isinstance(request.tool_choice, names.ChatCompletionNamedToolChoiceParam)
+        isinstance(request.tool_choice, names.ChatCompletionNamedToolChoiceParam) and \
+        bool(request.tool_choice.function.name)
     delta_class = names.DeltaMessage
     # a tool parser's: a writer per tool-call form met; 0.32's filter of parallel calls
     tool_writers: dict[Any, StreamWriter] = {}

@@ -3,7 +3,7 @@
 
 Chat Completions: covered when the server has no parser (``parser_cls is None``) or one the
 plugin covers (``parser_covered``: a reasoning parser ``deepseek_r1``, ``deepseek_v3`` or
-``qwen3``, a tool parser ``hermes`` or ``llama3_json`` (0.32 and 0.33) with
+``qwen3``, a tool parser ``hermes`` or ``llama3_json`` with
 ``--enable-auto-tool-choice``, or one of each; its deltas are vLLM's parser's own, called as
 vLLM's generator calls it, any ``tool_choice``, and the request needs a tokenizer), and does
 not log outputs
@@ -53,8 +53,8 @@ def parser_covered(ctx: Context, parser_cls: Any) -> bool:
     """Whether a server's parser class is one the plugin writes the deltas of: the class
     vLLM composes (a ``DelegatingParser`` subclass that only names its parsers) around
     ``deepseek_r1``'s, ``deepseek_v3``'s or ``qwen3``'s reasoning parser, ``hermes``'s or
-    ``llama3_json``'s tool parser (0.32 and 0.33: the legacy class; 0.34's is an engine
-    parser), or one of each."""
+    ``llama3_json``'s tool parser (0.32 and 0.33: the legacy class; 0.34's engine parser's
+    adapter), or one of each."""
     names = ctx.names
     if not isinstance(parser_cls, type) or parser_cls.__bases__ != (names.DelegatingParser,):
         return False
@@ -70,7 +70,8 @@ def parser_covered(ctx: Context, parser_cls: Any) -> bool:
             reasoning is names.DeepSeekV3ReasoningParser or
             reasoning is vars(names.Qwen3Parser).get("reasoning_parser_cls")) and \
         (tool is None or tool is names.Hermes2ProToolParser or
-         (tool is names.Llama3JsonToolParser and isinstance(tool, type)))
+         (isinstance(tool, type) and (tool is names.Llama3JsonToolParser or
+                                      tool is names.LlamaJsonEngineToolParser)))
 
 
 def chat_covered(ctx: Context, serving: Any, request: Any, request_id: Any, model_name: Any,

@@ -25,6 +25,7 @@ from ._vllm_targets import (
     EXCEPTIONS,
     HERMES,
     LLAMA3_JSON,
+    LLAMA3_JSON_ENGINE,
     PARSER,
     QWEN3,
     TOOL_CALLS,
@@ -93,6 +94,7 @@ class Names(NamedTuple):
     # the tool parsers' (the same parser objects; their tool-call deltas' models)
     Hermes2ProToolParser: Any
     Llama3JsonToolParser: Any  # (ABSENT on 0.34: an engine parser there)
+    LlamaJsonEngineToolParser: Any  # (0.34 on; ABSENT before)
     DeltaToolCall: Any
     DeltaFunctionCall: Any
     # the chunk models, as the generators' modules name them
@@ -141,6 +143,7 @@ def load() -> Names:
         Qwen3Parser=importlib.import_module(QWEN3).Qwen3Parser,
         Hermes2ProToolParser=importlib.import_module(HERMES).Hermes2ProToolParser,
         Llama3JsonToolParser=resolve(f"{LLAMA3_JSON}:Llama3JsonToolParser"),
+        LlamaJsonEngineToolParser=resolve(f"{LLAMA3_JSON_ENGINE}:LlamaJsonEngineToolParser"),
         DeltaToolCall=importlib.import_module(BASE_PROTOCOL).DeltaToolCall,
         DeltaFunctionCall=importlib.import_module(BASE_PROTOCOL).DeltaFunctionCall,
         ChatCompletionStreamResponse=chat.ChatCompletionStreamResponse,

@@ -53,6 +53,8 @@ QWEN3 = "vllm.parser.qwen3"
 TOOL_PARSER = "vllm.tool_parsers.abstract_tool_parser"
 HERMES = "vllm.tool_parsers.hermes_tool_parser"
 LLAMA3_JSON = "vllm.tool_parsers.llama_tool_parser"
+LLAMA3_JSON_ENGINE = "vllm.tool_parsers.llama_json_engine_tool_parser"
+LLAMA_JSON = "vllm.parser.llama_json"
 TOOL_STREAMING = "vllm.tool_parsers.streaming"
 CHAT_UTILS = "vllm.renderers.chat_utils"
 
@@ -153,7 +155,13 @@ TARGETS: tuple[Target, ...] = (
            "the hermes tool parser (covered): content, then <tool_call> JSON as a call's "
            "name and argument fragments"),
     Target(f"{LLAMA3_JSON}:Llama3JsonToolParser", "called",
-           "the llama3_json tool parser (covered on 0.32 and 0.33)"),
+           "the llama3_json tool parser of 0.32 and 0.33 (covered)"),
+    Target(f"{LLAMA3_JSON_ENGINE}:LlamaJsonEngineToolParser", "called",
+           "0.34 on: the llama3_json tool parser, an engine parser's adapter (covered)"),
+    Target(f"{PARSER_ADAPTERS}:ParserEngineToolAdapter", "called",
+           "0.34's llama3_json tool parser's base (made by make_adapters)"),
+    Target(f"{LLAMA_JSON}:LlamaJsonParser", "called",
+           "0.34 on: the llama3_json tool parser's engine"),
     Target(f"{TOOL_STREAMING}:extract_named_tool_call_streaming", "called",
            "a named tool_choice's deltas (the parser calls it)"),
     Target(f"{TOOL_STREAMING}:extract_required_tool_call_streaming", "called",
