@@ -45,7 +45,7 @@ def _written(delta: Any, delta_class: Any) -> tuple[str, str | None] | None:
     dumps it (a delta with tool calls: ``_tool_written``)."""
     if type(delta) is not delta_class or delta.__pydantic_extra__ or delta.tool_calls:
         return None
-    fields = delta.model_fields_set  # (exclude_unset: the members its maker set)
+    fields = delta.__pydantic_fields_set__  # (model_fields_set: the members its maker set)
     if "tool_calls" in fields:  # (empty: vLLM's serializer drops it)
         fields = fields - {"tool_calls"}
     if not fields:
@@ -59,12 +59,16 @@ def _written(delta: Any, delta_class: Any) -> tuple[str, str | None] | None:
     return None
 
 
-#: a tool call's first piece as its maker sets it, and a later piece
+#: a tool call's first piece as its maker sets it, and a later piece; a delta's members
 _START = frozenset({"id", "type", "index", "function"})
 _PIECE = frozenset({"index", "function"})
 _NAME = frozenset({"name"})
 _NAMED = frozenset({"name", "arguments"})
 _ARGUMENTS = frozenset({"arguments"})
+_DELTA = frozenset({"content", "tool_calls"})
+#: the forms (_vllm_shapes.TOOL_FORMS) by whether the delta's content is set (to None)
+_FORM = {True: (True, False), False: (False, False)}
+_REQUIRED_FORM = (False, True)
 
 
 def _tool_written(delta: Any, names: Any) -> tuple[Any, ...] | None:
@@ -72,39 +76,41 @@ def _tool_written(delta: Any, names: Any) -> tuple[Any, ...] | None:
     ``_vllm_shapes.TOOL_FORMS``): ``("tool_start", form, index, id, name, arguments or
     None)`` or ``("tool_args", form, index, arguments)``; None for any other delta (several
     calls, content or reasoning beside a call, a member set otherwise), which vLLM's models
-    write."""
-    if type(delta) is not names.DeltaMessage or delta.__pydantic_extra__:
-        return None
+    write. (The members set are read as ``model_fields_set`` holds them.)"""
     calls = delta.tool_calls
-    if type(calls) is not list or len(calls) != 1:
+    if type(calls) is not list or len(calls) != 1 or type(delta) is not names.DeltaMessage \
+            or delta.__pydantic_extra__:
         return None
-    fields = delta.model_fields_set
+    fields = delta.__pydantic_fields_set__
+    if not fields <= _DELTA:
+        return None
     content_null = "content" in fields
-    if fields - {"content", "tool_calls"} or (content_null and delta.content is not None):
+    if content_null and delta.content is not None:
         return None
     call = calls[0]
+    if type(call) is not names.DeltaToolCall or call.__pydantic_extra__:
+        return None
     function = call.function
-    if type(call) is not names.DeltaToolCall or call.__pydantic_extra__ or \
-            type(function) is not names.DeltaFunctionCall or type(call.index) is not int:
+    index = call.index
+    if type(function) is not names.DeltaFunctionCall or type(index) is not int:
         return None
-    held = call.model_fields_set
-    done = function.model_fields_set
-    if held == _START:
-        if type(call.id) is not str or call.type != "function" or \
-                type(function.name) is not str:
-            return None
-        if done == _NAME:
-            return "tool_start", (content_null, False), call.index, call.id, function.name, None
-        if done == _NAMED and type(function.arguments) is str:
-            return ("tool_start", (content_null, False), call.index, call.id, function.name,
-                    function.arguments)
+    held = call.__pydantic_fields_set__
+    done = function.__pydantic_fields_set__
+    arguments = function.arguments
+    if held == _PIECE:  # (the common one: a later piece, its arguments)
+        if type(arguments) is str:
+            if done == _ARGUMENTS:
+                return "tool_args", _FORM[content_null], index, arguments
+            if done == _NAMED and function.name is None and not content_null:
+                return "tool_args", _REQUIRED_FORM, index, arguments
         return None
-    if held != _PIECE or type(function.arguments) is not str:
+    if held != _START or type(call.id) is not str or call.type != "function" or \
+            type(function.name) is not str:
         return None
-    if done == _ARGUMENTS:
-        return "tool_args", (content_null, False), call.index, function.arguments
-    if done == _NAMED and function.name is None and not content_null:
-        return "tool_args", (False, True), call.index, function.arguments
+    if done == _NAME:
+        return "tool_start", _FORM[content_null], index, call.id, function.name, None
+    if done == _NAMED and type(arguments) is str:
+        return "tool_start", _FORM[content_null], index, call.id, function.name, arguments
     return None
 
 
