@@ -1283,7 +1283,7 @@ def tool_answer(parser: str, choice: Any, parts: list[tuple[str, str]]) -> str:
 
 
 TOOL_CHOICES: list[Any] = ["auto", "required",
-                           {"type": "function", "function": {"name": "get_weather"}}]
+                           {"type": "function", "function": {"name": "get_weather"}}, "none"]
 TOOL_REQUESTS = [
     {},
     {"stream_options": {"include_usage": True}},
@@ -1328,8 +1328,9 @@ def test_tool_bytes(tooling: Any, parser: str, choice: Any, request_: dict[str, 
     """A server with a tool parser, tools in the request: answers of text, tool calls (one,
     several, text after one, a call never closed, arguments cut short), cut into steps
     anywhere (a marker across two steps, a name or its arguments across many), with
-    tool_choice auto, required and a named function. vLLM's parser objects make the deltas
-    in both generators: the same bytes (but the random tool call ids), the same usage."""
+    tool_choice auto, required, a named function and none (the calls written, as vLLM's
+    parser passes them, as content). vLLM's parser objects make the deltas in both
+    generators: the same bytes (but the random tool call ids), the same usage."""
     n = request_.get("n", 1)
     texts = [tool_answer(parser, choice, parts) for parts in answers[:n]]
     script = tool_script(tooling, texts, cuts, k=_k(request_, True), seed=seed, finish=finish)
