@@ -14,8 +14,9 @@ plugin-off server's, only the ``id`` and ``created`` members masked (they are th
 and the second's). A second configuration (``--reasoning-parser deepseek_r1
 --enable-prompt-tokens-details``) and a third (``--reasoning-parser qwen3``) have requests of
 their own (reasoning, content, usage with reasoning tokens, hidden reasoning), and so have
-two tool servers (``--enable-auto-tool-choice --tool-call-parser hermes``, and
-``llama3_json``, on a model whose tokenizer has their markers): requests without tools, with
+three tool servers (``--enable-auto-tool-choice --tool-call-parser hermes``, and
+``llama3_json``, on a model whose tokenizer has their markers; and ``hermes`` beside
+``--reasoning-parser qwen3``, Qwen3's recipe): requests without tools, with
 tools and tool_choice auto, required and a named function (real tool-call deltas: vLLM's
 structured outputs constrain the random model), with usage, token ids, logprobs, ``n=2``,
 ``parallel_tool_calls`` false. The masked ``id`` members include the tool calls' (random).
@@ -272,6 +273,26 @@ def tool_matrix(parser: str) -> Callable[[], dict[str, Request]]:
     return matrix
 
 
+def qwen3_tools_matrix() -> dict[str, Request]:
+    """Qwen3's recipe (qwen3 and hermes): the random model's answer is reasoning (it never
+    closes it), with tools and tool_choice auto, required and named."""
+    c = "/v1/chat/completions"
+    tools = {"tools": TOOL_DEFS}
+    return {
+        "qwen3 + hermes no tools": lambda _: (c, chat(**BOTH)),
+        "qwen3 + hermes auto": lambda _: (c, chat(max_tokens=32, **tools, **SEEDED, **BOTH)),
+        "qwen3 + hermes auto ids and logprobs": lambda _: (c, chat(
+            max_tokens=32, return_token_ids=True, logprobs=True, top_logprobs=2, **tools)),
+        "qwen3 + hermes required": lambda _: (c, chat(
+            max_tokens=48, tool_choice="required", **tools, **SEEDED, **BOTH)),
+        "qwen3 + hermes named n=2": lambda _: (c, chat(
+            n=2, max_tokens=48, tool_choice=NAMED, **tools, **SEEDED, **USAGE)),
+        "qwen3 + hermes hidden": lambda _: (c, chat(
+            max_tokens=32, include_reasoning=False, return_token_ids=True, **tools,
+            **USAGE)),
+    }
+
+
 CONFIGS: dict[str, tuple[list[str], Callable[[], dict[str, Request]]]] = {
     "default": ([], plain_matrix),
     "reasoning": (["--reasoning-parser", "deepseek_r1", "--enable-prompt-tokens-details"],
@@ -281,9 +302,12 @@ CONFIGS: dict[str, tuple[list[str], Callable[[], dict[str, Request]]]] = {
                tool_matrix("hermes")),
     "llama3_json": (["--enable-auto-tool-choice", "--tool-call-parser", "llama3_json"],
                     tool_matrix("llama3_json")),
+    # (Qwen3's recipe: a reasoning parser beside the tool parser)
+    "qwen3 + hermes": (["--reasoning-parser", "qwen3", "--enable-auto-tool-choice",
+                        "--tool-call-parser", "hermes"], qwen3_tools_matrix),
 }
 #: the configurations that serve the tool servers' model (its markers as tokens)
-TOOL_CONFIGS = {"hermes", "llama3_json"}
+TOOL_CONFIGS = {"hermes", "llama3_json", "qwen3 + hermes"}
 
 
 def stream(client: Any, url: str, path: str, body: dict[str, Any]) -> bytes:
@@ -393,7 +417,8 @@ def test_the_answers_are_streams_of_chunks(config: str) -> None:
         assert {"chat stop string: stop", "completion stop token id: stop",
                 "completion plain: length"} <= kinds, kinds
     elif config in TOOL_CONFIGS:
-        assert {"tool_calls", "content"} <= kinds, kinds
+        assert ({"reasoning"} if "qwen3" in config else {"tool_calls", "content"}) <= kinds, \
+            kinds
     else:
         assert {"reasoning", "content"} <= kinds, kinds
 
