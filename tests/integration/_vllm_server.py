@@ -46,6 +46,12 @@ RECIPE = {"layers": 2, "hidden": 256, "heads": 4, "kv heads": 2, "intermediate":
           "aliases": {"</think>": " the", "</s>": "ü"}, "version": 4}
 SPECIALS = ["<unk>", "<s>", "</s>", "<|system|>", "<|user|>", "<|assistant|>", "<think>",
             "</think>"]
+#: the tool servers' model (model(tools=True)): the same recipe, the tool parsers' markers as
+#: tokens of their own (hermes's <tool_call> and </tool_call>, llama3_json's <|python_tag|>),
+#: <tool_call> made to win where the model would write one word (an auto answer may open a
+#: call it never closes; tool_choice required and named are constrained to JSON by vLLM)
+TOOL_RECIPE = {**RECIPE, "aliases": {**RECIPE["aliases"], "<tool_call>": " hot"},
+               "tool specials": ["<tool_call>", "</tool_call>", "<|python_tag|>"]}
 CHAT_TEMPLATE = (
     "{{ bos_token }}{% for message in messages %}<|{{ message['role'] }}|>"
     "{{ message['content'] }}{{ eos_token }}{% endfor %}"
@@ -77,14 +83,17 @@ def _text(rng: random.Random, lines: int) -> Iterator[str]:
         yield " ".join(words) + rng.choice([".", "?", "!", ":", ",", ""])
 
 
-def model_dir() -> Path:
-    digest = hashlib.sha256(json.dumps(RECIPE, sort_keys=True).encode()).hexdigest()[:12]
+def model_dir(tools: bool = False) -> Path:
+    recipe = TOOL_RECIPE if tools else RECIPE
+    digest = hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:12]
     return BUILD / f"vllm-model-{digest}"
 
 
-def model() -> Path:
-    """The model's folder (made the first time, then reused)."""
-    path = model_dir()
+def model(tools: bool = False) -> Path:
+    """The model's folder (made the first time, then reused); ``tools``: the tool servers'
+    (``TOOL_RECIPE``)."""
+    recipe: dict[str, Any] = TOOL_RECIPE if tools else RECIPE
+    path = model_dir(tools)
     if (path / "done").exists():
         return path
     import torch
@@ -93,30 +102,31 @@ def model() -> Path:
 
     work = path.with_name(path.name + f".tmp{os.getpid()}")
     work.mkdir(parents=True, exist_ok=True)
-    rng = random.Random(RECIPE["seed"])
+    rng = random.Random(recipe["seed"])
     tokenizer = Tokenizer(models.BPE(unk_token="<unk>"))
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=RECIPE["vocab"], special_tokens=SPECIALS,
+    trainer = trainers.BpeTrainer(vocab_size=recipe["vocab"],
+                                  special_tokens=SPECIALS + recipe.get("tool specials", []),
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
                                   show_progress=False)
-    tokenizer.train_from_iterator(_text(rng, RECIPE["text lines"]), trainer=trainer)
+    tokenizer.train_from_iterator(_text(rng, recipe["text lines"]), trainer=trainer)
     fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer, bos_token="<s>",
                                    eos_token="</s>", unk_token="<unk>", pad_token="</s>")
     fast.chat_template = CHAT_TEMPLATE
     fast.save_pretrained(work)
-    torch.manual_seed(RECIPE["seed"])
+    torch.manual_seed(recipe["seed"])
     config = LlamaConfig(
-        vocab_size=len(fast), hidden_size=RECIPE["hidden"],
-        intermediate_size=RECIPE["intermediate"], num_hidden_layers=RECIPE["layers"],
-        num_attention_heads=RECIPE["heads"], num_key_value_heads=RECIPE["kv heads"],
-        max_position_embeddings=RECIPE["positions"], initializer_range=RECIPE["init"],
+        vocab_size=len(fast), hidden_size=recipe["hidden"],
+        intermediate_size=recipe["intermediate"], num_hidden_layers=recipe["layers"],
+        num_attention_heads=recipe["heads"], num_key_value_heads=recipe["kv heads"],
+        max_position_embeddings=recipe["positions"], initializer_range=recipe["init"],
         bos_token_id=fast.bos_token_id, eos_token_id=fast.eos_token_id,
         pad_token_id=fast.pad_token_id, tie_word_embeddings=False, torch_dtype="float32")
     llama = LlamaForCausalLM(config).to(torch.float32)
     with torch.no_grad():  # a special token written where the model would write a word
         head = llama.lm_head.weight
-        for special, word in RECIPE["aliases"].items():
+        for special, word in recipe["aliases"].items():
             (word_id,) = fast.encode(word, add_special_tokens=False)
             head[fast.convert_tokens_to_ids(special)] = head[word_id] * 1.25
     llama.save_pretrained(work)
@@ -201,7 +211,9 @@ class Server:
 
     def __init__(self, mode: str | None, args: Sequence[str] = (),
                  env: Mapping[str, str] | None = None, log: Path | None = None,
-                 pythonpath: str | None = None, lockstep: bool = False) -> None:
+                 pythonpath: str | None = None, lockstep: bool = False,
+                 tools: bool = False) -> None:
+        """``tools``: serve the tool servers' model (``TOOL_RECIPE``)."""
         self.mode = mode
         self.lockstep = lockstep
         self.args = list(args)
@@ -212,7 +224,7 @@ class Server:
         self.pythonpath = os.pathsep.join([pythonpath or str(ROOT), str(entry_point())])
         self.process: subprocess.Popen[bytes] | None = None
         self.started = 0.0
-        self.model = str(model())
+        self.model = str(model(tools))
 
     def command(self) -> list[str]:
         return [sys.executable, str(Path(__file__).resolve()),

@@ -264,7 +264,9 @@ async def _drain(gen: Any) -> bytes:
 
 
 def _masked(body: bytes) -> bytes:
-    return re.sub(rb'"created":\d+', b'"created":0', body)
+    """The body with ``created`` and vLLM's random tool call ids held still."""
+    return re.sub(rb'"id":"chatcmpl-tool-[0-9a-f]+"', b'"id":"chatcmpl-tool-0"',
+                  re.sub(rb'"created":\d+', b'"created":0', body))
 
 
 def run_chat(serving: Any, request: dict[str, Any], script: Script, ours: bool,
@@ -983,19 +985,35 @@ def reasoning_script(tokenizer: Any, plans: list[Plan], *, prompt: str, k: int |
     reasoning already closed; ``parser``: its chat_template_kwargs are the request's)."""
     rng = random.Random(seed)
     vocab = len(tokenizer)
-    script = object.__new__(Script)
-    script.chat_template_kwargs = template_kwargs(parser)  # type: ignore[attr-defined]
-    script.tokenizer, script.vocab = tokenizer, vocab
-    script.n, script.prompts, script.k, script.odd, script.flat = len(plans), 1, k, None, False
     tail = {"plain": [], "open": [2], "closed": [2, 7, 3]}[prompt]
-    script.prompt_ids = [[rng.randrange(4, vocab) for _ in range(3)] + tail]
-    script.cached = rng.choice([None, 0, 3])
-    script.steps, script.draws = {}, {}
-    for c, (shape, reasoning, content, cuts, finish) in enumerate(plans):
+    prompt_ids = [rng.randrange(4, vocab) for _ in range(3)] + tail
+    answers = []
+    for shape, reasoning, content, cuts, finish in plans:
         body = [4 + i % (vocab - 4) for i in reasoning]
         answer = [4 + i % (vocab - 4) for i in content]
         ids = {"think": [2, *body, 3, *answer], "open": [*body, 3, *answer],
                "unclosed": [2, *body], "plain": answer}[shape]
+        answers.append((ids, cuts, finish))
+    return ids_script(tokenizer, answers, prompt_ids=prompt_ids, k=k, rng=rng,
+                      chat_template_kwargs=template_kwargs(parser))
+
+
+def ids_script(tokenizer: Any, answers: list[tuple[list[int], set[int], str]], *,
+               prompt_ids: list[int], k: int | None, rng: random.Random,
+               chat_template_kwargs: Any = None) -> Script:
+    """A Script of one choice an answer (its token ids, where its steps are cut, its
+    finish), each step's text the decoded text of its ids, special tokens included, as a
+    parser's server detokenizes them (skip_special_tokens false)."""
+    vocab = len(tokenizer)
+    script = object.__new__(Script)
+    script.chat_template_kwargs = chat_template_kwargs  # type: ignore[attr-defined]
+    script.tokenizer, script.vocab = tokenizer, vocab
+    script.n, script.prompts, script.k, script.odd, script.flat = len(answers), 1, k, None, \
+        False
+    script.prompt_ids = [prompt_ids]
+    script.cached = rng.choice([None, 0, 3])
+    script.steps, script.draws = {}, {}
+    for c, (ids, cuts, finish) in enumerate(answers):
         bounds = [0, *sorted(cut for cut in cuts if 0 < cut < len(ids)), len(ids)]
         pieces = [ids[a:b] for a, b in zip(bounds, bounds[1:], strict=False)] or [[]]
         steps, draws = [], []
@@ -1108,15 +1126,15 @@ def test_reasoning_parsers_covered(thinking: Any) -> None:
     script = reasoning_script(thinking, [plan], prompt="plain", k=None, seed=0)
     for name in REASONING:
         cls = parser_class(name, thinking)
-        assert coverage.reasoning_covered(ctx, cls)
+        assert coverage.parser_covered(ctx, cls)
         with_tools = type("_Parser", (DelegatingParser,), {
             "reasoning_parser_cls": cls.reasoning_parser_cls, "tool_parser_cls": object})
-        assert not coverage.reasoning_covered(ctx, with_tools)
+        assert not coverage.parser_covered(ctx, with_tools)
         overridden = type("_Parser", (DelegatingParser,), {
             "reasoning_parser_cls": cls.reasoning_parser_cls, "tool_parser_cls": None,
             "parse_delta": DelegatingParser.parse_delta})
-        assert not coverage.reasoning_covered(ctx, overridden)
-        assert not coverage.reasoning_covered(ctx, type("_Sub", (cls,), {}))
+        assert not coverage.parser_covered(ctx, overridden)
+        assert not coverage.parser_covered(ctx, type("_Sub", (cls,), {}))
         serving = serving_reasoning(name, thinking)
         request = ChatCompletionRequest.model_validate(
             {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True})
@@ -1168,6 +1186,231 @@ def test_reasoning_with_odd_steps(thinking: Any, parser: str) -> None:
     script = Steps(thinking, steps)
     script.chat_template_kwargs = template_kwargs(parser)  # type: ignore[attr-defined]
     same(run_chat, serving_reasoning(parser, thinking), request, script, error=True)
+
+
+# --- tool parsers: vLLM's own parser objects, their tool-call deltas written by the plugin
+
+TOOL_CALL, END_TOOL_CALL, PYTHON_TAG = "<tool_call>", "</tool_call>", "<|python_tag|>"
+#: the tool parsers the plugin writes the deltas of (vLLM's names; "+ qwen3": beside that
+#: reasoning parser, as Qwen3's recipe runs them)
+TOOLS = ["hermes", "llama3_json", "hermes + qwen3"]
+
+
+def tools_covered(parser: str) -> bool:
+    """Whether the plugin writes a tool parser's streams on this release (all of TOOLS on
+    each release it knows)."""
+    return RULES is not None
+
+
+TOOL_DEFS = [{"type": "function", "function": {
+    "name": name, "description": "d", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}, "n": {"type": "integer"}},
+        "required": ["city"]}}} for name in ("get_weather", "get_time")]
+
+
+@pytest.fixture(scope="module")
+def tooling() -> Any:
+    """TEXT's byte-level tokenizer (made here, no download) with the parsers' markers as
+    tokens of their own: <think>, </think> (ids 2, 3), <tool_call>, </tool_call> (hermes's:
+    4, 5), <|python_tag|> (llama3_json's: 6)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    markers = [THINK, END_THINK, TOOL_CALL, END_TOOL_CALL, PYTHON_TAG]
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=500, special_tokens=["<s>", "</s>", *markers],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    calls = '{"name": "get_weather", "arguments": {"city": "Paris", "n": 2}}; ' * 3
+    tok.train_from_iterator([TEXT] * 20 + [calls] * 20 +
+                            [TEXT[i:] for i in range(0, len(TEXT), 7)], trainer=trainer)
+    made = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>")
+    assert made.convert_tokens_to_ids(markers) == [2, 3, 4, 5, 6]
+    return made
+
+
+def tool_parser_class(name: str, tokenizer: Any) -> Any:
+    """The parser class vLLM's server composes for ``--enable-auto-tool-choice
+    --tool-call-parser name`` (and ``--reasoning-parser`` after a ``+``)."""
+    from vllm.parser import ParserManager
+
+    tool, _, reasoning = name.partition(" + ")
+    return ParserManager.get_parser(tool_parser_name=tool, reasoning_parser_name=reasoning or None,
+                                    enable_auto_tools=True, tokenizer=tokenizer)
+
+
+def serving_tools(name: str, tokenizer: Any, **options: Any) -> Any:
+    """A chat server with ``--enable-auto-tool-choice --tool-call-parser name``."""
+    return serving_chat(parser_cls=tool_parser_class(name, tokenizer), enable_auto_tools=True,
+                        _include_reasoning_tokens_details=" + " in name, model_config=None,
+                        **options)
+
+
+def _call(name: str, arguments: str, parser: str, choice: Any) -> str:
+    """A tool call as the parser's model writes it: hermes's <tool_call> JSON, llama3_json's
+    JSON (its first one after <|python_tag|>), the array tool_choice required asks for, the
+    arguments alone for a named tool_choice."""
+    if choice == "required":
+        return f'{{"name": "{name}", "parameters": {arguments}}}'
+    if isinstance(choice, dict):
+        return arguments
+    if parser.startswith("hermes"):
+        return f'{TOOL_CALL}\n{{"name": "{name}", "arguments": {arguments}}}\n{END_TOOL_CALL}'
+    return f'{{"name": "{name}", "arguments": {arguments}}}'
+
+
+def tool_answer(parser: str, choice: Any, parts: list[tuple[str, str]]) -> str:
+    """An answer's text from its parts: ("text", words), ("call", arguments JSON, possibly
+    cut short: an unclosed call when last)."""
+    calls = [arguments for kind, arguments in parts if kind == "call"]
+    texts = [words for kind, words in parts if kind == "text"]
+    if choice == "required":
+        return "[" + ", ".join(_call(("get_weather", "get_time")[k % 2], a, parser, choice)
+                               for k, a in enumerate(calls or ['{"city": "Oslo"}'])) + "]"
+    if isinstance(choice, dict):
+        return calls[0] if calls else '{"city": "Oslo"}'
+    out = []
+    for k, (kind, value) in enumerate(parts):
+        if kind == "text":
+            out.append(value)
+        else:
+            out.append(_call(("get_weather", "get_time")[k % 2], value, parser, choice))
+    text = ("; " if parser.startswith("llama3_json") else "").join(out)
+    if parser.startswith("llama3_json") and calls and parts[0][0] == "call":
+        text = PYTHON_TAG + text
+    return text if texts or calls else "Nothing."
+
+
+TOOL_CHOICES: list[Any] = ["auto", "required",
+                           {"type": "function", "function": {"name": "get_weather"}}, "none"]
+TOOL_REQUESTS = [
+    {},
+    {"stream_options": {"include_usage": True}},
+    {"stream_options": {"include_usage": True, "continuous_usage_stats": True}},
+    {"return_token_ids": True, "logprobs": True, "top_logprobs": 2},
+    {"n": 2, "stream_options": {"include_usage": True, "continuous_usage_stats": True}},
+    {"n": 3, "logprobs": True, "top_logprobs": 1, "return_token_ids": True},
+    {"parallel_tool_calls": False},
+]
+
+_words = st.sampled_from(["Sure.", "The weather: é \"x\" \\ 🙂", " ", "a\nb", "<tool",
+                          "{not json", "Done"])
+_arguments = st.sampled_from(['{"city": "Paris"}', '{"city": "Pa\\"ris é", "n": 2}', "{}",
+                              '{"city": "Oslo", "n": [1, {"x": null}]}', '{"city": "Par'])
+_parts = st.lists(st.one_of(st.tuples(st.just("text"), _words),
+                            st.tuples(st.just("call"), _arguments)), min_size=1, max_size=4)
+
+
+def tool_script(tokenizer: Any, texts: list[str], cuts: list[set[int]], *, k: int | None,
+                seed: int, finish: list[str], parser: str = "") -> Script:
+    """A Script of one choice a text (its token ids cut into steps where ``cuts`` say)."""
+    rng = random.Random(seed)
+    vocab = len(tokenizer)
+    answers = []
+    for text, cut, end in zip(texts, cuts, finish, strict=False):
+        ids = tokenizer.encode(text, add_special_tokens=False)
+        answers.append((ids, {c % (len(ids) + 1) for c in cut}, end))
+    return ids_script(tokenizer, answers, prompt_ids=[rng.randrange(7, vocab) for _ in range(3)],
+                      k=k, rng=rng, chat_template_kwargs=None)
+
+
+@pytest.mark.parametrize("request_", TOOL_REQUESTS, ids=repr)
+@pytest.mark.parametrize("choice", TOOL_CHOICES, ids=repr)
+@pytest.mark.parametrize("parser", TOOLS)
+@given(answers=st.lists(_parts, min_size=3, max_size=3),
+       cuts=st.lists(st.sets(st.integers(1, 60), max_size=30), min_size=3, max_size=3),
+       finish=st.lists(st.sampled_from(["stop", "length"]), min_size=3, max_size=3),
+       seed=st.integers(0, 2**16), fingerprint=st.sampled_from([None, "fp_3e1"]))
+def test_tool_bytes(tooling: Any, parser: str, choice: Any, request_: dict[str, Any],
+                    fingerprint: str | None, answers: list[list[tuple[str, str]]],
+                    cuts: list[set[int]], finish: list[str], seed: int) -> None:
+    """A server with a tool parser, tools in the request: answers of text, tool calls (one,
+    several, text after one, a call never closed, arguments cut short), cut into steps
+    anywhere (a marker across two steps, a name or its arguments across many), with
+    tool_choice auto, required, a named function and none (the calls written, as vLLM's
+    parser passes them, as content). vLLM's parser objects make the deltas in both
+    generators: the same bytes (but the random tool call ids), the same usage."""
+    n = request_.get("n", 1)
+    texts = [tool_answer(parser, choice, parts) for parts in answers[:n]]
+    script = tool_script(tooling, texts, cuts, k=_k(request_, True), seed=seed, finish=finish)
+    same(run_chat, serving_tools(parser, tooling, system_fingerprint=fingerprint),
+         {"tools": TOOL_DEFS, "tool_choice": choice, **request_}, script,
+         covered=tools_covered(parser))
+
+
+@pytest.mark.parametrize("request_", [
+    {}, {"return_token_ids": True, "stream_options": {"include_usage": True,
+                                                      "continuous_usage_stats": True}}],
+    ids=repr)
+@pytest.mark.parametrize("choice", TOOL_CHOICES, ids=repr)
+@pytest.mark.parametrize("parser", TOOLS)
+def test_tool_calls_split_at_every_point(tooling: Any, monkeypatch: pytest.MonkeyPatch,
+                                         parser: str, choice: Any,
+                                         request_: dict[str, Any]) -> None:
+    """Text, two calls and text after them: every token its own step, every two tokens one
+    step, each single cut: the same bytes as vLLM's; and the writer writes most steps, vLLM's
+    models the deltas its frames have not (a call's name with its first arguments, text
+    beside a call)."""
+    from tokcore.plugins import _vllm_fallback
+
+    calls: list[int] = []
+    step = _vllm_fallback.chat_step
+    monkeypatch.setattr(_vllm_fallback, "chat_step",
+                        lambda *args, **kwargs: calls.append(1) or step(*args, **kwargs))
+    text = tool_answer(parser, choice, [("text", "Sure."), ("call", '{"city": "Pa\\"ris"}'),
+                                        ("call", '{"city": "Oslo", "n": 2}'),
+                                        ("text", " Done")])
+    size = len(tooling.encode(text, add_special_tokens=False))
+    every = set(range(1, size))
+    ways = [every, *({c} for c in every), *(every - {c} for c in every)]
+    ours = theirs = 0
+    for seed, cuts in enumerate(ways):
+        script = tool_script(tooling, [text], [cuts], k=None, seed=seed, finish=["stop"])
+        calls.clear()
+        body = same(run_chat, serving_tools(parser, tooling),
+                    {"tools": TOOL_DEFS, "tool_choice": choice, **request_}, script,
+                    covered=tools_covered(parser))
+        ours += body.count(b"data: ") - 2 - len(calls)  # (the role chunk, [DONE])
+        theirs += len(calls)
+        if cuts == every and choice == "auto" and parser != "llama3_json":
+            assert b'"finish_reason":"tool_calls"' in body or b'"finish_reason":"stop"' in body
+    assert theirs * 4 < ours or not tools_covered(parser), (theirs, ours)
+
+
+def test_tool_parsers_covered(tooling: Any) -> None:
+    """hermes and llama3_json (0.32 and 0.33: its legacy class), alone or beside a covered
+    reasoning parser: the plugin's generator; another tool parser (pythonic), a class that
+    is not vLLM's composition, no tokenizer: vLLM's own. A named tool_choice's stream on a
+    server without a tool parser is plain content, the plugin's too."""
+    from vllm.parser.abstract_parser import DelegatingParser
+
+    from tokcore.plugins import _vllm_coverage as coverage
+
+    ctx = patch.installed()
+    assert ctx is not None
+    request = ChatCompletionRequest.model_validate(
+        {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True,
+         "tools": TOOL_DEFS, "tool_choice": "required"})
+    for name in TOOLS:
+        cls = tool_parser_class(name, tooling)
+        assert coverage.parser_covered(ctx, cls) == tools_covered(name)
+        if not tools_covered(name):
+            continue
+        assert not coverage.parser_covered(ctx, type("_Sub", (cls,), {}))
+        overridden = type("_Parser", (DelegatingParser,), {
+            "reasoning_parser_cls": None, "tool_parser_cls": cls.tool_parser_cls,
+            "parse_delta": DelegatingParser.parse_delta})
+        assert not coverage.parser_covered(ctx, overridden)
+        serving = serving_tools(name, tooling)
+        assert coverage.chat_covered(ctx, serving, request, "r", MODEL, [], tooling)
+        assert not coverage.chat_covered(ctx, serving, request, "r", MODEL, [], None)
+    text = tool_answer("hermes", "auto", [("text", "a"), ("call", '{"city": "Paris"}')])
+    script = tool_script(tooling, [text], [{2, 5, 9}], k=None, seed=0, finish=["stop"])
+    same(run_chat, serving_tools("pythonic", tooling), {"tools": TOOL_DEFS}, script,
+         covered=False)
+    same(run_chat, serving_chat(), {"tools": TOOL_DEFS, "tool_choice": TOOL_CHOICES[2]},
+         script)
 
 
 # --- the release, the fingerprint and the switch

@@ -13,7 +13,13 @@ raw bytes of each answer (httpx, read as they come, not parsed) are compared wit
 plugin-off server's, only the ``id`` and ``created`` members masked (they are the request's
 and the second's). A second configuration (``--reasoning-parser deepseek_r1
 --enable-prompt-tokens-details``) and a third (``--reasoning-parser qwen3``) have requests of
-their own (reasoning, content, usage with reasoning tokens, hidden reasoning).
+their own (reasoning, content, usage with reasoning tokens, hidden reasoning), and so have
+three tool servers (``--enable-auto-tool-choice --tool-call-parser hermes``, and
+``llama3_json``, on a model whose tokenizer has their markers; and ``hermes`` beside
+``--reasoning-parser qwen3``, Qwen3's recipe): requests without tools, with
+tools and tool_choice auto, required and a named function (real tool-call deltas: vLLM's
+structured outputs constrain the random model), with usage, token ids, logprobs, ``n=2``,
+``parallel_tool_calls`` false. The masked ``id`` members include the tool calls' (random).
 
 The servers run with ``--lockstep`` (:func:`_vllm_server.lockstep`): vLLM merges a
 request's engine outputs when its API server has not taken the last one yet, so that how
@@ -218,12 +224,90 @@ def qwen3_matrix() -> dict[str, Request]:
     }
 
 
+TOOL_DEFS = [{"type": "function", "function": {
+    "name": name, "description": f"the {what} of a city", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"},
+                                         "days": {"type": "integer"}},
+        "required": ["city"]}}} for name, what in (("get_weather", "weather"),
+                                                   ("get_time", "time"))]
+NAMED = {"type": "function", "function": {"name": "get_weather"}}
+
+
+def tool_matrix(parser: str) -> Callable[[], dict[str, Request]]:
+    """A tool parser's requests: without tools, with tools and tool_choice auto (the model
+    mostly answers text), required and a named function (vLLM's structured outputs make the
+    random model write a call: real tool-call deltas)."""
+    def matrix() -> dict[str, Request]:
+        c = "/v1/chat/completions"
+        tools = {"tools": TOOL_DEFS}
+        required = {**tools, "tool_choice": "required", "max_tokens": 64}
+        named = {**tools, "tool_choice": NAMED, "max_tokens": 64}
+        return {
+            f"{parser} no tools": lambda _: (c, chat(**BOTH)),
+            f"{parser} auto": lambda _: (c, chat(**tools)),
+            f"{parser} auto usage": lambda _: (c, chat(max_tokens=48, **tools, **SEEDED, **BOTH)),
+            f"{parser} auto ids and logprobs": lambda _: (c, chat(
+                max_tokens=48, return_token_ids=True, logprobs=True, top_logprobs=2, **tools,
+                **SEEDED)),
+            f"{parser} auto n=2": lambda _: (c, chat(n=2, max_tokens=32, **tools, **SEEDED,
+                                                    **USAGE)),
+            # (the model writes <tool_call> where it would write " hot": a call it opens)
+            f"{parser} auto hot": lambda _: (c, chat("hot hot water, the hot day is hot",
+                                                    max_tokens=48, **tools, **BOTH)),
+            f"{parser} required": lambda _: (c, chat(**required)),
+            f"{parser} required usage and ids": lambda _: (c, chat(
+                return_token_ids=True, **required, **SEEDED, **BOTH)),
+            f"{parser} required logprobs": lambda _: (c, chat(
+                logprobs=True, top_logprobs=2, **required)),
+            f"{parser} required n=2": lambda _: (c, chat(n=2, **required, **SEEDED, **USAGE)),
+            f"{parser} required one call": lambda _: (c, chat(parallel_tool_calls=False,
+                                                             **required, **SEEDED)),
+            f"{parser} named": lambda _: (c, chat(**named)),
+            f"{parser} named usage and ids": lambda _: (c, chat(
+                return_token_ids=True, **named, **SEEDED, **BOTH)),
+            f"{parser} named n=2 logprobs": lambda _: (c, chat(
+                n=2, logprobs=True, top_logprobs=1, **named, **SEEDED)),
+            f"{parser} named max_tokens=1": lambda _: (c, chat(**{**named, "max_tokens": 1},
+                                                              **BOTH)),
+        }
+    return matrix
+
+
+def qwen3_tools_matrix() -> dict[str, Request]:
+    """Qwen3's recipe (qwen3 and hermes): the random model's answer is reasoning (it never
+    closes it), with tools and tool_choice auto, required and named."""
+    c = "/v1/chat/completions"
+    tools = {"tools": TOOL_DEFS}
+    return {
+        "qwen3 + hermes no tools": lambda _: (c, chat(**BOTH)),
+        "qwen3 + hermes auto": lambda _: (c, chat(max_tokens=32, **tools, **SEEDED, **BOTH)),
+        "qwen3 + hermes auto ids and logprobs": lambda _: (c, chat(
+            max_tokens=32, return_token_ids=True, logprobs=True, top_logprobs=2, **tools)),
+        "qwen3 + hermes required": lambda _: (c, chat(
+            max_tokens=48, tool_choice="required", **tools, **SEEDED, **BOTH)),
+        "qwen3 + hermes named n=2": lambda _: (c, chat(
+            n=2, max_tokens=48, tool_choice=NAMED, **tools, **SEEDED, **USAGE)),
+        "qwen3 + hermes hidden": lambda _: (c, chat(
+            max_tokens=32, include_reasoning=False, return_token_ids=True, **tools,
+            **USAGE)),
+    }
+
+
 CONFIGS: dict[str, tuple[list[str], Callable[[], dict[str, Request]]]] = {
     "default": ([], plain_matrix),
     "reasoning": (["--reasoning-parser", "deepseek_r1", "--enable-prompt-tokens-details"],
                   reasoning_matrix),
     "qwen3": (["--reasoning-parser", "qwen3"], qwen3_matrix),
+    "hermes": (["--enable-auto-tool-choice", "--tool-call-parser", "hermes"],
+               tool_matrix("hermes")),
+    "llama3_json": (["--enable-auto-tool-choice", "--tool-call-parser", "llama3_json"],
+                    tool_matrix("llama3_json")),
+    # (Qwen3's recipe: a reasoning parser beside the tool parser)
+    "qwen3 + hermes": (["--reasoning-parser", "qwen3", "--enable-auto-tool-choice",
+                        "--tool-call-parser", "hermes"], qwen3_tools_matrix),
 }
+#: the configurations that serve the tool servers' model (its markers as tokens)
+TOOL_CONFIGS = {"hermes", "llama3_json", "qwen3 + hermes"}
 
 
 def stream(client: Any, url: str, path: str, body: dict[str, Any]) -> bytes:
@@ -236,7 +320,7 @@ def stream(client: Any, url: str, path: str, body: dict[str, Any]) -> bytes:
 
 def run(config: str, mode: str | None) -> dict[str, bytes]:
     args, matrix = CONFIGS[config]
-    server = Server(mode, args, lockstep=True, pythonpath=TREE)
+    server = Server(mode, args, lockstep=True, pythonpath=TREE, tools=config in TOOL_CONFIGS)
     with server, httpx.Client(timeout=httpx.Timeout(600.0)) as client:
         probe = Probe(client, server.url)
         answers = {}
@@ -332,6 +416,9 @@ def test_the_answers_are_streams_of_chunks(config: str) -> None:
     if config == "default":
         assert {"chat stop string: stop", "completion stop token id: stop",
                 "completion plain: length"} <= kinds, kinds
+    elif config in TOOL_CONFIGS:
+        assert ({"reasoning"} if "qwen3" in config else {"tool_calls", "content"}) <= kinds, \
+            kinds
     else:
         assert {"reasoning", "content"} <= kinds, kinds
 

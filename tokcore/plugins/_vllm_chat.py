@@ -3,14 +3,18 @@ straight from the engine's ``RequestOutput`` s: vLLM 0.32's
 ``chat_completion_stream_generator``, and 0.33's and 0.34's ``chat_completion_stream_generator``
 (the wrapper that dumps) and ``chat_completion_stream_generator_raw`` (what it dumps, a step's
 delta by ``ChatStreamProcessor.step``) together. Without a parser the delta is the step's
-text; with a reasoning parser (``_vllm_coverage.reasoning_covered``) it is what vLLM's own
-parser returns, one parser a choice, made and called as that release's generator makes and
-calls it (0.32: ``parse_delta``; 0.33 on: vLLM's ``ChatStreamProcessor.step``), and the
+text; with a reasoning or tool parser (``_vllm_coverage.parser_covered``) it is what vLLM's
+own parser returns, one parser a choice, made and called as that release's generator makes
+and calls it (0.32: ``parse_delta``, its ``tools_streamed`` finish rule and
+``maybe_filter_parallel_tool_calls``; 0.33 on: vLLM's ``ChatStreamProcessor.step``), and the
 usage counts its reasoning tokens by the parser's ``count_reasoning_tokens`` as vLLM does. A
-delta of one text of one kind (``content``, ``reasoning``; nothing on a finish) is written
-by the writer's frames; any other (both in one step, a member set to None, a delta with only
-logprobs or token ids) by vLLM's models (``_vllm_fallback``). What differs between the
-releases is the context's ``Rules`` (``_vllm_releases``) and its shapes (``_vllm_shapes``)."""
+delta of one text of one kind (``content``, ``reasoning``; nothing, on a finish or a step
+with logprobs or token ids) or of one tool call's piece (its first, with its id, type and
+name; a later one, its arguments) is written by the writer's frames (a tool call's in the
+shape of its form: ``_vllm_shapes.TOOL_FORMS``); any other (reasoning and content in one
+step, several calls, text beside a call, a member set to None) by vLLM's models
+(``_vllm_fallback``). What differs between the releases is the context's ``Rules``
+(``_vllm_releases``) and its shapes (``_vllm_shapes``)."""
 
 from __future__ import annotations
 
@@ -36,11 +40,12 @@ def _frame(data: str) -> bytes:
 
 
 def _written(delta: Any, delta_class: Any) -> tuple[str, str | None] | None:
-    """What the writer writes of a parser's delta: its kind and text (text None: nothing,
-    ``"delta":{}``); None where its frames do not write it as pydantic dumps it."""
+    """What the writer writes of a parser's delta without tool calls: its kind and text
+    (text None: nothing, ``"delta":{}``); None where its frames do not write it as pydantic
+    dumps it (a delta with tool calls: ``_tool_written``)."""
     if type(delta) is not delta_class or delta.__pydantic_extra__ or delta.tool_calls:
         return None
-    fields = delta.model_fields_set  # (exclude_unset: the members its maker set)
+    fields = delta.__pydantic_fields_set__  # (model_fields_set: the members its maker set)
     if "tool_calls" in fields:  # (empty: vLLM's serializer drops it)
         fields = fields - {"tool_calls"}
     if not fields:
@@ -51,6 +56,61 @@ def _written(delta: Any, delta_class: Any) -> tuple[str, str | None] | None:
                 return "text", delta.content
         elif "reasoning" in fields and type(delta.reasoning) is str:
             return "reasoning", delta.reasoning
+    return None
+
+
+#: a tool call's first piece as its maker sets it, and a later piece; a delta's members
+_START = frozenset({"id", "type", "index", "function"})
+_PIECE = frozenset({"index", "function"})
+_NAME = frozenset({"name"})
+_NAMED = frozenset({"name", "arguments"})
+_ARGUMENTS = frozenset({"arguments"})
+_DELTA = frozenset({"content", "tool_calls"})
+#: the forms (_vllm_shapes.TOOL_FORMS) by whether the delta's content is set (to None)
+_FORM = {True: (True, False), False: (False, False)}
+_REQUIRED_FORM = (False, True)
+
+
+def _tool_written(delta: Any, names: Any) -> tuple[Any, ...] | None:
+    """What the writer writes of a parser's delta with one tool call (its form's shape,
+    ``_vllm_shapes.TOOL_FORMS``): ``("tool_start", form, index, id, name, arguments or
+    None)`` or ``("tool_args", form, index, arguments)``; None for any other delta (several
+    calls, content or reasoning beside a call, a member set otherwise), which vLLM's models
+    write. (The members set are read as ``model_fields_set`` holds them.)"""
+    calls = delta.tool_calls
+    if type(calls) is not list or len(calls) != 1 or type(delta) is not names.DeltaMessage \
+            or delta.__pydantic_extra__:
+        return None
+    fields = delta.__pydantic_fields_set__
+    if not fields <= _DELTA:
+        return None
+    content_null = "content" in fields
+    if content_null and delta.content is not None:
+        return None
+    call = calls[0]
+    if type(call) is not names.DeltaToolCall or call.__pydantic_extra__:
+        return None
+    function = call.function
+    index = call.index
+    if type(function) is not names.DeltaFunctionCall or type(index) is not int:
+        return None
+    held = call.__pydantic_fields_set__
+    done = function.__pydantic_fields_set__
+    arguments = function.arguments
+    if held == _PIECE:  # (the common one: a later piece, its arguments)
+        if type(arguments) is str:
+            if done == _ARGUMENTS:
+                return "tool_args", _FORM[content_null], index, arguments
+            if done == _NAMED and function.name is None and not content_null:
+                return "tool_args", _REQUIRED_FORM, index, arguments
+        return None
+    if held != _START or type(call.id) is not str or call.type != "function" or \
+            type(function.name) is not str:
+        return None
+    if done == _NAME:
+        return "tool_start", _FORM[content_null], index, call.id, function.name, None
+    if done == _NAMED and type(arguments) is str:
+        return "tool_start", _FORM[content_null], index, call.id, function.name, arguments
     return None
 
 
@@ -110,9 +170,16 @@ async def stream(ctx: Context, serving: Any, request: Any,
         else None
     generated: list[list[int]] = [[] for _ in range(n)] if reasoning is not None else []
     tools_streamed = [False] * n
+    # (0.32 keeps "stop" when the named function's name is truthy, as its code reads it)
     named_tool = parsers is not None and not rules.chat_step_processor and \
-        isinstance(request.tool_choice, names.ChatCompletionNamedToolChoiceParam)
+        isinstance(request.tool_choice, names.ChatCompletionNamedToolChoiceParam) and \
+        bool(request.tool_choice.function.name)
     delta_class = names.DeltaMessage
+    # a tool parser's: a writer per tool-call form met; 0.32's filter of parallel calls
+    tool_writers: dict[Any, StreamWriter] = {}
+    empty_writer: StreamWriter | None = None
+    filter_calls = parsers is not None and not rules.chat_step_processor and \
+        request.parallel_tool_calls is False
     generation_error = names.GenerationError
     last_res = None
     usage: Any = None  # (two counts, or four: the reasoning tokens last)
@@ -192,8 +259,45 @@ async def stream(ctx: Context, serving: Any, request: Any,
                         finish_sent[i] = True
                         if kv_transfer and res.kv_transfer_params is not None:
                             odd = True
+                    if delta.tool_calls:  # (a tool parser's: one call, its form's frames)
+                        if filter_calls:  # (0.32: vLLM filters the choice it builds)
+                            delta = names.maybe_filter_parallel_tool_calls(delta, request)
+                        tool = None if odd else _tool_written(delta, names)
+                        if tool is not None and (tool[0] == "tool_args" or finish is None):
+                            form = tool[1]
+                            if finish is None:
+                                writer = tool_writers.get(form)
+                                if writer is None:
+                                    writer = tool_writers[form] = StreamWriter(
+                                        ctx.tools[form], id=request_id, model=model_name,
+                                        created=created, role=role)
+                                out.append(writer.write(
+                                    "tool_start", tool[5], i, token_ids=ids,
+                                    logprobs=logprobs, usage=usage, tool_index=tool[2],
+                                    tool_id=tool[3], tool_name=tool[4])
+                                    if tool[0] == "tool_start" else writer.write(
+                                    "tool_args", tool[3], i, token_ids=ids, logprobs=logprobs,
+                                    usage=usage, tool_index=tool[2]))
+                            else:
+                                out.append(StreamWriter(
+                                    ctx.tools[form], id=request_id, model=model_name,
+                                    created=created, role=role, system_fingerprint=None
+                                    if include_usage else fingerprint).write(
+                                    "finish_tool_args", tool[3], i, token_ids=ids,
+                                    logprobs=logprobs, finish_reason=finish,
+                                    stop_reason=output.stop_reason, usage=usage,
+                                    tool_index=tool[2]))
+                            continue
                     written = None if odd else _written(delta, delta_class)
-                    if written is None or (finish is None and written[1] is None):
+                    if written is not None and finish is None and written[1] is None:
+                        # (a step with nothing but its logprobs or token ids: "delta":{})
+                        if empty_writer is None:
+                            empty_writer = StreamWriter(ctx.empty, id=request_id,
+                                                        model=model_name, created=created,
+                                                        role=role)
+                        out.append(empty_writer.write("finish", None, i, token_ids=ids,
+                                                      logprobs=logprobs, usage=usage))
+                    elif written is None:
                         out.append(fallback.chat_step(
                             ctx, serving, request, tokenizer, output, ids, usage, finish,
                             include_usage, request_id, model_name, created,

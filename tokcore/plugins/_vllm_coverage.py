@@ -1,10 +1,12 @@
 """Which requests the vLLM plugin writes itself, decided per request before the first byte
 (every other one gets vLLM's own generator, called as it is).
 
-Chat Completions: covered when the server has no tool parser and either no reasoning parser
-(``parser_cls is None``) or one the plugin covers (``reasoning_covered``: ``deepseek_r1``,
-``deepseek_v3``, ``qwen3``; its deltas are vLLM's parser's own, called as vLLM's generator
-calls it, and the request needs a tokenizer), and does not log outputs
+Chat Completions: covered when the server has no parser (``parser_cls is None``) or one the
+plugin covers (``parser_covered``: a reasoning parser ``deepseek_r1``, ``deepseek_v3`` or
+``qwen3``, a tool parser ``hermes`` or ``llama3_json`` with
+``--enable-auto-tool-choice``, or one of each; its deltas are vLLM's parser's own, called as
+vLLM's generator calls it, any ``tool_choice``, and the request needs a tokenizer), and does
+not log outputs
 (``--enable-log-outputs``), the serving object is vLLM's own class (not a subclass), the
 request asks no ``return_prompt_text`` (nor, on 0.33 on, ``return_weight_versions``), its
 ``echo`` (if any) echoes nothing (the last message's role is not the answer's, or its
@@ -32,7 +34,7 @@ from typing import Any
 
 from ._vllm_shapes import Context
 
-__all__ = ["chat_covered", "completion_covered", "last_message", "reasoning_covered"]
+__all__ = ["chat_covered", "completion_covered", "last_message", "parser_covered"]
 
 #: what the class ``ParserManager._compose_parser`` makes for a reasoning parser alone holds
 #: (beyond the names every class has)
@@ -47,23 +49,29 @@ def last_message(conversation: Any, role: str) -> Any:
     return ""
 
 
-def reasoning_covered(ctx: Context, parser_cls: Any) -> bool:
-    """Whether a server's parser class is a reasoning parser the plugin writes the deltas
-    of, with no tool parser: the class vLLM composes (a ``DelegatingParser`` subclass that
-    only names its parsers) around ``deepseek_r1``'s, ``deepseek_v3``'s or ``qwen3``'s
-    reasoning parser."""
+def parser_covered(ctx: Context, parser_cls: Any) -> bool:
+    """Whether a server's parser class is one the plugin writes the deltas of: the class
+    vLLM composes (a ``DelegatingParser`` subclass that only names its parsers) around
+    ``deepseek_r1``'s, ``deepseek_v3``'s or ``qwen3``'s reasoning parser, ``hermes``'s or
+    ``llama3_json``'s tool parser (0.32 and 0.33: the legacy class; 0.34's engine parser's
+    adapter), or one of each."""
     names = ctx.names
     if not isinstance(parser_cls, type) or parser_cls.__bases__ != (names.DelegatingParser,):
         return False
     held = vars(parser_cls)
-    if any(not (key.startswith("__") or key in _COMPOSED) for key in held) or \
-            held.get("tool_parser_cls") is not None:
+    if any(not (key.startswith("__") or key in _COMPOSED) for key in held):
         return False
     reasoning = held.get("reasoning_parser_cls")
-    return reasoning is not None and (
-        reasoning is names.DeepSeekR1ReasoningParser or
-        reasoning is names.DeepSeekV3ReasoningParser or
-        reasoning is vars(names.Qwen3Parser).get("reasoning_parser_cls"))
+    tool = held.get("tool_parser_cls")
+    if reasoning is None and tool is None:
+        return False
+    return (reasoning is None or
+            reasoning is names.DeepSeekR1ReasoningParser or
+            reasoning is names.DeepSeekV3ReasoningParser or
+            reasoning is vars(names.Qwen3Parser).get("reasoning_parser_cls")) and \
+        (tool is None or tool is names.Hermes2ProToolParser or
+         (isinstance(tool, type) and (tool is names.Llama3JsonToolParser or
+                                      tool is names.LlamaJsonEngineToolParser)))
 
 
 def chat_covered(ctx: Context, serving: Any, request: Any, request_id: Any, model_name: Any,
@@ -72,7 +80,7 @@ def chat_covered(ctx: Context, serving: Any, request: Any, request_id: Any, mode
     parser_cls = serving.parser_cls if type(serving) is ctx.names.OpenAIServingChat else None
     if type(serving) is not ctx.names.OpenAIServingChat or (
             serving._include_reasoning_tokens_details if parser_cls is None else
-            (tokenizer is None or not reasoning_covered(ctx, parser_cls))) or \
+            (tokenizer is None or not parser_covered(ctx, parser_cls))) or \
             (serving.enable_log_outputs and serving.request_logger) or \
             request.return_prompt_text or type(request_id) is not str or \
             type(model_name) is not str or \

@@ -1,10 +1,10 @@
 """The steps of a covered stream that the vLLM plugin leaves to vLLM's own models, built and
 dumped as the release's generator builds and dumps them: a logprobs position the writer has
 no frame for (none, no sampled entry, no decoded text: not seen from vLLM's engine), a finish
-chunk that carries ``kv_transfer_params`` (0.33 on: a disaggregated prefill's), a reasoning
-parser's delta that is not one text of one kind (reasoning and content in one step, a member
-set to None, a delta with nothing but logprobs or token ids), and the final usage chunk with
-speculative decoding metrics."""
+chunk that carries ``kv_transfer_params`` (0.33 on: a disaggregated prefill's), a parser's
+delta that is neither one text of one kind nor one tool call's piece (reasoning and content
+in one step, several tool calls or text beside one, a call's first piece on the finish
+chunk, a member set to None), and the final usage chunk with speculative decoding metrics."""
 
 from __future__ import annotations
 

@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 
 from ._vllm_targets import (
     BASE,
+    BASE_PROTOCOL,
     CHAT,
     CHAT_PROTOCOL,
     CHAT_STEP,
@@ -22,6 +23,9 @@ from ._vllm_targets import (
     DETOKENIZER,
     ENGINE_LOGPROBS,
     EXCEPTIONS,
+    HERMES,
+    LLAMA3_JSON,
+    LLAMA3_JSON_ENGINE,
     PARSER,
     QWEN3,
     TOOL_CALLS,
@@ -87,6 +91,12 @@ class Names(NamedTuple):
     DeepSeekR1ReasoningParser: Any
     DeepSeekV3ReasoningParser: Any
     Qwen3Parser: Any
+    # the tool parsers' (the same parser objects; their tool-call deltas' models)
+    Hermes2ProToolParser: Any
+    Llama3JsonToolParser: Any  # (ABSENT on 0.34: an engine parser there)
+    LlamaJsonEngineToolParser: Any  # (0.34 on; ABSENT before)
+    DeltaToolCall: Any
+    DeltaFunctionCall: Any
     # the chunk models, as the generators' modules name them
     ChatCompletionStreamResponse: Any
     ChatCompletionResponseStreamChoice: Any
@@ -131,6 +141,11 @@ def load() -> Names:
         DeepSeekR1ReasoningParser=importlib.import_module(DEEPSEEK_R1).DeepSeekR1ReasoningParser,
         DeepSeekV3ReasoningParser=importlib.import_module(DEEPSEEK_V3).DeepSeekV3ReasoningParser,
         Qwen3Parser=importlib.import_module(QWEN3).Qwen3Parser,
+        Hermes2ProToolParser=importlib.import_module(HERMES).Hermes2ProToolParser,
+        Llama3JsonToolParser=resolve(f"{LLAMA3_JSON}:Llama3JsonToolParser"),
+        LlamaJsonEngineToolParser=resolve(f"{LLAMA3_JSON_ENGINE}:LlamaJsonEngineToolParser"),
+        DeltaToolCall=importlib.import_module(BASE_PROTOCOL).DeltaToolCall,
+        DeltaFunctionCall=importlib.import_module(BASE_PROTOCOL).DeltaFunctionCall,
         ChatCompletionStreamResponse=chat.ChatCompletionStreamResponse,
         ChatCompletionResponseStreamChoice=chat.ChatCompletionResponseStreamChoice,
         ChatCompletionLogProbs=chat.ChatCompletionLogProbs,

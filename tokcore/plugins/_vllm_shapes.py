@@ -22,7 +22,7 @@ from ..writer._writer_rules import PROBE as P
 from ._vllm_names import Names
 from ._vllm_releases import Release, Rules
 
-__all__ = ["Context", "build", "probes"]
+__all__ = ["TOOL_FORMS", "Context", "ToolForm", "build", "probes"]
 
 log = logging.getLogger("tokcore.plugins.vllm")
 
@@ -33,6 +33,15 @@ _COMPLETION_OMIT = ("usage", "system_fingerprint", "usage.cached_tokens",
                     "usage.reasoning_tokens")
 
 
+#: a tool parser's delta, by how vLLM's code made it: (``content`` set to None beside the
+#: calls, as hermes's parser sets it; a later piece's ``name`` set to None, as tool_choice
+#: required's does)
+ToolForm = tuple[bool, bool]
+#: the tool-call forms the plugin has shapes for: hermes's (content null); llama3_json's and
+#: a named tool_choice's (neither); tool_choice required's (the name null on later pieces)
+TOOL_FORMS: tuple[ToolForm, ...] = ((True, False), (False, False), (False, True))
+
+
 class Context(NamedTuple):
     """What the plugin runs with on a known release."""
 
@@ -40,6 +49,13 @@ class Context(NamedTuple):
     release: Release
     chat: StreamShape
     completion: StreamShape
+    #: a chat shape per tool-call form (its tool_start, tool_args and finish_tool_args
+    #: frames; the chat shape's text and finish frames)
+    tools: dict[ToolForm, StreamShape]
+    #: a chat shape whose finish frame is a step's chunk with an empty delta and no finish
+    #: (``"delta":{}``, ``"finish_reason":null``: a parser's step with nothing to write but
+    #: the step's logprobs or token ids); write("finish", None, finish_reason=None)
+    empty: StreamShape
 
 
 def _frame(chunk: Any, **options: Any) -> str:
@@ -110,6 +126,79 @@ def _chat_probes(n: Names, rules: Rules) -> dict[str, str]:
             "usage": _frame(final, exclude_unset=True, exclude_none=True)}
 
 
+def _tool_probes(n: Names, rules: Rules, form: ToolForm) -> dict[str, str]:
+    """A tool-call form's frames: a call's first piece (its id, type, index and name, and
+    the arguments where the form's code sets them: left out when None), a later piece (its
+    arguments), and a later piece on the finish chunk; the chat shape's own text and
+    finish frames (a shape needs a text frame)."""
+    on_chunk, on_finish = _extra(rules)
+    content_null, name_null = form
+    chat = _chat_probes(n, rules)
+
+    def usage() -> Any:
+        return n.UsageInfo(prompt_tokens=P.prompt_tokens, completion_tokens=P.completion_tokens,
+                           total_tokens=P.total_tokens,
+                           completion_tokens_details=n.CompletionTokenUsageInfo(
+                               reasoning_tokens=P.reasoning_tokens))
+
+    def logprobs() -> Any:
+        return n.ChatCompletionLogProbs(content=[n.ChatCompletionLogProbsContent(
+            token=P.lp_token, logprob=P.lp_logprob, bytes=list(P.lp_bytes),
+            top_logprobs=[n.ChatCompletionLogProb(token=P.top_token, logprob=P.top_logprob,
+                                                  bytes=list(P.top_bytes))])])
+
+    def delta(call: Any) -> Any:
+        return n.DeltaMessage(content=None, tool_calls=[call]) if content_null else \
+            n.DeltaMessage(tool_calls=[call])
+
+    def piece() -> Any:
+        return n.DeltaToolCall(index=P.tool_index, function=n.DeltaFunctionCall(
+            name=None, arguments=P.text) if name_null else n.DeltaFunctionCall(arguments=P.text))
+
+    def chunk(call: Any, finish: bool) -> Any:
+        choice = n.ChatCompletionResponseStreamChoice(
+            index=P.index, delta=delta(call), logprobs=logprobs(), finish_reason=P.finish_reason,
+            stop_reason=P.stop_reason, token_ids=list(P.token_ids), **on_finish) \
+            if finish else n.ChatCompletionResponseStreamChoice(
+                index=P.index, delta=delta(call), logprobs=logprobs(), finish_reason=None,
+                token_ids=list(P.token_ids))
+        made = n.ChatCompletionStreamResponse(id=P.id, object="chat.completion.chunk",
+                                              created=P.created, choices=[choice],
+                                              model=P.model, **on_chunk)
+        if finish:
+            made.system_fingerprint = P.system_fingerprint
+        made.usage = usage()
+        return made
+
+    start = n.DeltaToolCall(id=P.tool_id, type="function", index=P.tool_index,
+                            function=n.DeltaFunctionCall(name=P.tool_name, arguments=P.text))
+    return {"text": chat["text"], "finish": chat["finish"],
+            "tool_start": _frame(chunk(start, False), exclude_unset=True),
+            "tool_args": _frame(chunk(piece(), False), exclude_unset=True),
+            "finish_tool_args": _frame(chunk(piece(), True), exclude_unset=True)}
+
+
+def _empty_probes(n: Names, rules: Rules) -> dict[str, str]:
+    """The empty-delta step's frame (as ``finish``, its finish reason written null), and
+    the chat shape's text frame (a shape needs one)."""
+    on_chunk, _ = _extra(rules)
+    made = n.ChatCompletionStreamResponse(
+        id=P.id, object="chat.completion.chunk", created=P.created, model=P.model,
+        choices=[n.ChatCompletionResponseStreamChoice(
+            index=P.index, delta=n.DeltaMessage(), logprobs=n.ChatCompletionLogProbs(
+                content=[n.ChatCompletionLogProbsContent(
+                    token=P.lp_token, logprob=P.lp_logprob, bytes=list(P.lp_bytes),
+                    top_logprobs=[n.ChatCompletionLogProb(
+                        token=P.top_token, logprob=P.top_logprob,
+                        bytes=list(P.top_bytes))])]),
+            finish_reason=P.finish_reason, token_ids=list(P.token_ids))], **on_chunk)
+    made.usage = n.UsageInfo(prompt_tokens=P.prompt_tokens, completion_tokens=P.completion_tokens,
+                             total_tokens=P.total_tokens,
+                             completion_tokens_details=n.CompletionTokenUsageInfo(
+                                 reasoning_tokens=P.reasoning_tokens))
+    return {"text": _chat_probes(n, rules)["text"], "finish": _frame(made, exclude_unset=True)}
+
+
 def _completion_probes(n: Names, rules: Rules) -> dict[str, str]:
     on_chunk, on_choice = _extra(rules)
     logprobs = n.CompletionLogProbs(
@@ -149,7 +238,12 @@ def build(names: Names, release: Release) -> Context:
         StreamShape("chat", _chat_probes(names, release.rules), style="pydantic",
                     omit_none=_CHAT_OMIT),
         StreamShape("completions", _completion_probes(names, release.rules), style="pydantic",
-                    omit_none=_COMPLETION_OMIT))
+                    omit_none=_COMPLETION_OMIT),
+        {form: StreamShape("chat", _tool_probes(names, release.rules, form), style="pydantic",
+                           omit_none=(*_CHAT_OMIT, "tool_start.text"))
+         for form in TOOL_FORMS},
+        StreamShape("chat", _empty_probes(names, release.rules), style="pydantic",
+                    omit_none=_CHAT_OMIT))
 
 
 # --- the probes: real values, both ways
@@ -170,6 +264,7 @@ def _chat(ctx: Context) -> Probes:
     plain = StreamWriter(ctx.chat, id=_RID, model=_MODEL, created=_CREATED, role="assistant")
     stamped = StreamWriter(ctx.chat, id=_RID, model=_MODEL, created=_CREATED,
                            role="assistant", system_fingerprint=_FP)
+    empty = StreamWriter(ctx.empty, id=_RID, model=_MODEL, created=_CREATED, role="assistant")
     tokens = [_TEXT, "a", "\ufffd", "a"]
     values = _LOGPROBS
 
@@ -285,6 +380,78 @@ def _chat(ctx: Context) -> Probes:
         "the chat usage chunk with reasoning tokens": (
             lambda: stamped.usage(3, 5, None, 2),
             lambda: _frame(final(2), exclude_unset=True, exclude_none=True).encode()),
+        "a chat step with an empty delta": (
+            lambda: empty.write("finish", None, 1, token_ids=[5, 6, 7, 8], logprobs=entries,
+                                usage=(3, 4)),
+            lambda: _frame(chunk([step(index=1, delta=n.DeltaMessage(), logprobs=logprobs(),
+                                       finish_reason=None, token_ids=[5, 6, 7, 8])], (3, 4),
+                                 **on_chunk), **unset).encode()),
+        "a chat step with an empty delta, token ids alone": (
+            lambda: empty.write("finish", None, 0, token_ids=[5], usage=Usage(3, 4, None, 2)),
+            lambda: _frame(chunk([step(index=0, delta=n.DeltaMessage(), logprobs=None,
+                                       finish_reason=None, token_ids=[5])], (3, 4, 2),
+                                 **on_chunk), **unset).encode()),
+        **{f"{name} {form}": made for form in TOOL_FORMS
+           for name, made in _tool_calls(ctx, form, chunk, entries, logprobs).items()},
+    }
+
+
+def _tool_calls(ctx: Context, form: ToolForm, chunk: Callable[..., Any], entries: list[Any],
+                logprobs: Callable[..., Any]) -> Probes:
+    """A tool-call form's probe chunks: a call's first piece with and without its
+    arguments, a later piece with logprobs and usage, one on the finish chunk."""
+    n = ctx.names
+    on_chunk, on_finish = _extra(ctx.release.rules)
+    shape = ctx.tools[form]
+    plain = StreamWriter(shape, id=_RID, model=_MODEL, created=_CREATED, role="assistant")
+    stamped = StreamWriter(shape, id=_RID, model=_MODEL, created=_CREATED, role="assistant",
+                           system_fingerprint=_FP)
+    content_null, name_null = form
+    step = n.ChatCompletionResponseStreamChoice
+
+    def delta(call: Any) -> Any:
+        return n.DeltaMessage(content=None, tool_calls=[call]) if content_null else \
+            n.DeltaMessage(tool_calls=[call])
+
+    def start(arguments: str | None) -> Any:
+        function = {"name": "get_wéather\"\n"} if arguments is None else \
+            {"name": "f", "arguments": arguments}
+        return n.DeltaToolCall(index=3, type="function", id="chatcmpl-tool-é\"1",
+                               function=n.DeltaFunctionCall(**function))
+
+    def piece(arguments: str, index: int = 1) -> Any:
+        return n.DeltaToolCall(index=index, function=n.DeltaFunctionCall(
+            name=None, arguments=arguments) if name_null else
+            n.DeltaFunctionCall(arguments=arguments))
+
+    unset = {"exclude_unset": True}
+    return {
+        "a tool call's first piece": (
+            lambda: plain.write("tool_start", None, 1, tool_index=3,
+                                tool_id="chatcmpl-tool-é\"1", tool_name="get_wéather\"\n"),
+            lambda: _frame(chunk([step(index=1, delta=delta(start(None)), logprobs=None,
+                                       finish_reason=None, token_ids=None)], **on_chunk),
+                           **unset).encode()),
+        "a tool call's first piece with arguments": (
+            lambda: plain.write("tool_start", '{"a": "é', 0, tool_index=3,
+                                tool_id="chatcmpl-tool-é\"1", tool_name="f",
+                                token_ids=[5, 6, 7, 8], logprobs=entries, usage=(3, 4)),
+            lambda: _frame(chunk([step(index=0, delta=delta(start('{"a": "é')),
+                                       logprobs=logprobs(), finish_reason=None,
+                                       token_ids=[5, 6, 7, 8])], (3, 4), **on_chunk),
+                           **unset).encode()),
+        "a tool call's piece": (
+            lambda: plain.write("tool_args", _TEXT, 2, tool_index=1, usage=Usage(3, 4, None, 1)),
+            lambda: _frame(chunk([step(index=2, delta=delta(piece(_TEXT)), logprobs=None,
+                                       finish_reason=None, token_ids=None)], (3, 4, 1),
+                                 **on_chunk), **unset).encode()),
+        "a tool call's piece on the finish chunk": (
+            lambda: stamped.write("finish_tool_args", "}", 0, tool_index=0,
+                                  finish_reason="tool_calls", token_ids=[9]),
+            lambda: _frame(chunk([step(index=0, delta=delta(piece("}", 0)), logprobs=None,
+                                       finish_reason="tool_calls", stop_reason=None,
+                                       token_ids=[9], **on_finish)], system_fingerprint=_FP,
+                                 **on_chunk), **unset).encode()),
     }
 
 

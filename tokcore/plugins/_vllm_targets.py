@@ -50,6 +50,13 @@ DEEPSEEK_R1 = "vllm.reasoning.deepseek_r1_reasoning_parser"
 DEEPSEEK_V3 = "vllm.reasoning.deepseek_v3_reasoning_parser"
 IDENTITY = "vllm.reasoning.identity_reasoning_parser"
 QWEN3 = "vllm.parser.qwen3"
+TOOL_PARSER = "vllm.tool_parsers.abstract_tool_parser"
+HERMES = "vllm.tool_parsers.hermes_tool_parser"
+LLAMA3_JSON = "vllm.tool_parsers.llama_tool_parser"
+LLAMA3_JSON_ENGINE = "vllm.tool_parsers.llama_json_engine_tool_parser"
+LLAMA_JSON = "vllm.parser.llama_json"
+TOOL_STREAMING = "vllm.tool_parsers.streaming"
+CHAT_UTILS = "vllm.renderers.chat_utils"
 
 Role = Literal["replaced", "wrapped", "reproduced", "called", "model"]
 
@@ -140,8 +147,29 @@ TARGETS: tuple[Target, ...] = (
            "makes the engine parsers' reasoning classes (qwen3's: Qwen3Parser's "
            "reasoning_parser_cls)"),
     Target(f"{QWEN3}:Qwen3Parser", "called", "the qwen3 reasoning parser's engine (covered)"),
+    # --- Chat Completions with a tool parser (--enable-auto-tool-choice): the same parser
+    # objects, whose tool-call deltas the plugin writes (tool_choice auto, required, named)
+    Target(f"{TOOL_PARSER}:ToolParser", "called",
+           "the tool parsers' base: their streaming state, the unstreamed arguments"),
+    Target(f"{HERMES}:Hermes2ProToolParser", "called",
+           "the hermes tool parser (covered): content, then <tool_call> JSON as a call's "
+           "name and argument fragments"),
+    Target(f"{LLAMA3_JSON}:Llama3JsonToolParser", "called",
+           "the llama3_json tool parser of 0.32 and 0.33 (covered)"),
+    Target(f"{LLAMA3_JSON_ENGINE}:LlamaJsonEngineToolParser", "called",
+           "0.34 on: the llama3_json tool parser, an engine parser's adapter (covered)"),
+    Target(f"{PARSER_ADAPTERS}:ParserEngineToolAdapter", "called",
+           "0.34's llama3_json tool parser's base (made by make_adapters)"),
+    Target(f"{LLAMA_JSON}:LlamaJsonParser", "called",
+           "0.34 on: the llama3_json tool parser's engine"),
+    Target(f"{TOOL_STREAMING}:extract_named_tool_call_streaming", "called",
+           "a named tool_choice's deltas (the parser calls it)"),
+    Target(f"{TOOL_STREAMING}:extract_required_tool_call_streaming", "called",
+           "tool_choice required's deltas (the parser calls it)"),
+    Target(f"{CHAT_UTILS}:make_tool_call_id", "called", "a tool call's id"),
     Target(f"{TOOL_CALLS}:maybe_filter_parallel_tool_calls", "reproduced",
-           "called per chunk (no effect without tool calls)"),
+           "parallel_tool_calls false: a delta's calls but the first dropped (0.32: the "
+           "plugin calls it on the delta before writing it; 0.33 on: the step does)"),
     Target(f"{TOOL_CALLS}:resolve_finish_reason", "reproduced",
            "0.33 on: the chat finish reason (the engine's, or stop)"),
     Target(f"{BASE}:chat_top_logprobs_limit", "reproduced",
@@ -219,6 +247,8 @@ TARGETS: tuple[Target, ...] = (
     Target(f"{CHAT_PROTOCOL}:ChatCompletionLogProbsContent", "model", _MODEL),
     Target(f"{CHAT_PROTOCOL}:ChatCompletionLogProb", "model", _MODEL),
     Target(f"{BASE_PROTOCOL}:DeltaMessage", "model", _MODEL),
+    Target(f"{BASE_PROTOCOL}:DeltaToolCall", "model", _MODEL),
+    Target(f"{BASE_PROTOCOL}:DeltaFunctionCall", "model", _MODEL),
     Target(f"{BASE_PROTOCOL}:PerRequestMetrics", "model",
            "the final usage chunk's metrics (written by vLLM's models)"),
     Target(f"{COMPLETION_PROTOCOL}:CompletionStreamResponse", "model", _MODEL),
