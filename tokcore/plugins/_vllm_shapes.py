@@ -69,60 +69,63 @@ def _extra(rules: Rules) -> tuple[dict[str, Any], dict[str, Any]]:
     return chunk, choice
 
 
-def _chat_probes(n: Names, rules: Rules) -> dict[str, str]:
+def _usage(n: Names, final: bool = False) -> Any:
+    """The usage the probes carry (``final``: the final chunk's, with the prompt's details)."""
+    made = n.UsageInfo(prompt_tokens=P.prompt_tokens, completion_tokens=P.completion_tokens,
+                       total_tokens=P.total_tokens,
+                       completion_tokens_details=n.CompletionTokenUsageInfo(
+                           reasoning_tokens=P.reasoning_tokens))
+    if final:
+        made.prompt_tokens_details = n.PromptTokenUsageInfo(cached_tokens=P.cached_tokens)
+    return made
+
+
+def _logprobs(n: Names) -> Any:
+    """A step's logprobs: one token and one top token."""
+    return n.ChatCompletionLogProbs(content=[n.ChatCompletionLogProbsContent(
+        token=P.lp_token, logprob=P.lp_logprob, bytes=list(P.lp_bytes),
+        top_logprobs=[n.ChatCompletionLogProb(token=P.top_token, logprob=P.top_logprob,
+                                              bytes=list(P.top_bytes))])])
+
+
+def _chunk(n: Names, choices: list[Any], **members: Any) -> Any:
+    return n.ChatCompletionStreamResponse(id=P.id, object="chat.completion.chunk",
+                                          created=P.created, choices=choices, model=P.model,
+                                          **members)
+
+
+def _step(n: Names, rules: Rules, delta: Any, finish: bool) -> Any:
+    """A step's chunk as the release's generator builds it around a delta: its logprobs,
+    token ids and usage, and on a finish its reason, stop reason and fingerprint (and the
+    release's members: ``_extra``)."""
     on_chunk, on_finish = _extra(rules)
+    choice = n.ChatCompletionResponseStreamChoice(
+        index=P.index, delta=delta, logprobs=_logprobs(n), finish_reason=P.finish_reason,
+        stop_reason=P.stop_reason, token_ids=list(P.token_ids), **on_finish) if finish else \
+        n.ChatCompletionResponseStreamChoice(index=P.index, delta=delta, logprobs=_logprobs(n),
+                                             finish_reason=None, token_ids=list(P.token_ids))
+    made = _chunk(n, [choice], **on_chunk)
+    if finish:
+        made.system_fingerprint = P.system_fingerprint
+    made.usage = _usage(n)
+    return made
 
-    def usage(final: bool = False) -> Any:
-        made = n.UsageInfo(prompt_tokens=P.prompt_tokens, completion_tokens=P.completion_tokens,
-                           total_tokens=P.total_tokens,
-                           completion_tokens_details=n.CompletionTokenUsageInfo(
-                               reasoning_tokens=P.reasoning_tokens))
-        if final:
-            made.prompt_tokens_details = n.PromptTokenUsageInfo(cached_tokens=P.cached_tokens)
-        return made
 
-    def logprobs() -> Any:
-        return n.ChatCompletionLogProbs(content=[n.ChatCompletionLogProbsContent(
-            token=P.lp_token, logprob=P.lp_logprob, bytes=list(P.lp_bytes),
-            top_logprobs=[n.ChatCompletionLogProb(token=P.top_token, logprob=P.top_logprob,
-                                                  bytes=list(P.top_bytes))])])
-
-    def chunk(choices: list[Any], **members: Any) -> Any:
-        return n.ChatCompletionStreamResponse(id=P.id, object="chat.completion.chunk",
-                                              created=P.created, choices=choices,
-                                              model=P.model, **members)
-
-    choice = n.ChatCompletionResponseStreamChoice
-    start = chunk([choice(index=P.index, delta=n.DeltaMessage(role=P.role, content=""),
-                          logprobs=None, finish_reason=None)],
-                  prompt_token_ids=list(P.prompt_token_ids), prompt_text=None)
-    start.usage = usage()
-    text = chunk([choice(index=P.index, delta=n.DeltaMessage(content=P.text),
-                         logprobs=logprobs(), finish_reason=None,
-                         token_ids=list(P.token_ids))], **on_chunk)
-    text.usage = usage()
-    finish = chunk([choice(index=P.index, delta=n.DeltaMessage(content=P.text),
-                           logprobs=logprobs(), finish_reason=P.finish_reason,
-                           stop_reason=P.stop_reason, token_ids=list(P.token_ids),
-                           **on_finish)], **on_chunk)
-    finish.system_fingerprint = P.system_fingerprint
-    finish.usage = usage()
-    # (a reasoning parser's deltas: DeltaMessage(reasoning=...), on a step and on its finish)
-    reasoning = chunk([choice(index=P.index, delta=n.DeltaMessage(reasoning=P.text),
-                              logprobs=logprobs(), finish_reason=None,
-                              token_ids=list(P.token_ids))], **on_chunk)
-    reasoning.usage = usage()
-    finish_reasoning = chunk([choice(index=P.index, delta=n.DeltaMessage(reasoning=P.text),
-                                     logprobs=logprobs(), finish_reason=P.finish_reason,
-                                     stop_reason=P.stop_reason, token_ids=list(P.token_ids),
-                                     **on_finish)], **on_chunk)
-    finish_reasoning.system_fingerprint = P.system_fingerprint
-    finish_reasoning.usage = usage()
-    final = chunk([], usage=usage(True), system_fingerprint=P.system_fingerprint, metrics=None)
-    return {"start": _frame(start, exclude_unset=True), "text": _frame(text, exclude_unset=True),
-            "finish": _frame(finish, exclude_unset=True),
-            "reasoning": _frame(reasoning, exclude_unset=True),
-            "finish_reasoning": _frame(finish_reasoning, exclude_unset=True),
+def _chat_probes(n: Names, rules: Rules) -> dict[str, str]:
+    """The chat shape's frames: the first chunk, a text step and its finish, a reasoning
+    parser's step and its finish (``DeltaMessage(reasoning=...)``), the final usage."""
+    start = _chunk(n, [n.ChatCompletionResponseStreamChoice(
+        index=P.index, delta=n.DeltaMessage(role=P.role, content=""), logprobs=None,
+        finish_reason=None)], prompt_token_ids=list(P.prompt_token_ids), prompt_text=None)
+    start.usage = _usage(n)
+    final = _chunk(n, [], usage=_usage(n, True), system_fingerprint=P.system_fingerprint,
+                   metrics=None)
+    frames = {"start": start}
+    for name, kind in (("text", "content"), ("reasoning", "reasoning")):
+        frames[name] = _step(n, rules, n.DeltaMessage(**{kind: P.text}), False)
+        frames["finish" if name == "text" else "finish_reasoning"] = _step(
+            n, rules, n.DeltaMessage(**{kind: P.text}), True)
+    return {**{name: _frame(made, exclude_unset=True) for name, made in frames.items()},
             "usage": _frame(final, exclude_unset=True, exclude_none=True)}
 
 
@@ -131,21 +134,8 @@ def _tool_probes(n: Names, rules: Rules, form: ToolForm) -> dict[str, str]:
     the arguments where the form's code sets them: left out when None), a later piece (its
     arguments), and a later piece on the finish chunk; the chat shape's own text and
     finish frames (a shape needs a text frame)."""
-    on_chunk, on_finish = _extra(rules)
     content_null, name_null = form
     chat = _chat_probes(n, rules)
-
-    def usage() -> Any:
-        return n.UsageInfo(prompt_tokens=P.prompt_tokens, completion_tokens=P.completion_tokens,
-                           total_tokens=P.total_tokens,
-                           completion_tokens_details=n.CompletionTokenUsageInfo(
-                               reasoning_tokens=P.reasoning_tokens))
-
-    def logprobs() -> Any:
-        return n.ChatCompletionLogProbs(content=[n.ChatCompletionLogProbsContent(
-            token=P.lp_token, logprob=P.lp_logprob, bytes=list(P.lp_bytes),
-            top_logprobs=[n.ChatCompletionLogProb(token=P.top_token, logprob=P.top_logprob,
-                                                  bytes=list(P.top_bytes))])])
 
     def delta(call: Any) -> Any:
         return n.DeltaMessage(content=None, tool_calls=[call]) if content_null else \
@@ -155,47 +145,23 @@ def _tool_probes(n: Names, rules: Rules, form: ToolForm) -> dict[str, str]:
         return n.DeltaToolCall(index=P.tool_index, function=n.DeltaFunctionCall(
             name=None, arguments=P.text) if name_null else n.DeltaFunctionCall(arguments=P.text))
 
-    def chunk(call: Any, finish: bool) -> Any:
-        choice = n.ChatCompletionResponseStreamChoice(
-            index=P.index, delta=delta(call), logprobs=logprobs(), finish_reason=P.finish_reason,
-            stop_reason=P.stop_reason, token_ids=list(P.token_ids), **on_finish) \
-            if finish else n.ChatCompletionResponseStreamChoice(
-                index=P.index, delta=delta(call), logprobs=logprobs(), finish_reason=None,
-                token_ids=list(P.token_ids))
-        made = n.ChatCompletionStreamResponse(id=P.id, object="chat.completion.chunk",
-                                              created=P.created, choices=[choice],
-                                              model=P.model, **on_chunk)
-        if finish:
-            made.system_fingerprint = P.system_fingerprint
-        made.usage = usage()
-        return made
-
     start = n.DeltaToolCall(id=P.tool_id, type="function", index=P.tool_index,
                             function=n.DeltaFunctionCall(name=P.tool_name, arguments=P.text))
     return {"text": chat["text"], "finish": chat["finish"],
-            "tool_start": _frame(chunk(start, False), exclude_unset=True),
-            "tool_args": _frame(chunk(piece(), False), exclude_unset=True),
-            "finish_tool_args": _frame(chunk(piece(), True), exclude_unset=True)}
+            "tool_start": _frame(_step(n, rules, delta(start), False), exclude_unset=True),
+            "tool_args": _frame(_step(n, rules, delta(piece()), False), exclude_unset=True),
+            "finish_tool_args": _frame(_step(n, rules, delta(piece()), True),
+                                       exclude_unset=True)}
 
 
 def _empty_probes(n: Names, rules: Rules) -> dict[str, str]:
     """The empty-delta step's frame (as ``finish``, its finish reason written null), and
     the chat shape's text frame (a shape needs one)."""
     on_chunk, _ = _extra(rules)
-    made = n.ChatCompletionStreamResponse(
-        id=P.id, object="chat.completion.chunk", created=P.created, model=P.model,
-        choices=[n.ChatCompletionResponseStreamChoice(
-            index=P.index, delta=n.DeltaMessage(), logprobs=n.ChatCompletionLogProbs(
-                content=[n.ChatCompletionLogProbsContent(
-                    token=P.lp_token, logprob=P.lp_logprob, bytes=list(P.lp_bytes),
-                    top_logprobs=[n.ChatCompletionLogProb(
-                        token=P.top_token, logprob=P.top_logprob,
-                        bytes=list(P.top_bytes))])]),
-            finish_reason=P.finish_reason, token_ids=list(P.token_ids))], **on_chunk)
-    made.usage = n.UsageInfo(prompt_tokens=P.prompt_tokens, completion_tokens=P.completion_tokens,
-                             total_tokens=P.total_tokens,
-                             completion_tokens_details=n.CompletionTokenUsageInfo(
-                                 reasoning_tokens=P.reasoning_tokens))
+    made = _chunk(n, [n.ChatCompletionResponseStreamChoice(
+        index=P.index, delta=n.DeltaMessage(), logprobs=_logprobs(n),
+        finish_reason=P.finish_reason, token_ids=list(P.token_ids))], **on_chunk)
+    made.usage = _usage(n)
     return {"text": _chat_probes(n, rules)["text"], "finish": _frame(made, exclude_unset=True)}
 
 
