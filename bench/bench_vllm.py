@@ -17,14 +17,15 @@ rotated from round to round) with ``CONCURRENCY`` concurrent streams of ``TOKENS
 each (``ignore_eos`` and ``min_tokens``: every stream that long), ``--requests`` per case,
 for each case of that configuration (``CASES``): plain chat streams, plain completions
 streams, completions with ``logprobs: 5``, chat with ``top_logprobs: 5``, chat on the
-reasoning server, chat with tools on the tool server, each greedy (one prompt, temperature
-0) and sampled (temperature 1, a seed per stream, the prompts of ``PROMPTS`` in turn: the
-contexts of vLLM's corrections of partial characters recur less), each asking
-``include_usage`` (its tokens are counted from the final usage chunk). A first round, the
-same load, warms every server and case up and is not counted. The API server's CPU is its utime + stime from ``/proc/<pid>/stat`` (all its
-threads, in clock ticks: the default 64 streams a load make about 100 ticks) read right
-before the load and ``SETTLE`` seconds after its last byte (the server's work on the
-requests after that), divided by the streamed tokens; the engine's processes' CPU is
+reasoning server, chat with tools on the tool server (a text answer: ``CASES``), each
+greedy (one prompt, temperature 0) and sampled (temperature 1, a seed per stream, the
+prompts of ``PROMPTS`` in turn: the contexts of vLLM's corrections of partial characters
+recur less), each asking ``include_usage`` (its tokens are counted from the final usage
+chunk). A first round, the same load, warms every server and case up and is not counted.
+The API server's CPU is its utime + stime from ``/proc/<pid>/stat`` (all its threads, in
+clock ticks: the default 64 streams a load make about 100 ticks) read right before the load
+and ``SETTLE`` seconds after its last byte (the server's work on the requests after that),
+divided by the streamed tokens; the engine's processes' CPU is
 reported apart. Printed per round: each load's figures and each case's ratio (on/off);
 then per case and side the median of the rounds and their spread (lowest, highest), and
 each goal's line (the plugin on against off, same run; the ratio of the medians, and each
@@ -46,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import os
 import platform
@@ -84,7 +86,9 @@ TOOLS = "tools"  # (a request key: the tool servers' tools, _vllm_server.TOOL_DE
 #: (temperature 1, a seed per stream, the prompts in turn) or decode greedily (one prompt).
 #: The reasoning server's random model never closes its reasoning: every delta is reasoning;
 #: the tool server's requests carry tools (tool_choice auto) and its model answers text, the
-#: common path of a tool server
+#: common path of a tool server: the requests bias ``<tool_call>`` away (``logit_bias``), as
+#: the random model would otherwise open a call some way in and never close it (the parser
+#: then holds every later token: a greedy stream of 256 tokens wrote 77 chunks)
 CASES: dict[str, tuple[str, str, dict[str, Any], bool]] = {
     "chat": ("plain", CHAT, {}, False),
     "completions": ("plain", COMPLETIONS, {}, False),
@@ -113,6 +117,15 @@ PROMPTS = (PROMPT, "tell me about the café and the naïve 中文 words 🙂",
            "the model of the day is small and it writes a long answer to every question")
 
 
+@functools.cache
+def special_id(token: str) -> int:
+    """The id of one of the tool servers' model's special tokens (its tokenizer's)."""
+    from _vllm_server import model_dir
+
+    added = json.loads((model_dir(tools=True) / "tokenizer.json").read_text())["added_tokens"]
+    return next(entry["id"] for entry in added if entry["content"] == token)
+
+
 def body(case: str, k: int) -> dict[str, Any]:
     """The ``k``-th request of a load of this case."""
     from _vllm_server import TOOL_DEFS
@@ -123,6 +136,7 @@ def body(case: str, k: int) -> dict[str, Any]:
                                "stream_options": {"include_usage": True}, **extra}
     if request.pop(TOOLS, False):
         request["tools"] = TOOL_DEFS
+        request["logit_bias"] = {str(special_id("<tool_call>")): -100}
     prompt = PROMPT
     if sampled:
         request.update(temperature=1.0, seed=1000 + k)
