@@ -209,11 +209,12 @@ bench-vllm: build $(VLLM_VENV)/.installed
 
 # Optional, not in make bench: vLLM's own stream generators against the plugin's in this
 # process, on the same engine outputs, the thread CPU per streamed token; one vLLM release
-# (VLLM, its venv as make test-vllm makes it), some 2 minutes. Each release's run is merged
-# into build/bench-vllm-inprocess.json; docs/_static/bench/vllm-inprocess.json is the
-# recorded one (bench/bench_vllm_inprocess.py --docs writes the benchmarks page's section).
-# BENCH_VLLM_INPROCESS_ARGS=--tools prints the hermes tool streams with the parser's share
-# (not recorded).
+# (VLLM, its venv as make test-vllm makes it), some 3 minutes: plain chat and completions,
+# with logprobs, and chat with a reasoning parser (qwen3, deepseek_r1) or the hermes tool
+# parser, those with the parser's share and the ratio outside its calls. Each release's run
+# is merged into build/bench-vllm-inprocess.json; docs/_static/bench/vllm-inprocess.json is
+# the recorded one (bench/bench_vllm_inprocess.py --docs writes the benchmarks page's
+# section and the vLLM guide's table from it).
 .PHONY: bench-vllm-inprocess
 bench-vllm-inprocess: build $(VLLM_VENV)/.installed
 	PYTHONPATH=$(CURDIR) TOKCORE_REQUIRE_EXTENSIONS=1 $(VLLM_VENV)/bin/python \

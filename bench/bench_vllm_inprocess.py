@@ -26,25 +26,34 @@ that a collection walks what the timed code made), each chunk made bytes as Star
 rounds alternate the sides (their order turned each round); a first round warms both up
 (the plugin's token table fills) and is not counted. Printed per case: each side's median
 microseconds per token over the rounds, the ratio of the medians, each round's ratio, and
-the goal's line (the plugin's at most ``GOAL`` times vLLM's own).
+the goal's line (the plugin's at most ``GOAL`` times vLLM's own; in the parser cases, outside
+the parser's calls).
 
-``--tools`` runs, instead, two streams of a server with ``--enable-auto-tool-choice
---tool-call-parser hermes`` and ``tools`` in the request (the tool model's tokenizer, with
-the parser's markers): the model's text answer, and one tool call whose argument is a long
-text. Both sides call the same vLLM parser object the same way; each parser's
-``parse_delta`` calls are timed apart (the same wrapper on both sides), and printed beside
-each ratio: the parser's share, and the ratio of what each side spends outside the parser's
-calls, the goal's (issue 50). These are printed, not recorded.
+The parser cases (``PARSER_CASES``, issue 50) are chat streams of servers with a parser, in
+the same run: ``--reasoning-parser qwen3`` (the whole answer reasoning, never closed, as
+the tiny model writes it: its template opens no ``<think>``), ``--reasoning-parser
+deepseek_r1`` (reasoning, then ``</think>`` written in place of a token halfway, then
+content), and ``--enable-auto-tool-choice --tool-call-parser hermes`` with ``tools`` in
+the request (the tool model's tokenizer, with the parser's markers): the model's text
+answer, and one tool call whose argument is a long text. Each server's parser class is
+made as vLLM's ``OpenAIServingChat`` makes it (``ParserManager.get_parser``), a parser a
+stream as its ``_make_parser`` makes it; both sides call the same parser object the same
+way, and the parser's own calls (``parse_delta``, ``count_reasoning_tokens``) are timed
+apart by one wrapper on the instance, the same on both sides. Printed beside each ratio:
+the parser's CPU per token on each side, its share of vLLM's, and the ratio of what each
+side spends outside the parser's calls, the goal's (issue 50: a writer that keeps vLLM's
+parser can only remove what is around it).
 
 ``--record PATH`` merges this release's run into a JSON record holding one run per vLLM
-release (``docs/_static/bench/vllm-inprocess.json`` is the recorded one); ``--docs`` writes
+release, its four plain cases under ``cases`` and the parser cases under ``parser cases``
+(``docs/_static/bench/vllm-inprocess.json`` is the recorded one); ``--docs`` writes
 the benchmarks page's section from that record (between its ``vllm-inprocess`` markers) and
 the vLLM guide's table of releases from it and the real server's record
 (``docs/_static/bench/vllm.json``, between its ``vllm-releases`` markers); ``--check``
 fails if either is not what the records give: both without vLLM
 (tests/integration/test_vllm_plugin.py runs the check).
 
-Usage: python bench/bench_vllm_inprocess.py [--rounds N] [--record PATH] [--tools]
+Usage: python bench/bench_vllm_inprocess.py [--rounds N] [--record PATH]
        python bench/bench_vllm_inprocess.py --docs | --check
 """
 
@@ -85,15 +94,17 @@ CASES = {
     "completions logprobs 5": ("completions", {"logprobs": TOP}),
 }
 SIDES = ("vllm", "plugin")
-#: ``--tools``: a server with ``--enable-auto-tool-choice --tool-call-parser hermes`` (its
-#: model's tokenizer, with the parser's markers), ``tools`` in each request: the model's text
-#: answer (the common path) and a stream that is one tool call (its arguments a long text).
-#: Printed beside each ratio: the parser's share of each side's time (both call the same
-#: parser the same way), and the ratio of what is left outside the parser's calls. Not
-#: recorded: the docs' table has the four cases above.
-TOOL_CASES = {
-    "chat tools, text answer": ("chat", {"tools": "TOOLS"}),
-    "chat tool call": ("chat", {"tools": "TOOLS"}),
+#: the parser cases, chat streams of a server with a parser (issue 50): its reasoning parser
+#: (``--reasoning-parser``), its tool parser (``--enable-auto-tool-choice --tool-call-parser``,
+#: ``tools`` in each request) and the answer (``reasoning``: the made-up text, which qwen3
+#: reads as reasoning never closed; ``reasoning, content``: ``</think>`` written halfway;
+#: ``text``: the tool model's text answer, the common path; ``call``: one hermes tool call,
+#: its argument a long text). Recorded apart (``parser cases``), with the parser's share.
+PARSER_CASES: dict[str, tuple[str | None, str | None, str]] = {
+    "chat reasoning qwen3": ("qwen3", None, "reasoning"),
+    "chat reasoning deepseek_r1": ("deepseek_r1", None, "reasoning, content"),
+    "chat tools, text answer": (None, "hermes", "text"),
+    "chat tool call": (None, "hermes", "call"),
 }
 TOOL_DEFS = [{"type": "function", "function": {
     "name": "write_note", "description": "keep a note",
@@ -145,22 +156,28 @@ class Bench:
         self.tabled = tabled_class(LogprobsProcessor, ctx.names.append_logprobs_for_next_position,
                                    ctx.names.convert_ids_list_to_tokens)
         self.streams = [self._steps(random.Random(seed)) for seed in range(STREAMS)]
-        self.by_case = {
-            "chat tools, text answer": [
-                self._steps(random.Random(seed), self.tool_tokenizer)
-                for seed in range(STREAMS)],
-            "chat tool call": [self._steps(random.Random(seed), self.tool_tokenizer, call=True)
-                               for seed in range(STREAMS)]}
-        self.parser_time = 0.0  # (the tool cases: the parser's calls' thread CPU)
+        self.by_case = {  # (the parser cases' streams; the plain cases' are ``streams``)
+            case: [self._steps(random.Random(seed), self.case_tokenizer(case), answer)
+                   for seed in range(STREAMS)]
+            for case, (_, _, answer) in PARSER_CASES.items()}
+        self.parser_time = 0.0  # (the parser cases: the parser's calls' thread CPU)
+        self.in_parser = False
 
-    def _steps(self, rng: random.Random, tokenizer: Any = None, call: bool = False
+    def case_tokenizer(self, case: str) -> Any:
+        """The case's server's tokenizer: the tool model's with a tool parser."""
+        return self.tool_tokenizer if case in PARSER_CASES and PARSER_CASES[case][1] else \
+            self.tokenizer
+
+    def _steps(self, rng: random.Random, tokenizer: Any = None, answer: str = "text"
                ) -> list[tuple[int, str, list[int], list[float], int]]:
-        """A stream: per step its token, its text (the increment of the decoded text), its
-        logprob rows (the sampled token first, then the top ones) and its rank (``call``:
-        the text is one hermes tool call whose argument is the made-up text)."""
+        """A stream: per step its token, its text (the increment of the decoded text, special
+        tokens kept, as a parser's server decodes it), its logprob rows (the sampled token
+        first, then the top ones) and its rank. ``answer`` (``PARSER_CASES``): ``call``, the
+        text is one hermes tool call whose argument is the made-up text; ``reasoning,
+        content``, ``</think>`` takes the place of the token halfway."""
         tokenizer = tokenizer or self.tokenizer
         text = " ".join(_lines(rng))
-        if call:
+        if answer == "call":
             while True:
                 made = "<tool_call>\n" + json.dumps(
                     {"name": "write_note", "arguments": {"text": text}},
@@ -170,6 +187,8 @@ class Bench:
                     break
                 text = text[:len(text) * 9 // 10]
         ids = tokenizer.encode(text, add_special_tokens=False)[:TOKENS]
+        if answer == "reasoning, content":
+            ids[TOKENS // 2] = tokenizer.convert_tokens_to_ids("</think>")
         vocab = len(tokenizer)
         steps = []
         before = ""
@@ -193,7 +212,7 @@ class Bench:
         CPU time (the sum over the streams)."""
         import numpy as np
 
-        api, extra = CASES.get(case) or TOOL_CASES[case]
+        api, extra = CASES.get(case) or ("chat", {})
         logprobs = "logprobs" in extra
         made: list[list[Any]] = []
         spent = 0.0
@@ -227,11 +246,13 @@ class Bench:
         gc.unfreeze()
         return made, spent
 
-    def serving(self, api: str, tools: bool = False) -> Any:
+    def serving(self, api: str, case: str) -> Any:
         """vLLM's serving object as a plain server has it (the attributes its generators
-        read; both sides read the same object); ``tools``: a hermes server's, whose parsers'
-        parse_delta calls are timed (each parser made as vLLM's ``_make_parser`` makes it,
-        its parse_delta wrapped on the instance: the same wrapper for both sides)."""
+        read; both sides read the same object); a parser case's server has its parser class,
+        made as vLLM's ``OpenAIServingChat`` makes it, and each parser (made as its
+        ``_make_parser`` makes it) has its own calls timed: ``parse_delta`` and
+        ``count_reasoning_tokens`` wrapped on the instance, the same wrapper for both
+        sides."""
         cls = self.Chat if api == "chat" else self.Completion
         serving = object.__new__(cls)
         vars(serving).update(
@@ -240,27 +261,37 @@ class Bench:
             enable_force_include_usage=False, system_fingerprint=None,
             enable_prompt_tokens_details=False, enable_per_request_metrics=False,
             return_tokens_as_token_ids=False, log_error_stack=False, enable_auto_tools=False)
-        if tools:
+        if case in PARSER_CASES:
             from vllm.parser import ParserManager
 
-            vars(serving).update(parser_cls=ParserManager.get_parser(
-                tool_parser_name="hermes", enable_auto_tools=True,
-                tokenizer=self.tool_tokenizer), enable_auto_tools=True, model_config=None)
+            reasoning, tool, _ = PARSER_CASES[case]
+            vars(serving).update(
+                parser_cls=ParserManager.get_parser(
+                    tool_parser_name=tool, reasoning_parser_name=reasoning,
+                    enable_auto_tools=tool is not None,
+                    tokenizer=self.case_tokenizer(case)),
+                enable_auto_tools=tool is not None,
+                _include_reasoning_tokens_details=reasoning is not None, model_config=None)
             make = cls._make_parser
             bench = self
 
             def timed(request: Any, tokenizer: Any, kwargs: Any) -> Any:
                 parser = make(serving, request, tokenizer, kwargs)
-                parse = parser.parse_delta
+                for name in ("parse_delta", "count_reasoning_tokens"):
+                    call = getattr(parser, name)
 
-                def parse_delta(*args: Any, **kwargs: Any) -> Any:
-                    start = time.thread_time()
-                    try:
-                        return parse(*args, **kwargs)
-                    finally:
-                        bench.parser_time += time.thread_time() - start
+                    def wrapper(*args: Any, _call: Any = call, **kwargs: Any) -> Any:
+                        if bench.in_parser:  # (one parser call inside another: counted once)
+                            return _call(*args, **kwargs)
+                        bench.in_parser = True
+                        start = time.thread_time()
+                        try:
+                            return _call(*args, **kwargs)
+                        finally:
+                            bench.parser_time += time.thread_time() - start
+                            bench.in_parser = False
 
-                parser.parse_delta = parse_delta
+                    setattr(parser, name, wrapper)
                 return parser
 
             serving._make_parser = timed
@@ -268,12 +299,12 @@ class Bench:
 
     def run(self, side: str, case: str, streams: list[list[Any]]) -> tuple[float, int]:
         """The thread CPU seconds of draining the streams through one side's generator, and
-        the bytes they wrote (a tool case: ``parser_time`` holds its parser's share)."""
-        api, extra = CASES.get(case) or TOOL_CASES[case]
-        tools = case in TOOL_CASES
-        serving = self.serving(api, tools)
-        tokenizer = self.tool_tokenizer if tools else self.tokenizer
-        extra = {**extra, "tools": TOOL_DEFS} if tools else extra
+        the bytes they wrote (a parser case: ``parser_time`` holds its parser's share)."""
+        api, extra = CASES.get(case) or ("chat", {})
+        serving = self.serving(api, case)
+        tokenizer = self.case_tokenizer(case)
+        if case in PARSER_CASES and PARSER_CASES[case][1]:
+            extra = {**extra, "tools": TOOL_DEFS}
         self.parser_time = 0.0
         generator = self.own[api] if side == "vllm" else \
             vars(self.Chat if api == "chat" else self.Completion)[
@@ -346,44 +377,70 @@ def measure(bench: Bench, rounds: int, cases: Any = CASES) -> dict[str, Any]:
         if sizes["vllm"] != sizes["plugin"]:
             raise SystemExit(f"{case}: the sides wrote {sizes['vllm']} and {sizes['plugin']} "
                              f"bytes: not the same streams")
-        row = {side: {"us per token": values, "median": statistics.median(values),
-                      "processor us per token": made[side][1] / tokens * 1e6}
-               for side, values in figures.items()}
+        row: dict[str, Any] = {
+            side: {"us per token": values, "median": statistics.median(values)}
+            for side, values in figures.items()}
         row["ratio"] = row["plugin"]["median"] / row["vllm"]["median"]
         row["rounds"] = [p / v for p, v in zip(figures["plugin"], figures["vllm"],
                                                strict=True)]
         out[case] = row
-        if case in TOOL_CASES:  # (the parser's share; the ratio outside its calls)
+        if case in PARSER_CASES:  # (the parser's share; the ratio outside its calls)
             for side in SIDES:
-                row[side]["parser us per token"] = statistics.median(parser[side])
-            outside = [(p - pp) / (v - vp) for p, pp, v, vp in zip(
-                figures["plugin"], parser["plugin"], figures["vllm"], parser["vllm"],
+                outside = [v - pp for v, pp in zip(figures[side], parser[side], strict=True)]
+                row[side].update({
+                    "parser us per token": parser[side],
+                    "parser median": statistics.median(parser[side]),
+                    "outside the parser": outside,
+                    "outside median": statistics.median(outside)})
+            row["parser share"] = row["vllm"]["parser median"] / row["vllm"]["median"]
+            row["ratio outside the parser"] = \
+                row["plugin"]["outside median"] / row["vllm"]["outside median"]
+            row["rounds outside the parser"] = [p / v for p, v in zip(
+                row["plugin"]["outside the parser"], row["vllm"]["outside the parser"],
                 strict=True)]
-            row["ratio outside the parser"] = statistics.median(outside)
-            print(f"  {case:<24} vLLM {row['vllm']['median']:6.2f} us/token (the parser "
-                  f"{row['vllm']['parser us per token']:.2f}), plugin "
+            print(f"  {case:<27} vLLM {row['vllm']['median']:6.2f} us/token (the parser "
+                  f"{row['vllm']['parser median']:.2f}, {row['parser share']:.0%}), plugin "
                   f"{row['plugin']['median']:6.2f} (the parser "
-                  f"{row['plugin']['parser us per token']:.2f}): {row['ratio']:.3f}x; outside "
+                  f"{row['plugin']['parser median']:.2f}): {row['ratio']:.3f}x; outside "
                   f"the parser's calls {row['ratio outside the parser']:.3f}x (rounds "
-                  f"{', '.join(f'{r:.2f}' for r in outside)})", flush=True)
+                  f"{_rounds(row['rounds outside the parser'])})", flush=True)
             continue
-        print(f"  {case:<24} vLLM {row['vllm']['median']:6.2f} us/token, plugin "
+        for side in SIDES:
+            row[side]["processor us per token"] = made[side][1] / tokens * 1e6
+        print(f"  {case:<27} vLLM {row['vllm']['median']:6.2f} us/token, plugin "
               f"{row['plugin']['median']:6.2f}: {row['ratio']:.3f}x (rounds "
-              f"{', '.join(f'{r:.2f}' for r in row['rounds'])})" + (
+              f"{_rounds(row['rounds'])})" + (
                   f"; logprobs processor vLLM {row['vllm']['processor us per token']:.2f}, "
                   f"plugin {row['plugin']['processor us per token']:.2f} us/token"
                   if CASES[case][1] else ""), flush=True)
     return out
 
 
+def _rounds(ratios: list[float]) -> str:
+    return ", ".join(f"{r:.2f}" for r in ratios)
+
+
 def goal_lines(run: dict[str, Any]) -> tuple[list[str], bool]:
+    """The goals' lines: the plugin's generator at most ``GOAL`` times vLLM's own CPU per
+    streamed token, in the parser cases outside the parser's calls (the parser's share and
+    the whole ratio beside it)."""
     lines, ok = [], True
     for case, row in run["cases"].items():
         met = row["ratio"] <= GOAL
         ok &= met
         lines.append(f"{'ok  ' if met else 'MISS'} vLLM {run['vllm']} {case}: the plugin's "
                      f"generator {row['ratio']:.3f}x vLLM's own CPU per streamed token "
-                     f"(goal <= {GOAL}; rounds {', '.join(f'{r:.2f}' for r in row['rounds'])})")
+                     f"(goal <= {GOAL}; rounds {_rounds(row['rounds'])})")
+    for case, row in run.get("parser cases", {}).items():
+        met = row["ratio outside the parser"] <= GOAL
+        ok &= met
+        lines.append(
+            f"{'ok  ' if met else 'MISS'} vLLM {run['vllm']} {case}: the plugin's generator "
+            f"{row['ratio outside the parser']:.3f}x vLLM's own CPU per streamed token outside "
+            f"the parser's calls (goal <= {GOAL}; rounds "
+            f"{_rounds(row['rounds outside the parser'])}; the parser "
+            f"{row['vllm']['parser median']:.2f} of vLLM's {row['vllm']['median']:.2f} us a "
+            f"token, {row['parser share']:.0%}; with it {row['ratio']:.3f}x)")
     return lines, ok
 
 
@@ -409,21 +466,12 @@ def run(args: argparse.Namespace) -> int:
     print(f"vLLM {bench.release}: {STREAMS} streams of {TOKENS} one-token steps a side, "
           f"{args.rounds} rounds; thread CPU per streamed token, median of the rounds:",
           flush=True)
-    if args.tools:  # (not recorded: printed with the parser's share)
-        tools = measure(bench, args.rounds, TOOL_CASES)
-        ok = all(row["ratio outside the parser"] <= GOAL for row in tools.values())
-        for case, row in tools.items():
-            print(f"{'ok  ' if row['ratio outside the parser'] <= GOAL else 'MISS'} vLLM "
-                  f"{bench.release} {case}: the plugin's generator "
-                  f"{row['ratio outside the parser']:.3f}x vLLM's own CPU per streamed token "
-                  f"outside the parser's calls (goal <= {GOAL}; the whole "
-                  f"{row['ratio']:.3f}x)")
-        return 0 if ok else 1
     cases = measure(bench, args.rounds)
+    parsers = measure(bench, args.rounds, PARSER_CASES)
     record = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
               "tokcore": commit(ROOT), "vllm": bench.release, "machine": machine(),
               "streams": STREAMS, "tokens per stream": TOKENS, "rounds": args.rounds,
-              "cases": cases}
+              "cases": cases, "parser cases": parsers}
     lines, ok = goal_lines(record)
     print("\n".join(lines))
     record["goals"] = lines
@@ -437,10 +485,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 def section(recorded: dict[str, Any]) -> str:
-    """The benchmarks page's in-process section (between its markers), from the record."""
+    """The benchmarks page's in-process section (between its markers), from the record: the
+    plain cases' table, then the parser cases' (the parser's share of each side, the ratio
+    outside the parser's calls and the whole one)."""
     rows = ["| vLLM | case | vLLM's generator | the plugin's | x vLLM's | rounds' ratios | "
             "logprobs processor, vLLM's / the plugin's |",
             "| --- | --- | --- | --- | --- | --- | --- |"]
+    parsed = ["| vLLM | case | vLLM's generator (the parser) | the plugin's (the parser) | "
+              "the parser's share of vLLM's | x vLLM's outside the parser | rounds' ratios "
+              "outside the parser | x vLLM's with the parser |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     heads, goals = [], []
     for release, run in recorded["runs"].items():
         m = run["machine"]
@@ -455,8 +509,23 @@ def section(recorded: dict[str, Any]) -> str:
             rows.append(f"| {release} | {case} | {row['vllm']['median']:.2f} us | "
                         f"{row['plugin']['median']:.2f} us | {row['ratio']:.2f} | "
                         f"{min(row['rounds']):.2f}-{max(row['rounds']):.2f} | {processor} |")
+        for case, row in run.get("parser cases", {}).items():
+            v, p, outside = row["vllm"], row["plugin"], row["rounds outside the parser"]
+            parsed.append(
+                f"| {release} | {case} | {v['median']:.2f} us ({v['parser median']:.2f}) | "
+                f"{p['median']:.2f} us ({p['parser median']:.2f}) | "
+                f"{row['parser share']:.0%} | {row['ratio outside the parser']:.2f} | "
+                f"{min(outside):.2f}-{max(outside):.2f} | {row['ratio']:.2f} |")
         goals += [f"- {line}" for line in run["goals"]]
-    return "\n".join([MARKERS[0], *heads, "", *rows, "", "The goals (the plugin's generator "
+    tables = [*rows, ""]
+    if len(parsed) > 2:
+        tables += ["Chat with a parser (`--reasoning-parser qwen3`, the whole answer "
+                   "reasoning; `deepseek_r1`, reasoning then content; `--tool-call-parser "
+                   "hermes` with `tools` in the request, a text answer and a tool call): both "
+                   "generators call the same vLLM parser object the same way, and its calls "
+                   "are timed apart (in brackets, microseconds per token); the goal is on "
+                   "what each side spends outside them.", "", *parsed, ""]
+    return "\n".join([MARKERS[0], *heads, "", *tables, "The goals (the plugin's generator "
                       "against vLLM's own, the same run):", "", *goals, MARKERS[1]])
 
 
@@ -516,8 +585,6 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--record", help="merge this release's run into this JSON record")
-    parser.add_argument("--tools", action="store_true",
-                        help="the tool parser's cases instead (printed, not recorded)")
     parser.add_argument("--docs", action="store_true",
                         help="write the benchmarks page's section and the vLLM guide's "
                              "table from the recorded runs")

@@ -139,7 +139,8 @@ def test_another_value_is_off_with_one_warning(value: str, monkeypatch: pytest.M
 def test_the_docs_are_the_recorded_runs() -> None:
     """The benchmarks page's in-process section and the vLLM guide's table of releases are
     what bench/bench_vllm_inprocess.py writes from the records (docs/_static/bench/
-    vllm-inprocess.json, vllm.json): one run per known release, every case in it."""
+    vllm-inprocess.json, vllm.json): one run per known release, every case in it (the
+    parser cases too)."""
     import importlib.util as util
     import json
 
@@ -154,6 +155,10 @@ def test_the_docs_are_the_recorded_runs() -> None:
     for release, run in recorded["runs"].items():
         assert run["vllm"] == release and set(run["cases"]) == set(bench.CASES)
         assert all(len(row["rounds"]) == run["rounds"] >= 5 for row in run["cases"].values())
+        parsers = run["parser cases"]
+        assert set(parsers) == set(bench.PARSER_CASES)
+        assert all(len(row["rounds outside the parser"]) == run["rounds"] >= 5
+                   for row in parsers.values())
     page = bench.PAGE.read_text(encoding="utf-8")
     assert bench.page(recorded, page) == page, "python bench/bench_vllm_inprocess.py --docs"
     guide = bench.GUIDE.read_text(encoding="utf-8")
