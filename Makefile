@@ -197,8 +197,9 @@ test-vllm: build $(VLLM_VENV)/.installed
 
 # Optional, not in make bench: a real vLLM API server's CPU per streamed token with the plugin
 # off and on (TOKCORE_VLLM_PLUGIN=generator), on greedy and sampled streams (bench/bench_vllm.py;
-# two servers of the tiny model of tests/integration/_vllm_server.py, pinned, alternated
-# rounds; some 15 to 30 minutes on 2 cores). The
+# pairs of servers of the tiny models of tests/integration/_vllm_server.py: plain, the qwen3
+# reasoning parser, the hermes tool parser; pinned, alternated rounds; some 20 to 30 minutes
+# on 2 cores). The
 # run is recorded in docs/_static/bench/vllm.json; bench/bench_vllm.py --docs writes the
 # benchmarks page's section from it.
 .PHONY: bench-vllm

@@ -2,8 +2,9 @@
 (``make bench-vllm``: vLLM's CPU wheel in the Makefile's ``VLLM_VENV``, one venv per vLLM
 release outside the tree; not in ``make bench``).
 
-Two ``vllm serve`` of the tiny model of tests/integration/_vllm_server.py run side by side
-on loopback: the plugin off and on (``TOKCORE_VLLM_PLUGIN=generator``), each with
+For each server configuration (``SERVERS``: plain, the qwen3 reasoning parser, the hermes
+tool parser), two ``vllm serve`` of the tiny model of tests/integration/_vllm_server.py run
+side by side on loopback: the plugin off and on (``TOKCORE_VLLM_PLUGIN=generator``), each with
 ``--lockstep`` (``_vllm_server.lockstep``: every engine step one chunk of each stream, as an
 API server that keeps up with its engine writes them; vLLM itself merges the steps a lagging
 API server has not taken yet, and with a model this small the engine is as fast as the API
@@ -14,15 +15,17 @@ engine core and its worker) to the other, again before each measured load (threa
 since are pinned too). Then, in each round, the servers are driven in turn (the order
 rotated from round to round) with ``CONCURRENCY`` concurrent streams of ``TOKENS`` tokens
 each (``ignore_eos`` and ``min_tokens``: every stream that long), ``--requests`` per case,
-for each case (``CASES``): plain chat streams, plain completions streams, completions with
-``logprobs: 5``, each greedy (one prompt, temperature 0) and sampled (temperature 1, a seed
-per stream, the prompts of ``PROMPTS`` in turn: the contexts of vLLM's corrections of
-partial characters recur less), each asking ``include_usage`` (its tokens are counted from
-the final usage chunk). A first round, the same load, warms every server and case up and is
-not counted. The API server's CPU is its utime + stime from ``/proc/<pid>/stat`` (all its
-threads, in clock ticks: the default 64 streams a load make about 100 ticks) read right
-before the load and ``SETTLE`` seconds after its last byte (the server's work on the
-requests after that), divided by the streamed tokens; the engine's processes' CPU is
+for each case of that configuration (``CASES``): plain chat streams, plain completions
+streams, completions with ``logprobs: 5``, chat with ``top_logprobs: 5``, chat on the
+reasoning server, chat with tools on the tool server (a text answer: ``CASES``), each
+greedy (one prompt, temperature 0) and sampled (temperature 1, a seed per stream, the
+prompts of ``PROMPTS`` in turn: the contexts of vLLM's corrections of partial characters
+recur less), each asking ``include_usage`` (its tokens are counted from the final usage
+chunk). A first round, the same load, warms every server and case up and is not counted.
+The API server's CPU is its utime + stime from ``/proc/<pid>/stat`` (all its threads, in
+clock ticks: the default 64 streams a load make about 100 ticks) read right before the load
+and ``SETTLE`` seconds after its last byte (the server's work on the requests after that),
+divided by the streamed tokens; the engine's processes' CPU is
 reported apart. Printed per round: each load's figures and each case's ratio (on/off);
 then per case and side the median of the rounds and their spread (lowest, highest), and
 each goal's line (the plugin on against off, same run; the ratio of the medians, and each
@@ -44,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import os
 import platform
@@ -67,20 +71,45 @@ CONCURRENCY = 16
 TOKENS = 256
 #: seconds waited after a load's last byte before the API server's CPU is read
 SETTLE = 0.25
-#: the cases: their path, what their requests add, and whether they sample (temperature 1,
-#: a seed per stream, the prompts in turn) or decode greedily (one prompt)
-CASES = {
-    "chat": ("/v1/chat/completions", {}, False),
-    "completions": ("/v1/completions", {}, False),
-    "completions logprobs 5": ("/v1/completions", {"logprobs": 5}, False),
-    "chat sampled": ("/v1/chat/completions", {}, True),
-    "completions sampled": ("/v1/completions", {}, True),
-    "completions logprobs 5 sampled": ("/v1/completions", {"logprobs": 5}, True),
+#: the servers, each a pair (the plugin off and on): what ``vllm serve`` adds, and whether it
+#: serves the tool servers' model (tests/integration/_vllm_server.py's ``TOOL_RECIPE``, whose
+#: tokenizer has hermes's tokens); Qwen3's recipe turns on the qwen3 reasoning parser, and
+#: the tool servers of most recipes hermes
+SERVERS: dict[str, tuple[list[str], bool]] = {
+    "plain": ([], False),
+    "qwen3 reasoning": (["--reasoning-parser", "qwen3"], False),
+    "hermes tools": (["--enable-auto-tool-choice", "--tool-call-parser", "hermes"], True),
+}
+CHAT, COMPLETIONS = "/v1/chat/completions", "/v1/completions"
+TOOLS = "tools"  # (a request key: the tool servers' tools, _vllm_server.TOOL_DEFS)
+#: the cases: their server, path, what their requests add, and whether they sample
+#: (temperature 1, a seed per stream, the prompts in turn) or decode greedily (one prompt).
+#: The reasoning server's random model never closes its reasoning: every delta is reasoning;
+#: the tool server's requests carry tools (tool_choice auto) and its model answers text, the
+#: common path of a tool server: the requests bias ``<tool_call>`` away (``logit_bias``), as
+#: the random model would otherwise open a call some way in and never close it (the parser
+#: then holds every later token: a greedy stream of 256 tokens wrote 77 chunks)
+CASES: dict[str, tuple[str, str, dict[str, Any], bool]] = {
+    "chat": ("plain", CHAT, {}, False),
+    "completions": ("plain", COMPLETIONS, {}, False),
+    "completions logprobs 5": ("plain", COMPLETIONS, {"logprobs": 5}, False),
+    "chat top_logprobs 5": ("plain", CHAT, {"logprobs": True, "top_logprobs": 5}, False),
+    "chat sampled": ("plain", CHAT, {}, True),
+    "completions sampled": ("plain", COMPLETIONS, {}, True),
+    "completions logprobs 5 sampled": ("plain", COMPLETIONS, {"logprobs": 5}, True),
+    "chat top_logprobs 5 sampled": ("plain", CHAT, {"logprobs": True, "top_logprobs": 5},
+                                    True),
+    "chat qwen3 reasoning": ("qwen3 reasoning", CHAT, {}, False),
+    "chat qwen3 reasoning sampled": ("qwen3 reasoning", CHAT, {}, True),
+    "chat hermes tools": ("hermes tools", CHAT, {TOOLS: True}, False),
+    "chat hermes tools sampled": ("hermes tools", CHAT, {TOOLS: True}, True),
 }
 #: the plugin's API server CPU per streamed token against the plugin off's, at most
 GOALS = {"chat": 0.65, "completions": 0.72, "completions logprobs 5": 0.5,
-         "chat sampled": 0.65, "completions sampled": 0.72,
-         "completions logprobs 5 sampled": 0.5}
+         "chat top_logprobs 5": 0.5, "chat sampled": 0.65, "completions sampled": 0.72,
+         "completions logprobs 5 sampled": 0.5, "chat top_logprobs 5 sampled": 0.5,
+         "chat qwen3 reasoning": 0.7, "chat qwen3 reasoning sampled": 0.7,
+         "chat hermes tools": 0.75, "chat hermes tools sampled": 0.75}
 PROMPT = "the engine writes the token stream to the server and the server writes it out"
 #: the sampled streams' prompts, in turn (each stream its own seed)
 PROMPTS = (PROMPT, "tell me about the café and the naïve 中文 words 🙂",
@@ -88,12 +117,26 @@ PROMPTS = (PROMPT, "tell me about the café and the naïve 中文 words 🙂",
            "the model of the day is small and it writes a long answer to every question")
 
 
+@functools.cache
+def special_id(token: str) -> int:
+    """The id of one of the tool servers' model's special tokens (its tokenizer's)."""
+    from _vllm_server import model_dir
+
+    added = json.loads((model_dir(tools=True) / "tokenizer.json").read_text())["added_tokens"]
+    return next(entry["id"] for entry in added if entry["content"] == token)
+
+
 def body(case: str, k: int) -> dict[str, Any]:
     """The ``k``-th request of a load of this case."""
-    path, extra, sampled = CASES[case]
+    from _vllm_server import TOOL_DEFS
+
+    _, path, extra, sampled = CASES[case]
     request: dict[str, Any] = {"model": "tiny", "max_tokens": TOKENS, "min_tokens": TOKENS,
                                "ignore_eos": True, "temperature": 0, "stream": True,
                                "stream_options": {"include_usage": True}, **extra}
+    if request.pop(TOOLS, False):
+        request["tools"] = TOOL_DEFS
+        request["logit_bias"] = {str(special_id("<tool_call>")): -100}
     prompt = PROMPT
     if sampled:
         request.update(temperature=1.0, seed=1000 + k)
@@ -122,7 +165,7 @@ async def load(url: str, case: str, requests: int) -> tuple[int, int]:
     """``requests`` streams, ``CONCURRENCY`` at a time; the tokens and events streamed."""
     import httpx
 
-    path = CASES[case][0]
+    path = CASES[case][1]
     gate = asyncio.Semaphore(CONCURRENCY)
 
     async def gated(client: Any, k: int) -> tuple[int, int]:
@@ -275,26 +318,35 @@ def run(args: argparse.Namespace) -> int:
     api_cpu, engine_cpu = cpus[0], cpus[1]
     env = {"VLLM_CPU_OMP_THREADS_BIND": str(engine_cpu)}
     tree = os.environ.get("TOKCORE_VLLM_TREE") or None  # another tree's tokcore, if named
-    servers = {mode: Server(switch, env=env, pythonpath=tree, lockstep=True)
-               for mode, switch in MODES.items()}
-    try:
-        for server in servers.values():
-            server.spawn()
-        for server in servers.values():
-            server.wait()
-        pin_all(servers, api_cpu, engine_cpu)
-        for mode, server in servers.items():
-            print(f"  {mode}: API server pid {server.pid} on CPU {api_cpu}, engine pids "
-                  f"{server.engine_pids()} on CPU {engine_cpu}", flush=True)
-        figures = measure(servers, args.rounds, args.requests, api_cpu, engine_cpu,
-                          args.cases or list(CASES))
-    finally:
-        for server in servers.values():
-            server.stop()
+    cases = args.cases or list(CASES)
+    figures: dict[str, Any] = {}
+    for name, (extra_args, tools) in SERVERS.items():
+        theirs = [case for case in cases if CASES[case][0] == name]
+        if not theirs:
+            continue
+        servers = {mode: Server(switch, extra_args, env=env, pythonpath=tree, lockstep=True,
+                                tools=tools)
+                   for mode, switch in MODES.items()}
+        try:
+            for server in servers.values():
+                server.spawn()
+            for server in servers.values():
+                server.wait()
+            pin_all(servers, api_cpu, engine_cpu)
+            for mode, server in servers.items():
+                print(f"  {name} {mode}: API server pid {server.pid} on CPU {api_cpu}, "
+                      f"engine pids {server.engine_pids()} on CPU {engine_cpu}", flush=True)
+            figures.update(measure(servers, args.rounds, args.requests, api_cpu, engine_cpu,
+                                   theirs))
+        finally:
+            for server in servers.values():
+                server.stop()
+    figures = {case: figures[case] for case in cases}  # (in the order asked)
     record = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
               "tokcore": commit(Path(tree or ROOT)),
               "vllm": version("vllm-cpu") if _has("vllm-cpu") else version("vllm"),
               "torch": version("torch"), "machine": machine(), "model": RECIPE,
+              "servers": {CASES[case][0]: SERVERS[CASES[case][0]][0] for case in cases},
               "concurrency": CONCURRENCY, "tokens per stream": TOKENS,
               "requests per round": args.requests, "rounds": args.rounds,
               "cases": summary(figures)}

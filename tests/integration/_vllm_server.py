@@ -202,6 +202,15 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+#: the tools the tool servers' requests carry (test_vllm_server.py, bench/bench_vllm.py)
+TOOL_DEFS = [{"type": "function", "function": {
+    "name": name, "description": f"the {what} of a city", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"},
+                                         "days": {"type": "integer"}},
+        "required": ["city"]}}} for name, what in (("get_weather", "weather"),
+                                                   ("get_time", "time"))]
+
+
 class Server:
     """``vllm serve`` of the tiny model on loopback, as a context manager: ``url`` is its
     base URL once :meth:`start` returns (``/health`` answered)."""

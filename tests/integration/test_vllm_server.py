@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from _vllm_server import ROOT, Server
+from _vllm_server import ROOT, TOOL_DEFS, Server
 
 pytest.importorskip("vllm", reason="vLLM is not installed here: make test-vllm runs this")
 httpx = pytest.importorskip("httpx")
@@ -224,12 +224,6 @@ def qwen3_matrix() -> dict[str, Request]:
     }
 
 
-TOOL_DEFS = [{"type": "function", "function": {
-    "name": name, "description": f"the {what} of a city", "parameters": {
-        "type": "object", "properties": {"city": {"type": "string"},
-                                         "days": {"type": "integer"}},
-        "required": ["city"]}}} for name, what in (("get_weather", "weather"),
-                                                   ("get_time", "time"))]
 NAMED = {"type": "function", "function": {"name": "get_weather"}}
 
 
