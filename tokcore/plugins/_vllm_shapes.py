@@ -121,21 +121,21 @@ def _chat_probes(n: Names, rules: Rules) -> dict[str, str]:
     final = _chunk(n, [], usage=_usage(n, True), system_fingerprint=P.system_fingerprint,
                    metrics=None)
     frames = {"start": start}
-    for name, kind in (("text", "content"), ("reasoning", "reasoning")):
-        frames[name] = _step(n, rules, n.DeltaMessage(**{kind: P.text}), False)
-        frames["finish" if name == "text" else "finish_reasoning"] = _step(
-            n, rules, n.DeltaMessage(**{kind: P.text}), True)
+    for step, finish, kind in (("text", "finish", "content"),
+                               ("reasoning", "finish_reasoning", "reasoning")):
+        frames[step] = _step(n, rules, n.DeltaMessage(**{kind: P.text}), False)
+        frames[finish] = _step(n, rules, n.DeltaMessage(**{kind: P.text}), True)
     return {**{name: _frame(made, exclude_unset=True) for name, made in frames.items()},
             "usage": _frame(final, exclude_unset=True, exclude_none=True)}
 
 
-def _tool_probes(n: Names, rules: Rules, form: ToolForm) -> dict[str, str]:
+def _tool_probes(n: Names, rules: Rules, form: ToolForm, chat: dict[str, str]
+                 ) -> dict[str, str]:
     """A tool-call form's frames: a call's first piece (its id, type, index and name, and
     the arguments where the form's code sets them: left out when None), a later piece (its
     arguments), and a later piece on the finish chunk; the chat shape's own text and
-    finish frames (a shape needs a text frame)."""
+    finish frames (``chat``: a shape needs a text frame)."""
     content_null, name_null = form
-    chat = _chat_probes(n, rules)
 
     def delta(call: Any) -> Any:
         return n.DeltaMessage(content=None, tool_calls=[call]) if content_null else \
@@ -154,15 +154,15 @@ def _tool_probes(n: Names, rules: Rules, form: ToolForm) -> dict[str, str]:
                                        exclude_unset=True)}
 
 
-def _empty_probes(n: Names, rules: Rules) -> dict[str, str]:
+def _empty_probes(n: Names, rules: Rules, chat: dict[str, str]) -> dict[str, str]:
     """The empty-delta step's frame (as ``finish``, its finish reason written null), and
-    the chat shape's text frame (a shape needs one)."""
+    the chat shape's text frame (``chat``: a shape needs one)."""
     on_chunk, _ = _extra(rules)
     made = _chunk(n, [n.ChatCompletionResponseStreamChoice(
         index=P.index, delta=n.DeltaMessage(), logprobs=_logprobs(n),
         finish_reason=P.finish_reason, token_ids=list(P.token_ids))], **on_chunk)
     made.usage = _usage(n)
-    return {"text": _chat_probes(n, rules)["text"], "finish": _frame(made, exclude_unset=True)}
+    return {"text": chat["text"], "finish": _frame(made, exclude_unset=True)}
 
 
 def _completion_probes(n: Names, rules: Rules) -> dict[str, str]:
@@ -199,16 +199,16 @@ def _completion_probes(n: Names, rules: Rules) -> dict[str, str]:
 def build(names: Names, release: Release) -> Context:
     """The context of a known release: its names, rules and the writer's shapes made from
     its own models (ValueError or a pydantic error: its models are not what the rules say)."""
+    chat = _chat_probes(names, release.rules)
     return Context(
         names, release,
-        StreamShape("chat", _chat_probes(names, release.rules), style="pydantic",
-                    omit_none=_CHAT_OMIT),
+        StreamShape("chat", chat, style="pydantic", omit_none=_CHAT_OMIT),
         StreamShape("completions", _completion_probes(names, release.rules), style="pydantic",
                     omit_none=_COMPLETION_OMIT),
-        {form: StreamShape("chat", _tool_probes(names, release.rules, form), style="pydantic",
-                           omit_none=(*_CHAT_OMIT, "tool_start.text"))
+        {form: StreamShape("chat", _tool_probes(names, release.rules, form, chat),
+                           style="pydantic", omit_none=(*_CHAT_OMIT, "tool_start.text"))
          for form in TOOL_FORMS},
-        StreamShape("chat", _empty_probes(names, release.rules), style="pydantic",
+        StreamShape("chat", _empty_probes(names, release.rules, chat), style="pydantic",
                     omit_none=_CHAT_OMIT))
 
 
