@@ -84,7 +84,8 @@ CHAT, COMPLETIONS = "/v1/chat/completions", "/v1/completions"
 TOOLS = "tools"  # (a request key: the tool servers' tools, _vllm_server.TOOL_DEFS)
 #: the cases: their server, path, what their requests add, and whether they sample
 #: (temperature 1, a seed per stream, the prompts in turn) or decode greedily (one prompt).
-#: The reasoning server's random model never closes its reasoning: every delta is reasoning;
+#: The reasoning server's random model writes reasoning, and most of its streams close it
+#: (``</think>`` wins where the model would write " the") and go on with content;
 #: the tool server's requests carry tools (tool_choice auto) and its model answers text, the
 #: common path of a tool server: the requests bias ``<tool_call>`` away (``logit_bias``), as
 #: the random model would otherwise open a call some way in and never close it (the parser
