@@ -31,6 +31,14 @@ then per case and side the median of the rounds and their spread (lowest, highes
 each goal's line (the plugin on against off, same run; the ratio of the medians, and each
 round's ratio).
 
+A server with a parser (``SERVERS``) then runs one more round of each of its cases, the
+parser round, not counted in the goals: the servers time their parsers' own calls
+(``_vllm_server.parser_clock``: vLLM's ``parse_delta`` and ``count_reasoning_tokens``, the
+thread CPU time of each call, both sides the same wrapper) while the same load runs. Its
+line gives what vLLM's parser costs in a real API server per streamed token on each side
+and the ratio outside its calls: the part of the server the plugin can change. Both sides
+call the same parser the same way, so the parser's cost is a floor under the ratio.
+
 ``TOKCORE_VLLM_TREE`` names another source tree whose ``tokcore`` the servers import (its
 in-place build), default this one. ``--record PATH`` writes the run as JSON
 (``docs/_static/bench/vllm.json`` is the recorded run); ``--docs`` writes the section of
@@ -205,7 +213,8 @@ def measure(servers: dict[str, Any], rounds: int, requests: int, api_cpu: int,
     from _vllm_server import cpu_seconds
 
     figures: dict[str, dict[str, dict[str, list[float]]]] = {
-        case: {mode: {"api": [], "engine": [], "wall": [], "events": []} for mode in servers}
+        case: {mode: {"api": [], "engine": [], "wall": [], "events": [], "parser": []}
+               for mode in servers}
         for case in cases}
     names = list(servers)
     for round_ in range(-1, rounds):  # round 0: the warm-up, the same load, not counted
@@ -240,6 +249,23 @@ def measure(servers: dict[str, Any], rounds: int, requests: int, api_cpu: int,
             if round_ >= 0 and "off" in servers and "generator" in servers:
                 ratio = figures[case]["generator"]["api"][-1] / figures[case]["off"]["api"][-1]
                 print(f"  round {round_ + 1} {case:<30} generator/off {ratio:.3f}", flush=True)
+    for case in cases:  # the parser round (a server with a parser: its parsers' calls timed)
+        for mode in names:
+            server = servers[mode]
+            if not server.parser_clock:
+                continue
+            pin_all(servers, api_cpu, engine_cpu)
+            server.clock_parsers()
+            api0 = cpu_seconds(server.pid)
+            tokens, _ = asyncio.run(load(server.url, case, requests))
+            time.sleep(SETTLE)
+            api = cpu_seconds(server.pid) - api0
+            parser, calls = server.parser_time()
+            figures[case][mode]["parser"] = [api / tokens, parser / tokens, calls / tokens]
+            print(f"  parser round {case:<30} {mode:<10} API server "
+                  f"{api / tokens * 1e6:7.1f} ms/1k tokens, vLLM's parser "
+                  f"{parser / tokens * 1e6:6.1f} ms/1k ({calls / tokens:.2f} calls a token)",
+                  flush=True)
     return figures
 
 
@@ -255,7 +281,27 @@ def summary(figures: dict[str, Any]) -> dict[str, Any]:
                 "engine ms per 1k tokens": [v * 1e3 for v in row["engine"]],
                 "engine median": statistics.median(row["engine"]) * 1e3,
                 "tokens per second": row["wall"], "events per stream": row["events"]}
+            if row["parser"]:
+                api, parser, calls = row["parser"]
+                out[case][mode]["parser round"] = {
+                    "api ms per 1k tokens": api * 1e6, "parser ms per 1k tokens": parser * 1e6,
+                    "parser calls per token": calls}
     return out
+
+
+def outside(modes: dict[str, Any]) -> str:
+    """The parser round's figures, for a goal's line: what vLLM's parser costs on each side
+    and the ratio outside its calls ("" without a parser round)."""
+    rounds = [modes[mode].get("parser round") for mode in ("off", "generator")]
+    if None in rounds:
+        return ""
+    off, on = rounds
+    rest = (on["api ms per 1k tokens"] - on["parser ms per 1k tokens"]) / \
+        (off["api ms per 1k tokens"] - off["parser ms per 1k tokens"])
+    return (f"; parser round: vLLM's parser {off['parser ms per 1k tokens']:.1f} of "
+            f"{off['api ms per 1k tokens']:.1f} ms/1k tokens off, "
+            f"{on['parser ms per 1k tokens']:.1f} of {on['api ms per 1k tokens']:.1f} on; "
+            f"outside its calls {rest:.3f}")
 
 
 def goal_lines(record: dict[str, Any]) -> tuple[list[str], bool]:
@@ -275,7 +321,7 @@ def goal_lines(record: dict[str, Any]) -> tuple[list[str], bool]:
         ok &= ratio <= goal
         lines.append(f"  {verdict} API server CPU per streamed token, {case}, "
                      f"generator/off: {ratio:.3f} (goal <= {goal}; rounds "
-                     f"{', '.join(f'{r:.2f}' for r in rounds)})")
+                     f"{', '.join(f'{r:.2f}' for r in rounds)}{outside(modes)})")
     return lines, ok
 
 
@@ -326,7 +372,7 @@ def run(args: argparse.Namespace) -> int:
         if not theirs:
             continue
         servers = {mode: Server(switch, extra_args, env=env, pythonpath=tree, lockstep=True,
-                                tools=tools)
+                                tools=tools, parser_clock=name != "plain")
                    for mode, switch in MODES.items()}
         try:
             for server in servers.values():

@@ -221,10 +221,12 @@ class Server:
     def __init__(self, mode: str | None, args: Sequence[str] = (),
                  env: Mapping[str, str] | None = None, log: Path | None = None,
                  pythonpath: str | None = None, lockstep: bool = False,
-                 tools: bool = False) -> None:
-        """``tools``: serve the tool servers' model (``TOOL_RECIPE``)."""
+                 tools: bool = False, parser_clock: bool = False) -> None:
+        """``tools``: serve the tool servers' model (``TOOL_RECIPE``); ``parser_clock``:
+        the server can time its parsers' own calls (:meth:`clock_parsers`)."""
         self.mode = mode
         self.lockstep = lockstep
+        self.parser_clock = parser_clock
         self.args = list(args)
         self.env = dict(env or {})
         self.port = free_port()
@@ -237,7 +239,9 @@ class Server:
 
     def command(self) -> list[str]:
         return [sys.executable, str(Path(__file__).resolve()),
-                *(["--lockstep"] if self.lockstep else []), "--model", self.model,
+                *(["--lockstep"] if self.lockstep else []),
+                *(["--parser-clock", str(self.clock_file)] if self.parser_clock else []),
+                "--model", self.model,
                 "--served-model-name", "tiny", "--host", "127.0.0.1",
                 "--port", str(self.port), "--enforce-eager", "--max-model-len", "512",
                 "--dtype", "float32", "--seed", "0", "--disable-log-stats",
@@ -293,6 +297,29 @@ class Server:
                     raise RuntimeError(f"vLLM's server did not answer /health in "
                                        f"{self.START_LIMIT:.0f} s; its log:\n{self.tail()}")
                 time.sleep(0.5)
+
+    @property
+    def clock_file(self) -> Path:
+        return self.log.with_suffix(".parser")
+
+    def clock_parsers(self) -> None:
+        """From now on the server times its parsers' own calls (:func:`parser_clock`)."""
+        assert self.parser_clock and self.process is not None
+        self.clock_file.unlink(missing_ok=True)
+        os.kill(self.pid, signal.SIGUSR2)
+
+    def parser_time(self) -> tuple[float, int]:
+        """The thread CPU seconds of the server's parsers' own calls and their number, since
+        :meth:`clock_parsers`; the calls are vLLM's own again after this."""
+        assert self.parser_clock and self.process is not None
+        self.clock_file.unlink(missing_ok=True)
+        os.kill(self.pid, signal.SIGUSR1)
+        while not self.clock_file.exists():  # (written, then renamed, by the server)
+            if self.process.poll() is not None:
+                raise RuntimeError(f"vLLM's server ended; its log:\n{self.tail()}")
+            time.sleep(0.05)
+        nanoseconds, calls = map(int, self.clock_file.read_text().split())
+        return nanoseconds / 1e9, calls
 
     def tail(self, lines: int = 80) -> str:
         try:
@@ -400,9 +427,54 @@ def lockstep() -> None:
     collector.get = get
 
 
+def parser_clock(path: Path) -> None:
+    """The thread CPU time of vLLM's parsers' own calls (``parse_delta`` and
+    ``count_reasoning_tokens`` of ``vllm.parser.abstract_parser.DelegatingParser``, which
+    every reasoning and tool parser of the releases served is), for ``make bench-vllm``'s
+    parser round: SIGUSR2 wraps the two methods and zeroes the count; SIGUSR1 puts vLLM's
+    own methods back and writes ``"<nanoseconds> <calls>"`` to ``path`` (to a temporary
+    file, then renamed). Between the two the server runs vLLM's own code unchanged."""
+    from vllm.parser.abstract_parser import DelegatingParser
+
+    names = ("parse_delta", "count_reasoning_tokens")
+    own = {name: vars(DelegatingParser)[name] for name in names}
+    spent = [0, 0, 0]  # (nanoseconds, calls, depth: a call inside another counts once)
+    clock = time.thread_time_ns
+
+    def timed(method: Any) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if spent[2]:
+                return method(*args, **kwargs)
+            spent[2] = 1
+            start = clock()
+            try:
+                return method(*args, **kwargs)
+            finally:
+                spent[0] += clock() - start
+                spent[1] += 1
+                spent[2] = 0
+        return wrapper
+
+    def start(*_: Any) -> None:
+        spent[:] = [0, 0, 0]
+        for name in names:
+            setattr(DelegatingParser, name, timed(own[name]))
+
+    def stop(*_: Any) -> None:
+        for name in names:
+            setattr(DelegatingParser, name, own[name])
+        part = path.with_suffix(".part")
+        part.write_text(f"{spent[0]} {spent[1]}\n")
+        part.replace(path)
+
+    signal.signal(signal.SIGUSR2, start)
+    signal.signal(signal.SIGUSR1, stop)
+
+
 def launch(argv: Sequence[str]) -> None:
     """vLLM's API server in this process (``vllm serve`` without vLLM's CLI);
-    ``--lockstep`` first: :func:`lockstep`."""
+    ``--lockstep`` first: :func:`lockstep`; then ``--parser-clock PATH``:
+    :func:`parser_clock`."""
     import importlib.metadata
 
     real = importlib.metadata.version
@@ -425,6 +497,9 @@ def launch(argv: Sequence[str]) -> None:
     if argv[:1] == ["--lockstep"]:
         argv = argv[1:]
         lockstep()
+    if argv[:1] == ["--parser-clock"]:
+        parser_clock(Path(argv[1]))
+        argv = argv[2:]
     sys.argv = ["vllm-serve", *argv]
     main()
 

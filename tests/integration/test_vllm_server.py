@@ -313,14 +313,29 @@ def stream(client: Any, url: str, path: str, body: dict[str, Any]) -> bytes:
 
 
 def run(config: str, mode: str | None) -> dict[str, bytes]:
+    """The matrix's answers; a server with a parser times its parsers' calls
+    (``Server.clock_parsers``, as ``make bench-vllm``'s parser round does) while it answers
+    them, then answers the last request again with vLLM's own methods back: ``" parser
+    clock"`` holds the two reads (seconds, calls)."""
     args, matrix = CONFIGS[config]
-    server = Server(mode, args, lockstep=True, pythonpath=TREE, tools=config in TOOL_CONFIGS)
+    clocked = config != "default"
+    server = Server(mode, args, lockstep=True, pythonpath=TREE, tools=config in TOOL_CONFIGS,
+                    parser_clock=clocked)
     with server, httpx.Client(timeout=httpx.Timeout(600.0)) as client:
         probe = Probe(client, server.url)
         answers = {}
+        if clocked:
+            server.clock_parsers()
+        chats = []
         for name, request in matrix().items():
             path, body = request(probe)
             answers[name] = stream(client, server.url, path, body)
+            if path.endswith("chat/completions"):
+                chats.append(body)
+        if clocked:
+            first = server.parser_time()
+            stream(client, server.url, "/v1/chat/completions", chats[0])
+            answers[" parser clock"] = json.dumps([first, server.parser_time()]).encode()
         answers[" log"] = server.log.read_bytes()
     return answers
 
@@ -415,6 +430,18 @@ def test_the_answers_are_streams_of_chunks(config: str) -> None:
             kinds
     else:
         assert {"reasoning", "content"} <= kinds, kinds
+
+
+@pytest.mark.parametrize("mode", [None, *MODES])
+@pytest.mark.parametrize("config", [config for config in CONFIGS if config != "default"])
+def test_the_parser_clock_times_the_parsers_calls(config: str, mode: str | None) -> None:
+    """``make bench-vllm``'s parser round: while the clock runs, every step of the matrix's
+    answers is one timed parser call or more; once it is read, vLLM's own methods are back
+    (the request answered after it adds nothing)."""
+    first, second = json.loads(answers(config, mode)[" parser clock"])
+    seconds, calls = first
+    assert calls >= 20 and seconds > 0, first
+    assert second == first
 
 
 @pytest.mark.parametrize("mode", MODES)
