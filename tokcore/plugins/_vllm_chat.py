@@ -163,7 +163,8 @@ async def stream(ctx: Context, serving: Any, request: Any,
     kv_transfer = rules.kv_transfer_params
     empty_finish = rules.empty_finish
     #: a chunk without a finish is text and index alone (the writer's cheapest call)
-    bare = not want_logprobs and not return_ids and not continuous and parsers is None
+    quiet = not want_logprobs and not return_ids and not continuous
+    bare = quiet and parsers is None
     # a reasoning parser's: its deltas, the reasoning tokens its usage counts
     hide = parsers is not None and not request.include_reasoning
     reasoning = [0] * n if parsers is not None and serving._include_reasoning_tokens_details \
@@ -251,6 +252,19 @@ async def stream(ctx: Context, serving: Any, request: Any,
                                 (not return_ids or hide):
                             continue
                         delta = delta_class()
+                    elif quiet and finish is None and type(delta) is delta_class:
+                        # (the common step: one text of one kind, nothing beside it)
+                        # (tool_calls set empty: vLLM's serializer drops it)
+                        fields = delta.__pydantic_fields_set__
+                        if not delta.tool_calls and not delta.__pydantic_extra__ and \
+                                len(fields) - ("tool_calls" in fields) == 1:
+                            if "reasoning" in fields:
+                                if type(delta.reasoning) is str:
+                                    out.append(plain.step(delta.reasoning, i, "reasoning"))
+                                    continue
+                            elif "content" in fields and type(delta.content) is str:
+                                out.append(plain.text(delta.content, i))
+                                continue
                     ids = ids_list if return_ids and not hide else None
                     usage = None if not continuous else \
                         (num_prompt_tokens, previous_num_tokens[i]) if reasoning is None else \
