@@ -252,19 +252,12 @@ async def stream(ctx: Context, serving: Any, request: Any,
                                 (not return_ids or hide):
                             continue
                         delta = delta_class()
-                    elif quiet and finish is None and type(delta) is delta_class:
-                        # (the common step: one text of one kind, nothing beside it)
-                        # (tool_calls set empty: vLLM's serializer drops it)
-                        fields = delta.__pydantic_fields_set__
-                        if not delta.tool_calls and not delta.__pydantic_extra__ and \
-                                len(fields) - ("tool_calls" in fields) == 1:
-                            if "reasoning" in fields:
-                                if type(delta.reasoning) is str:
-                                    out.append(plain.step(delta.reasoning, i, "reasoning"))
-                                    continue
-                            elif "content" in fields and type(delta.content) is str:
-                                out.append(plain.text(delta.content, i))
-                                continue
+                    elif quiet and finish is None:  # (the common step: one text, no more)
+                        written = _written(delta, delta_class)
+                        if written is not None and written[1] is not None:
+                            out.append(plain.text(written[1], i) if written[0] == "text" else
+                                       plain.step(written[1], i, written[0]))
+                            continue
                     ids = ids_list if return_ids and not hide else None
                     usage = None if not continuous else \
                         (num_prompt_tokens, previous_num_tokens[i]) if reasoning is None else \
