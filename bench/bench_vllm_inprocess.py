@@ -119,7 +119,7 @@ class Bench:
         sys.path.insert(0, str(ROOT / "tests" / "integration"))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            from _vllm_server import RECIPE, model
+            from _vllm_server import PARSER_CALLS, RECIPE, CallClock, model
             from transformers import PreTrainedTokenizerFast
             from vllm.entrypoints.generate.base.protocol import RequestResponseMetadata
             from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
@@ -160,8 +160,8 @@ class Bench:
             case: [self._steps(random.Random(seed), self.case_tokenizer(case), answer)
                    for seed in range(STREAMS)]
             for case, (_, _, answer) in PARSER_CASES.items()}
-        self.parser_time = 0.0  # (the parser cases: the parser's calls' thread CPU)
-        self.in_parser = False
+        self.parser_clock = CallClock()  # (the parser cases: the parser's calls)
+        self.parser_calls = PARSER_CALLS
 
     def case_tokenizer(self, case: str) -> Any:
         """The case's server's tokenizer: the tool model's with a tool parser."""
@@ -273,25 +273,12 @@ class Bench:
                 enable_auto_tools=tool is not None,
                 _include_reasoning_tokens_details=reasoning is not None, model_config=None)
             make = cls._make_parser
-            bench = self
+            clock = self.parser_clock
 
             def timed(request: Any, tokenizer: Any, kwargs: Any) -> Any:
                 parser = make(serving, request, tokenizer, kwargs)
-                for name in ("parse_delta", "count_reasoning_tokens"):
-                    call = getattr(parser, name)
-
-                    def wrapper(*args: Any, _call: Any = call, **kwargs: Any) -> Any:
-                        if bench.in_parser:  # (one parser call inside another: counted once)
-                            return _call(*args, **kwargs)
-                        bench.in_parser = True
-                        start = time.thread_time()
-                        try:
-                            return _call(*args, **kwargs)
-                        finally:
-                            bench.parser_time += time.thread_time() - start
-                            bench.in_parser = False
-
-                    setattr(parser, name, wrapper)
+                for name in self.parser_calls:
+                    setattr(parser, name, clock.timed(getattr(parser, name)))
                 return parser
 
             serving._make_parser = timed
@@ -299,13 +286,13 @@ class Bench:
 
     def run(self, side: str, case: str, streams: list[list[Any]]) -> tuple[float, int]:
         """The thread CPU seconds of draining the streams through one side's generator, and
-        the bytes they wrote (a parser case: ``parser_time`` holds its parser's share)."""
+        the bytes they wrote (a parser case: ``parser_clock`` holds its parser's share)."""
         api, extra = CASES.get(case) or ("chat", {})
         serving = self.serving(api, case)
         tokenizer = self.case_tokenizer(case)
         if case in PARSER_CASES and PARSER_CASES[case][1]:
             extra = {**extra, "tools": TOOL_DEFS}
-        self.parser_time = 0.0
+        self.parser_clock.reset()
         generator = self.own[api] if side == "vllm" else \
             vars(self.Chat if api == "chat" else self.Completion)[
                 "chat_completion_stream_generator" if api == "chat" else
@@ -373,7 +360,7 @@ def measure(bench: Bench, rounds: int, cases: Any = CASES) -> dict[str, Any]:
                 sizes[side] = size
                 if round_ >= 0:
                     figures[side].append(spent / tokens * 1e6)
-                    parser[side].append(bench.parser_time / tokens * 1e6)
+                    parser[side].append(bench.parser_clock.nanoseconds / 1e3 / tokens)
         if sizes["vllm"] != sizes["plugin"]:
             raise SystemExit(f"{case}: the sides wrote {sizes['vllm']} and {sizes['plugin']} "
                              f"bytes: not the same streams")

@@ -427,44 +427,65 @@ def lockstep() -> None:
     collector.get = get
 
 
-def parser_clock(path: Path) -> None:
-    """The thread CPU time of vLLM's parsers' own calls (``parse_delta`` and
-    ``count_reasoning_tokens`` of ``vllm.parser.abstract_parser.DelegatingParser``, which
-    every reasoning and tool parser of the releases served is), for ``make bench-vllm``'s
-    parser round: SIGUSR2 wraps the two methods and zeroes the count; SIGUSR1 puts vLLM's
-    own methods back and writes ``"<nanoseconds> <calls>"`` to ``path`` (to a temporary
-    file, then renamed). Between the two the server runs vLLM's own code unchanged."""
-    from vllm.parser.abstract_parser import DelegatingParser
+class CallClock:
+    """The thread CPU time of the calls of the methods it wraps (:meth:`timed`) and their
+    number; a call made inside another (one wrapped method calling another) counts once.
+    ``make bench-vllm``'s parser round (:func:`parser_clock`) and
+    bench/bench_vllm_inprocess.py time vLLM's parsers with it."""
 
-    names = ("parse_delta", "count_reasoning_tokens")
-    own = {name: vars(DelegatingParser)[name] for name in names}
-    spent = [0, 0, 0]  # (nanoseconds, calls, depth: a call inside another counts once)
-    clock = time.thread_time_ns
+    def __init__(self) -> None:
+        self.nanoseconds = 0
+        self.calls = 0
+        self._inside = False
 
-    def timed(method: Any) -> Any:
+    def reset(self) -> None:
+        self.nanoseconds = self.calls = 0
+
+    def timed(self, method: Any) -> Any:
+        """``method`` (a function or a bound method), its calls counted and timed."""
+        clock = time.thread_time_ns
+
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            if spent[2]:
+            if self._inside:
                 return method(*args, **kwargs)
-            spent[2] = 1
+            self._inside = True
             start = clock()
             try:
                 return method(*args, **kwargs)
             finally:
-                spent[0] += clock() - start
-                spent[1] += 1
-                spent[2] = 0
+                self.nanoseconds += clock() - start
+                self.calls += 1
+                self._inside = False
+
         return wrapper
 
+
+#: the methods of vLLM's parsers that the generators call (parser_clock, the in-process bench)
+PARSER_CALLS = ("parse_delta", "count_reasoning_tokens")
+
+
+def parser_clock(path: Path) -> None:
+    """The thread CPU time of vLLM's parsers' own calls (``PARSER_CALLS`` of
+    ``vllm.parser.abstract_parser.DelegatingParser``, which every reasoning and tool parser
+    of the releases served is), for ``make bench-vllm``'s parser round: SIGUSR2 wraps the
+    methods (:class:`CallClock`) and zeroes the count; SIGUSR1 puts vLLM's own methods back
+    and writes ``"<nanoseconds> <calls>"`` to ``path`` (to a temporary file, then renamed).
+    Between the two the server runs vLLM's own code unchanged."""
+    from vllm.parser.abstract_parser import DelegatingParser
+
+    own = {name: vars(DelegatingParser)[name] for name in PARSER_CALLS}
+    clock = CallClock()
+
     def start(*_: Any) -> None:
-        spent[:] = [0, 0, 0]
-        for name in names:
-            setattr(DelegatingParser, name, timed(own[name]))
+        clock.reset()
+        for name in PARSER_CALLS:
+            setattr(DelegatingParser, name, clock.timed(own[name]))
 
     def stop(*_: Any) -> None:
-        for name in names:
+        for name in PARSER_CALLS:
             setattr(DelegatingParser, name, own[name])
         part = path.with_suffix(".part")
-        part.write_text(f"{spent[0]} {spent[1]}\n")
+        part.write_text(f"{clock.nanoseconds} {clock.calls}\n")
         part.replace(path)
 
     signal.signal(signal.SIGUSR2, start)
